@@ -1,0 +1,28 @@
+# Third-party libraries, all from Debian packages (scripts/setup.sh installs them). Nothing is downloaded.
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(yaml-cpp REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(PNG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+
+# OpenBLAS: Debian ships a CMake config without an imported target.
+find_package(OpenBLAS REQUIRED)
+add_library(vt_openblas INTERFACE)
+target_include_directories(vt_openblas INTERFACE ${OpenBLAS_INCLUDE_DIRS})
+target_link_libraries(vt_openblas INTERFACE ${OpenBLAS_LIBRARIES})
+
+# OpenCV core + imgproc only. Debian's OpenCVConfig.cmake lives in libopencv-dev, which pulls imgcodecs and
+# ~220 MB of codecs we do not want, so the two libraries are found directly.
+find_path(OPENCV_INCLUDE_DIR opencv2/core.hpp PATHS /usr/include/opencv4 REQUIRED)
+find_library(OPENCV_CORE_LIB opencv_core REQUIRED)
+find_library(OPENCV_IMGPROC_LIB opencv_imgproc REQUIRED)
+add_library(vt_opencv INTERFACE)
+target_include_directories(vt_opencv INTERFACE ${OPENCV_INCLUDE_DIR})
+target_link_libraries(vt_opencv INTERFACE ${OPENCV_IMGPROC_LIB} ${OPENCV_CORE_LIB})
+
+if(VT_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()

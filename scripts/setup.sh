@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every build and run dependency from Debian packages. Idempotent and non-interactive:
+# packages already present are skipped, so a second run costs a few seconds.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libopencv-core-dev libopencv-imgproc-dev
+  libturbojpeg0-dev libpng-dev
+  libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  libgtest-dev googletest
+  libopenblas-dev
+  dataset-fashion-mnist
+  xz-utils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+[[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

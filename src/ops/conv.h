@@ -1,0 +1,18 @@
+// Convolutions and pooling on NCHW tensors.
+#pragma once
+#include "tensor/tensor.h"
+
+namespace vt::ops {
+
+/// Conv2d with stride == kernel size and no padding (patch embedding): x [B, C, H, W], weight [D, C, p, p],
+/// bias [D] (may be undefined) → [B, D, H/p, W/p]. H and W must be multiples of p.
+Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias);
+/// Depth-wise 3×3 conv, stride 1, padding 1: x [B, C, H, W], weight [C, 1, 3, 3], bias [C] (may be undefined).
+Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bias);
+/// PyTorch's adaptive average pooling: x [..., H, W] → [..., out_h, out_w]; bin i covers
+/// [floor(i·H/out), ceil((i+1)·H/out)), so bins may overlap.
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
+/// 1-D version over the last dim: x [..., L] → [..., out].
+Tensor adaptive_avg_pool1d(const Tensor& x, int64_t out);
+
+}  // namespace vt::ops

@@ -1,0 +1,47 @@
+// Element-wise ops with NumPy broadcasting (binary) and their gradients.
+#pragma once
+#include "tensor/tensor.h"
+
+namespace vt::ops {
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double s);
+Tensor mul(const Tensor& a, double s);
+Tensor sub(double s, const Tensor& a);
+Tensor div(double s, const Tensor& a);
+Tensor neg(const Tensor& a);
+
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor gelu(const Tensor& x);  // exact (erf) GELU, as nn.GELU()
+Tensor silu(const Tensor& x);
+Tensor square(const Tensor& x);
+
+/// In place, no autograd: a += b (b broadcast to a's shape). a must be contiguous.
+void add_(const Tensor& a, const Tensor& b);
+/// In place, no autograd: a *= s.
+void mul_(const Tensor& a, double s);
+/// Sums `g` over broadcast dims so it has `shape` (the backward of broadcasting).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+}  // namespace vt::ops
+
+namespace vt {
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return ops::sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return ops::mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return ops::div(a, b); }
+inline Tensor operator+(const Tensor& a, double s) { return ops::add(a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return ops::add(a, -s); }
+inline Tensor operator*(const Tensor& a, double s) { return ops::mul(a, s); }
+inline Tensor operator*(double s, const Tensor& a) { return ops::mul(a, s); }
+inline Tensor operator/(const Tensor& a, double s) { return ops::mul(a, 1.0 / s); }
+inline Tensor operator-(const Tensor& a) { return ops::neg(a); }
+}  // namespace vt

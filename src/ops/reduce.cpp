@@ -1,0 +1,151 @@
+// Front-ends of the reductions and their backward nodes.
+#include "ops/reduce.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "autograd/node.h"
+#include "kernels/cpu/reduce.h"
+#include "ops/elementwise.h"
+
+namespace vt::ops {
+
+namespace {
+
+std::vector<int64_t> normalize_dims(const Tensor& x, const std::vector<int64_t>& dims, const char* op) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    out.resize(x.dim());
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
+  for (int64_t d : dims) out.push_back(wrap_dim(d, x.dim(), op));
+  std::sort(out.begin(), out.end());
+  VT_CHECK(std::adjacent_find(out.begin(), out.end()) == out.end(), "[", op, "] repeated dim");
+  return out;
+}
+
+Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepdim) {
+  Shape out;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
+    bool reduced = std::binary_search(dims.begin(), dims.end(), i);
+    if (!reduced) out.push_back(s[i]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+// Moves the reduced dims last: the result is [kept..., reduced...] contiguous.
+Tensor reduced_last(const Tensor& x, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < x.dim(); ++i)
+    if (!std::binary_search(dims.begin(), dims.end(), i)) perm.push_back(i);
+  perm.insert(perm.end(), dims.begin(), dims.end());
+  return x.permute(perm).contiguous();
+}
+
+Tensor sum_raw(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  Tensor out = Tensor::empty(reduced_shape(x.shape(), dims, keepdim), x.dtype(), x.device());
+  int64_t R = 1;
+  for (int64_t d : dims) R *= x.shape()[d];
+  const int64_t outer = x.numel() / std::max<int64_t>(R, 1);
+  bool prefix = true;
+  for (size_t i = 0; i < dims.size(); ++i) prefix = prefix && dims[i] == static_cast<int64_t>(i);
+  if (prefix && x.is_contiguous()) {
+    kernels::cpu::sum_leading(x.dtype(), out.raw_data(), x.raw_data(), R, outer);
+  } else {
+    Tensor xc = reduced_last(x.detach(), dims);
+    kernels::cpu::sum_rows(x.dtype(), out.raw_data(), xc.raw_data(), outer, R);
+  }
+  return out;
+}
+
+struct SumBackward : Node {
+  Shape input_shape, kept_shape;  // kept_shape: output shape with keepdim
+  double scale = 1.0;             // 1/count for mean
+  const char* name() const override { return "SumBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    Tensor gk = g.reshape(kept_shape);
+    if (scale != 1.0) gk = mul(gk, scale);
+    return {gk.expand(input_shape).contiguous()};
+  }
+};
+
+Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim, bool mean, const char* op) {
+  std::vector<int64_t> dims = normalize_dims(x, dims_in, op);
+  int64_t count = 1;
+  for (int64_t d : dims) count *= x.shape()[d];
+  Tensor out = sum_raw(x, dims, keepdim);
+  if (mean) mul_(out, 1.0 / static_cast<double>(std::max<int64_t>(count, 1)));
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<SumBackward>();
+    node->input_shape = x.shape();
+    node->kept_shape = reduced_shape(x.shape(), dims, true);
+    node->scale = mean ? 1.0 / static_cast<double>(count) : 1.0;
+    attach_node(out, node, {&x});
+  }
+  return out;
+}
+
+struct MaxBackward : Node {
+  Shape input_shape;
+  int64_t dim;
+  Tensor indices;  // i64, keepdim shape
+  const char* name() const override { return "MaxBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    // Build the gradient with `dim` moved last, then move it back.
+    Shape moved;
+    for (int64_t i = 0; i < static_cast<int64_t>(input_shape.size()); ++i)
+      if (i != dim) moved.push_back(input_shape[i]);
+    const int64_t R = input_shape[dim];
+    moved.push_back(R);
+    Tensor gm = Tensor::zeros(moved, g.dtype());
+    Tensor gc = g.contiguous();
+    const int64_t* idx = indices.data<int64_t>();
+    VT_DISPATCH_FLOAT(g.dtype(), "max_backward", [&] {
+      scalar_t* dst = gm.data<scalar_t>();
+      const scalar_t* src = gc.data<scalar_t>();
+      for (int64_t o = 0; o < indices.numel(); ++o) dst[o * R + idx[o]] = src[o];
+    });
+    const int64_t n = static_cast<int64_t>(input_shape.size());
+    std::vector<int64_t> perm(n);
+    for (int64_t i = 0; i < n; ++i) perm[i] = i < dim ? i : (i == dim ? n - 1 : i - 1);
+    return {gm.permute(perm).contiguous()};
+  }
+  void release() override { indices = Tensor(); }
+};
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce_sum(x, dims, keepdim, false, "sum");
+}
+
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce_sum(x, dims, keepdim, true, "mean");
+}
+
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  dim = wrap_dim(dim, x.dim(), "max");
+  Tensor xc = reduced_last(x.detach(), {dim});
+  Shape out_shape = reduced_shape(x.shape(), {dim}, keepdim);
+  Tensor values = Tensor::empty(out_shape, x.dtype(), x.device());
+  Tensor indices = Tensor::empty(out_shape, DType::i64, x.device());
+  const int64_t R = x.shape()[dim];
+  kernels::cpu::max_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), x.numel() / R, R);
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<MaxBackward>();
+    node->input_shape = x.shape();
+    node->dim = dim;
+    node->indices = indices;
+    attach_node(values, node, {&x});
+  }
+  return {values, indices};
+}
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  NoGradGuard no_grad;
+  return max(x, dim, keepdim).second;
+}
+
+}  // namespace vt::ops

@@ -1,0 +1,199 @@
+// View ops (reshape, permute, slice, expand, ...) and copies (contiguous, clone, to), each with its backward.
+#include <numeric>
+
+#include "autograd/node.h"
+#include "ops/elementwise.h"
+
+namespace vt {
+
+namespace {
+
+Tensor attach_unary(Tensor out, const Tensor& in, std::shared_ptr<Node> node) {
+  if (any_requires_grad({&in})) attach_node(out, node, {&in});
+  return out;
+}
+
+struct ReshapeBackward : Node {
+  Shape input_shape;
+  const char* name() const override { return "ReshapeBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {g.reshape(input_shape)}; }
+};
+
+struct PermuteBackward : Node {
+  std::vector<int64_t> inverse;
+  const char* name() const override { return "PermuteBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {g.permute(inverse)}; }
+};
+
+struct SliceBackward : Node {
+  Shape input_shape;
+  DType dtype;
+  int64_t dim, start, end, step;
+  const char* name() const override { return "SliceBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    Tensor full = Tensor::zeros(input_shape, dtype);
+    full.slice(dim, start, end, step).copy_(g);
+    return {full};
+  }
+};
+
+struct ExpandBackward : Node {
+  Shape input_shape;
+  const char* name() const override { return "ExpandBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {ops::sum_to(g, input_shape)}; }
+};
+
+struct IdentityBackward : Node {
+  const char* name() const override { return "CopyBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {g}; }
+};
+
+struct ToBackward : Node {
+  DType input_dtype;
+  const char* name() const override { return "ToBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {g.to(input_dtype)}; }
+};
+
+// Strides for viewing a contiguous-compatible tensor with a new shape, or empty when a copy is needed.
+bool view_strides(const Tensor& t, const Shape& shape, Shape& strides) {
+  if (!t.is_contiguous()) return false;
+  strides = contiguous_strides(shape);
+  return true;
+}
+
+}  // namespace
+
+Tensor Tensor::reshape(const Shape& requested) const {
+  Shape shape = requested;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      VT_CHECK(infer < 0, "[reshape] more than one -1 in ", to_string(requested));
+      infer = static_cast<int64_t>(i);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    VT_CHECK(known > 0 && numel() % known == 0, "[reshape] cannot reshape ", describe(), " to ", to_string(requested));
+    shape[infer] = numel() / known;
+  }
+  VT_CHECK(vt::numel(shape) == numel(), "[reshape] cannot reshape ", describe(), " to ", to_string(requested));
+  Shape strides;
+  Tensor src = view_strides(*this, shape, strides) ? *this : contiguous();
+  Tensor out = make_view(src, shape, contiguous_strides(shape), src.offset());
+  auto node = std::make_shared<ReshapeBackward>();
+  node->input_shape = this->shape();
+  return attach_unary(out, *this, node);
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  VT_CHECK(static_cast<int64_t>(dims.size()) == dim(), "[permute] ", dims.size(), " dims for ", describe());
+  Shape shape(dims.size()), strides(dims.size());
+  std::vector<int64_t> inverse(dims.size(), -1);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = wrap_dim(dims[i], dim(), "permute");
+    VT_CHECK(inverse[d] < 0, "[permute] dim ", d, " repeated");
+    inverse[d] = static_cast<int64_t>(i);
+    shape[i] = this->shape()[d];
+    strides[i] = this->strides()[d];
+  }
+  auto node = std::make_shared<PermuteBackward>();
+  node->inverse = inverse;
+  return attach_unary(make_view(*this, shape, strides, offset()), *this, node);
+}
+
+Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  std::vector<int64_t> dims(dim());
+  std::iota(dims.begin(), dims.end(), 0);
+  std::swap(dims[wrap_dim(a, dim(), "transpose")], dims[wrap_dim(b, dim(), "transpose")]);
+  return permute(dims);
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  d = wrap_dim(d, dim(), "slice");
+  int64_t n = shape()[d];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  VT_CHECK(step >= 1, "[slice] step must be positive, got ", step);
+  Shape shape = this->shape(), strides = this->strides();
+  shape[d] = (end - start + step - 1) / step;
+  strides[d] *= step;
+  auto node = std::make_shared<SliceBackward>();
+  node->input_shape = this->shape();
+  node->dtype = dtype();
+  node->dim = d;
+  node->start = start;
+  node->end = end;
+  node->step = step;
+  return attach_unary(make_view(*this, shape, strides, offset() + start * this->strides()[d]), *this, node);
+}
+
+Tensor Tensor::expand(const Shape& target) const {
+  VT_CHECK(static_cast<int64_t>(target.size()) >= dim(), "[expand] cannot expand ", describe(), " to ",
+           to_string(target));
+  size_t lead = target.size() - dim();
+  Shape shape = target, strides(target.size(), 0);
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (i < lead) continue;
+    int64_t src = this->shape()[i - lead];
+    if (target[i] == -1) shape[i] = src;
+    VT_CHECK(src == shape[i] || src == 1, "[expand] cannot expand ", describe(), " to ", to_string(target));
+    strides[i] = src == 1 && shape[i] != 1 ? 0 : this->strides()[i - lead];
+  }
+  auto node = std::make_shared<ExpandBackward>();
+  node->input_shape = this->shape();
+  return attach_unary(make_view(*this, shape, strides, offset()), *this, node);
+}
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (dim() == 0) return reshape({1});
+  start = wrap_dim(start, dim(), "flatten");
+  end = wrap_dim(end, dim(), "flatten");
+  Shape shape(this->shape().begin(), this->shape().begin() + start);
+  int64_t merged = 1;
+  for (int64_t i = start; i <= end; ++i) merged *= this->shape()[i];
+  shape.push_back(merged);
+  shape.insert(shape.end(), this->shape().begin() + end + 1, this->shape().end());
+  return reshape(shape);
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  Shape shape = this->shape();
+  shape.insert(shape.begin() + d, 1);
+  return reshape(shape);
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  d = wrap_dim(d, dim(), "squeeze");
+  VT_CHECK(shape()[d] == 1, "[squeeze] dim ", d, " of ", describe(), " is not 1");
+  Shape shape = this->shape();
+  shape.erase(shape.begin() + d);
+  return reshape(shape);
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = Tensor::empty(shape(), dtype(), device());
+  out.copy_(*this);
+  return attach_unary(out, *this, std::make_shared<IdentityBackward>());
+}
+
+Tensor Tensor::to(DType target) const {
+  if (target == dtype()) return *this;
+  Tensor out = Tensor::empty(shape(), target, device());
+  out.copy_(*this);
+  if (!is_floating(target)) return out;
+  auto node = std::make_shared<ToBackward>();
+  node->input_dtype = dtype();
+  return attach_unary(out, *this, node);
+}
+
+}  // namespace vt
