@@ -1,1 +1,51 @@
-// placeholder
+#include "models/registry.h"
+
+#include "core/error.h"
+
+namespace vt::models {
+
+namespace {
+struct Preset {
+  const char* name;
+  int64_t img, patch, dim, depth, heads;
+};
+// name, img_size, patch_size, embed_dim, depth, num_heads
+constexpr Preset kPresets[] = {
+    {"vit_micro", 28, 7, 96, 4, 4},
+    {"deit_tiny_patch16_224", 224, 16, 192, 12, 3},
+    {"deit_small_patch16_224", 224, 16, 384, 12, 6},
+    {"deit_base_patch16_224", 224, 16, 768, 12, 12},
+    {"vit_tiny_patch16_224", 224, 16, 192, 12, 3},
+    {"vit_small_patch16_224", 224, 16, 384, 12, 6},
+    {"vit_base_patch16_224", 224, 16, 768, 12, 12},
+    {"vit_large_patch16_224", 224, 16, 1024, 24, 16},
+};
+}  // namespace
+
+ViTConfig preset(const std::string& name) {
+  for (const auto& p : kPresets) {
+    if (name != p.name) continue;
+    ViTConfig c;
+    c.img_size = p.img;
+    c.patch_size = p.patch;
+    c.embed_dim = p.dim;
+    c.depth = p.depth;
+    c.num_heads = p.heads;
+    if (name == "vit_micro") {
+      c.in_chans = 1;
+      c.num_classes = 10;
+    }
+    return c;
+  }
+  std::string known;
+  for (const auto& p : kPresets) known += std::string(known.empty() ? "" : ", ") + p.name;
+  VT_FAIL("[model] unknown model name '", name, "' (known: ", known, ")");
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const auto& p : kPresets) out.emplace_back(p.name);
+  return out;
+}
+
+}  // namespace vt::models

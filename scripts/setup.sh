@@ -9,7 +9,7 @@ packages=(
   libturbojpeg0-dev libpng-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev googletest
-  libopenblas-dev
+  libopenblas-openmp-dev
   dataset-fashion-mnist
   xz-utils
 )

@@ -1,4 +1,6 @@
 // GELU (erf form, as nn.GELU()) forward and backward on contiguous f32 buffers; grid-stride loops.
+#include <algorithm>
+
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/elementwise.h"
 
@@ -42,7 +44,9 @@ void gelu_backward(float* dx, const float* dy, const float* x, int64_t n, cudaSt
 
 bool device_available() {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) cudaGetLastError();  // clear it, so the next launch check does not report it
+  return status == cudaSuccess && count > 0;
 }
 
 }  // namespace vt::kernels::cuda

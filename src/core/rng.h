@@ -39,9 +39,11 @@ VT_HD uint32_t bits_at(uint64_t seed, uint64_t offset, uint64_t i) {
   return philox4x32(seed, offset + i / 4).v[i % 4];
 }
 
-/// Uniform in (0, 1): 24 random bits, centred in their bin so 0 and 1 never occur.
+/// Uniform in (0, 1): 24 random bits, centred in their bin so 0 and 1 never occur. The top bin's centre
+/// (2^24 - 0.5) is not a float and rounds to 2^24, so it is mapped to the largest float below 1 instead.
 VT_HD float uniform_at(uint64_t seed, uint64_t offset, uint64_t i) {
-  return (static_cast<float>(bits_at(seed, offset, i) >> 8) + 0.5f) * (1.0f / 16777216.0f);
+  const float u = (static_cast<float>(bits_at(seed, offset, i) >> 8) + 0.5f) * (1.0f / 16777216.0f);
+  return u < 1.0f ? u : 0.99999994f;
 }
 
 /// Standard normal by Box-Muller over the pair (2j, 2j+1) of uniforms; element i takes the cos or sin branch.

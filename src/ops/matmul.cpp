@@ -28,20 +28,18 @@ GemmOperand operand(Tensor& x) {
 Tensor as_batched3(const Tensor& x, const Shape& batch) {
   const int64_t nb = numel(batch);
   Tensor e = x.expand([&] { Shape s = batch; s.push_back(x.size(-2)); s.push_back(x.size(-1)); return s; }());
-  // Batch dims merge when each stride equals the next one times its size (or all are 0: broadcast).
+  // Batch dims merge when each stride equals the next one times its size (or all are 0: broadcast). Dims of
+  // size 1 are skipped: their stride is arbitrary (e.g. a stepped slice) and says nothing about the others.
   const auto& st = e.strides();
   const int64_t nd = e.dim() - 2;
+  std::vector<int64_t> live;  // batch dims of size > 1
+  for (int64_t i = 0; i < nd; ++i)
+    if (batch[i] != 1) live.push_back(i);
   bool merge = true, all_zero = true;
-  for (int64_t i = 0; i < nd; ++i) all_zero = all_zero && (st[i] == 0 || batch[i] == 1);
-  for (int64_t i = 0; i + 1 < nd; ++i) merge = merge && (batch[i] == 1 || st[i] == st[i + 1] * batch[i + 1]);
+  for (int64_t i : live) all_zero = all_zero && st[i] == 0;
+  for (size_t k = 0; k + 1 < live.size(); ++k) merge = merge && st[live[k]] == st[live[k + 1]] * batch[live[k + 1]];
   if (!(merge || all_zero)) e = e.contiguous();
-  int64_t bstride = 0;
-  if (!all_zero)
-    for (int64_t i = nd - 1; i >= 0; --i)
-      if (batch[i] != 1) {
-        bstride = e.strides()[i];
-        break;
-      }
+  const int64_t bstride = live.empty() || all_zero ? 0 : e.strides()[live.back()];
   return make_view(e, {nb, x.size(-2), x.size(-1)}, {bstride, e.strides()[nd], e.strides()[nd + 1]}, e.offset());
 }
 

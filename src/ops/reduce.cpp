@@ -20,6 +20,7 @@ std::vector<int64_t> normalize_dims(const Tensor& x, const std::vector<int64_t>&
     return out;
   }
   for (int64_t d : dims) out.push_back(wrap_dim(d, x.dim(), op));
+  if (x.dim() == 0) return {};  // dim 0 (or -1) of a 0-d tensor: nothing to reduce
   std::sort(out.begin(), out.end());
   VT_CHECK(std::adjacent_find(out.begin(), out.end()) == out.end(), "[", op, "] repeated dim");
   return out;
@@ -127,6 +128,8 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
   dim = wrap_dim(dim, x.dim(), "max");
+  VT_CHECK(x.dim() > 0, "[max] needs a tensor with dims, got ", x.describe());
+  VT_CHECK(x.shape()[dim] > 0, "[max] cannot reduce the empty dim ", dim, " of ", x.describe());
   Tensor xc = reduced_last(x.detach(), {dim});
   Shape out_shape = reduced_shape(x.shape(), {dim}, keepdim);
   Tensor values = Tensor::empty(out_shape, x.dtype(), x.device());

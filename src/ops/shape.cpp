@@ -104,13 +104,16 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
 }
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  a = wrap_dim(a, dim(), "transpose");
+  b = wrap_dim(b, dim(), "transpose");
   std::vector<int64_t> dims(dim());
   std::iota(dims.begin(), dims.end(), 0);
-  std::swap(dims[wrap_dim(a, dim(), "transpose")], dims[wrap_dim(b, dim(), "transpose")]);
+  if (dim() > 0) std::swap(dims[a], dims[b]);  // a 0-d tensor accepts dim 0 and stays as it is
   return permute(dims);
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  VT_CHECK(dim() > 0, "[slice] cannot slice the 0-d tensor ", describe());
   d = wrap_dim(d, dim(), "slice");
   int64_t n = shape()[d];
   if (start < 0) start += n;
@@ -137,7 +140,11 @@ Tensor Tensor::expand(const Shape& target) const {
   size_t lead = target.size() - dim();
   Shape shape = target, strides(target.size(), 0);
   for (size_t i = 0; i < target.size(); ++i) {
-    if (i < lead) continue;
+    if (i < lead) {
+      VT_CHECK(target[i] >= 0, "[expand] cannot expand ", describe(), " to ", to_string(target),
+               ": new leading dims need a size");
+      continue;
+    }
     int64_t src = this->shape()[i - lead];
     if (target[i] == -1) shape[i] = src;
     VT_CHECK(src == shape[i] || src == 1, "[expand] cannot expand ", describe(), " to ", to_string(target));
@@ -169,6 +176,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim(d, dim(), "squeeze");
+  if (dim() == 0) return reshape({});
   VT_CHECK(shape()[d] == 1, "[squeeze] dim ", d, " of ", describe(), " is not 1");
   Shape shape = this->shape();
   shape.erase(shape.begin() + d);

@@ -43,7 +43,10 @@ Tensor Tensor::arange(int64_t n, DType dtype) {
   return from_vector(v, {n}, dtype);
 }
 
-int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const {
+  VT_CHECK(dim() > 0, "[size] tensor ", describe(), " has no dims");
+  return shape()[wrap_dim(d, dim(), "size")];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;

@@ -1,0 +1,66 @@
+#include "models/vit.h"
+
+#include "nn/init.h"
+#include "ops/ops.h"
+
+namespace vt::models {
+
+namespace {
+// Holds the blocks so their keys read blocks.0..., as timm's nn.Sequential does.
+struct BlockList : nn::Module {
+  void add(const std::shared_ptr<Block>& b) { register_module(std::to_string(count++), b); }
+  int count = 0;
+};
+}  // namespace
+
+Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path_(drop_path) {
+  const int64_t D = cfg.embed_dim;
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
+  attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
+  mlp = register_module("mlp", std::make_shared<nn::Mlp>(D, static_cast<int64_t>(D * cfg.mlp_ratio), cfg.drop_rate, gen));
+}
+
+Tensor Block::forward(const Tensor& x) const {
+  Tensor h = x + ops::drop_path(attn->forward(norm1->forward(x)), drop_path_, training());
+  return h + ops::drop_path(mlp->forward(norm2->forward(h)), drop_path_, training());
+}
+
+VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
+  VT_CHECK(cfg.embed_dim > 0 && cfg.depth > 0 && cfg.num_heads > 0 && cfg.num_classes > 0,
+           "[model] embed_dim, depth, num_heads and num_classes must be positive");
+  Generator gen(cfg.seed);
+  const int64_t D = cfg.embed_dim;
+  patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(cfg.img_size, cfg.patch_size,
+                                                                                   cfg.in_chans, D, gen));
+  cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
+  pos_embed = register_parameter("pos_embed", Tensor::empty({1, 1 + patch_embed->num_patches(), D}));
+  ops::normal_(cls_token, 0.0, 1e-6, gen);  // timm: nn.init.normal_(cls_token, std=1e-6)
+  nn::init::trunc_normal(pos_embed, 0.02, gen);
+  auto list = register_module("blocks", std::make_shared<BlockList>());
+  for (int64_t i = 0; i < cfg.depth; ++i) {
+    // Stochastic depth rises linearly from 0 to drop_path_rate over the blocks (timm).
+    double dpr = cfg.depth > 1 ? cfg.drop_path_rate * static_cast<double>(i) / static_cast<double>(cfg.depth - 1) : 0.0;
+    blocks.push_back(std::make_shared<Block>(cfg, dpr, gen));
+    list->add(blocks.back());
+  }
+  norm = register_module("norm", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
+  head = register_module("head", std::make_shared<nn::Linear>(D, cfg.num_classes, true, gen));
+}
+
+Tensor VisionTransformer::forward_features(const Tensor& images) const {
+  Tensor x = patch_embed->forward(images);  // [B, N, D]
+  const int64_t B = x.size(0);
+  x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
+  x = ops::dropout(x + pos_embed, cfg_.drop_rate, training());
+  for (const auto& b : blocks) x = b->forward(x);
+  return norm->forward(x);
+}
+
+Tensor VisionTransformer::forward(const Tensor& images) const {
+  Tensor x = forward_features(images);
+  Tensor cls = x.slice(1, 0, 1).squeeze(1);  // [B, D]
+  return head->forward(ops::dropout(cls, cfg_.drop_rate, training()));
+}
+
+}  // namespace vt::models

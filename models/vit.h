@@ -1,0 +1,52 @@
+// Vision Transformer (timm's VisionTransformer with DeiT settings): patch embedding, CLS token, learned
+// position embedding, pre-norm blocks, final norm, CLS pooling, linear head. Parameter names match timm.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/attention.h"
+
+namespace vt::models {
+
+struct ViTConfig {
+  int64_t img_size = 224, patch_size = 16, in_chans = 3, num_classes = 1000;
+  int64_t embed_dim = 192, depth = 12, num_heads = 3;
+  double mlp_ratio = 4.0, drop_rate = 0.0, drop_path_rate = 0.0, layer_norm_eps = 1e-6;
+  AttentionConfig attention;
+  uint64_t seed = 0;  // initialisation stream
+};
+
+/// x + drop_path(attn(norm1(x))); x + drop_path(mlp(norm2(x))).
+class Block : public nn::Module {
+ public:
+  Block(const ViTConfig& cfg, double drop_path, Generator& gen);
+  Tensor forward(const Tensor& x) const;
+  std::shared_ptr<nn::LayerNorm> norm1, norm2;
+  std::shared_ptr<Attention> attn;
+  std::shared_ptr<nn::Mlp> mlp;
+
+ private:
+  double drop_path_;
+};
+
+class VisionTransformer : public nn::Module {
+ public:
+  explicit VisionTransformer(const ViTConfig& cfg);
+  /// [B, C, H, W] → logits [B, num_classes].
+  Tensor forward(const Tensor& images) const;
+  /// Tokens after the final norm, [B, 1 + N, D].
+  Tensor forward_features(const Tensor& images) const;
+  const ViTConfig& config() const { return cfg_; }
+
+  Tensor cls_token, pos_embed;
+  std::shared_ptr<nn::PatchEmbed> patch_embed;
+  std::vector<std::shared_ptr<Block>> blocks;
+  std::shared_ptr<nn::LayerNorm> norm;
+  std::shared_ptr<nn::Linear> head;
+
+ private:
+  ViTConfig cfg_;
+};
+
+}  // namespace vt::models

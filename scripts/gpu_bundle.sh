@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Build the GPU binaries here (Release, sm_90, own build dir) and pack them, with every shared library the H200
+# machine lacks, into the git-ignored folder .gpu/ (bin/, lib/, manifest.txt). Carry .gpu to the GPU machine and
+# run scripts/gpu_run.sh there (docs/gpu.md).
+#
+# Not bundled (present there, newer or tied to the driver): glibc, libstdc++, libgcc_s, and every CUDA library
+# (libcuda, libcudart, libcublas*, libcudnn*, libnccl, and anything else resolved from /usr/local/cuda*).
+#
+# Env: BUILD_DIR (default build-gpu), JOBS (default 2), VT_GPU_MAX_MB (default 60; fail above it).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD_DIR:-$ROOT/build-gpu}
+JOBS=${JOBS:-2}
+MAX_MB=${VT_GPU_MAX_MB:-60}
+DEST=$ROOT/.gpu
+
+command -v /usr/local/cuda/bin/nvcc >/dev/null || command -v nvcc >/dev/null ||
+  { echo "gpu_bundle: nvcc not found (need the CUDA toolkit to build for sm_90)" >&2; exit 1; }
+
+# ---- configure + build only what travels ----
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON -DVT_BUILD_TESTS=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 >"$BUILD.configure.log" 2>&1 ||
+  { cat "$BUILD.configure.log" >&2; exit 1; }
+rm -f "$BUILD.configure.log"
+
+wanted=(vitrain)
+for d in "$ROOT"/tests/*/; do
+  compgen -G "$d*.cpp" >/dev/null && wanted+=("test_$(basename "$d")")
+done
+for f in "$ROOT"/tools/*.cpp; do
+  [ -e "$f" ] && wanted+=("$(basename "$f" .cpp)")
+done
+known=$(ninja -C "$BUILD" -t targets all | sed -n 's/^\([^:/]*\): phony$/\1/p')
+targets=()
+for t in "${wanted[@]}"; do
+  grep -qx "$t" <<<"$known" && targets+=("$t")
+done
+grep -qx test_cuda <<<"$known" || { echo "gpu_bundle: CMake did not enable CUDA (no test_cuda target)" >&2; exit 1; }
+echo "gpu_bundle: building ${targets[*]}"
+ninja -C "$BUILD" -j"$JOBS" "${targets[@]}"
+
+# ---- collect binaries ----
+rm -rf "$DEST"
+mkdir -p "$DEST/bin" "$DEST/lib"
+for t in "${targets[@]}"; do
+  bin=$(find "$BUILD/bin" "$BUILD/tests" -maxdepth 1 -type f -name "$t" -perm -u+x 2>/dev/null | head -n1)
+  [ -n "$bin" ] || { echo "gpu_bundle: built $t but cannot find its executable" >&2; exit 1; }
+  cp "$bin" "$DEST/bin/"
+done
+# Release builds carry no debug info; the symbol table is all that strip would drop, and it makes backtraces
+# readable, so binaries are kept as built unless the bundle is too large.
+
+# ---- collect shared libraries (ldd lists the transitive closure) ----
+skip_re='^(linux-vdso|ld-linux|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl)\.so'
+missing=0
+for bin in "$DEST"/bin/*; do
+  while read -r name arrow path _; do
+    [ "$arrow" = "=>" ] || continue
+    if [[ $name =~ $skip_re ]] || [[ $path == /usr/local/cuda* ]]; then continue; fi
+    if [ "$path" = "not" ]; then
+      echo "gpu_bundle: $(basename "$bin") needs $name, which ldd cannot find here" >&2
+      missing=1
+      continue
+    fi
+    [ -e "$DEST/lib/$name" ] || cp -L "$path" "$DEST/lib/$name"
+  done < <(ldd "$bin")
+done
+[ "$missing" = 0 ] || exit 1
+
+# ---- manifest: what was built, from where (gpu_run.sh recreates the source path for tests that read fixtures) ----
+{
+  echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "git_rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo -dirty)"
+  echo "source_dir=$ROOT"
+  echo "binary_dir=$BUILD"
+  echo "nvcc=$( (/usr/local/cuda/bin/nvcc --version 2>/dev/null || nvcc --version) | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  echo "cuda_arch=sm_90"
+  echo "binaries=$(cd "$DEST/bin" && echo *)"
+  echo "libraries=$(cd "$DEST/lib" && echo *)"
+} >"$DEST/manifest.txt"
+
+size_kb=$(du -sk "$DEST" | cut -f1)
+if [ $((size_kb / 1024)) -ge "$MAX_MB" ]; then
+  echo "gpu_bundle: .gpu is $((size_kb / 1024)) MB, over ${MAX_MB} MB; stripping the binaries" >&2
+  strip --strip-unneeded "$DEST"/bin/*
+  size_kb=$(du -sk "$DEST" | cut -f1)
+fi
+echo "gpu_bundle: $(ls "$DEST/bin" | wc -l) binaries, $(ls "$DEST/lib" | wc -l) libraries"
+du -sh "$DEST"/bin "$DEST"/lib "$DEST"
+if [ $((size_kb / 1024)) -ge "$MAX_MB" ]; then
+  echo "gpu_bundle: .gpu is $((size_kb / 1024)) MB, over ${MAX_MB} MB: too large to carry" >&2
+  exit 1
+fi

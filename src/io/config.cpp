@@ -1,0 +1,417 @@
+// YAML <-> Config. Each field is named once, in the fields() tables below; one visitor walks them to decode YAML
+// (also used for --set overrides) and another to emit YAML, so adding a key is a one-line change here plus the
+// struct member in config.h.
+#include "io/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <type_traits>
+
+#include "core/error.h"
+#include "io/json.h"
+
+namespace vt::io {
+namespace {
+
+// ---- the field tables (one line per key) ----
+
+template <class V> void fields(AttentionConfig& c, V& v) { v("type", c.type); }
+
+template <class V> void fields(ModelConfig& c, V& v) {
+  v("name", c.name);
+  v("img_size", c.img_size);
+  v("patch_size", c.patch_size);
+  v("in_chans", c.in_chans);
+  v("num_classes", c.num_classes);
+  v("embed_dim", c.embed_dim);
+  v("depth", c.depth);
+  v("num_heads", c.num_heads);
+  v("mlp_ratio", c.mlp_ratio);
+  v("drop_rate", c.drop_rate);
+  v("drop_path_rate", c.drop_path_rate);
+  v("layer_norm_eps", c.layer_norm_eps);
+  v("attention", c.attention);
+}
+
+template <class V> void fields(DataConfig& c, V& v) {
+  v("dataset", c.dataset);
+  v("data_dir", c.data_dir);
+  v("hflip", c.hflip);
+  v("workers", c.workers);
+  v("train_limit", c.train_limit);
+  v("test_limit", c.test_limit);
+}
+
+template <class V> void fields(OptimConfig& c, V& v) {
+  v("opt", c.opt);
+  v("lr", c.lr);
+  v("weight_decay", c.weight_decay);
+  v("momentum", c.momentum);
+  v("opt_eps", c.opt_eps);
+  v("opt_betas", c.opt_betas);
+  v("clip_grad", c.clip_grad);
+  v("smoothing", c.smoothing);
+}
+
+template <class V> void fields(ScheduleConfig& c, V& v) {
+  v("sched", c.sched);
+  v("warmup_epochs", c.warmup_epochs);
+  v("warmup_lr", c.warmup_lr);
+  v("min_lr", c.min_lr);
+}
+
+template <class V> void fields(TrainConfig& c, V& v) {
+  v("epochs", c.epochs);
+  v("batch_size", c.batch_size);
+  v("seed", c.seed);
+  v("device", c.device);
+  v("threads", c.threads);
+  v("output", c.output);
+  v("log_interval", c.log_interval);
+}
+
+template <class V> void fields(EvalConfig& c, V& v) { v("batch_size", c.batch_size); }
+
+template <class V> void fields(Config& c, V& v) {
+  v("model", c.model);
+  v("data", c.data);
+  v("optim", c.optim);
+  v("schedule", c.schedule);
+  v("train", c.train);
+  v("eval", c.eval);
+}
+
+// ---- decoding ----
+
+struct NameCollector {
+  std::vector<std::string> names;
+  template <class T> void operator()(const char* name, T&) { names.emplace_back(name); }
+};
+
+template <class T> concept Section = requires(T& t, NameCollector& v) { fields(t, v); };
+template <class T> struct is_vector : std::false_type {};
+template <class T> struct is_vector<std::vector<T>> : std::true_type {};
+
+/// Where a value came from: a file (errors say file:line) or a --set override (errors quote the override).
+struct Source {
+  std::string name;
+  bool has_lines;
+};
+
+std::string where(const Source& src, const YAML::Mark& mark) {
+  if (src.has_lines && mark.line >= 0) return src.name + ":" + std::to_string(mark.line + 1);
+  return src.name;
+}
+
+template <class T> std::string expected() {
+  if constexpr (std::is_same_v<T, bool>) return "a boolean (true/false)";
+  else if constexpr (std::is_integral_v<T>) return "an integer";
+  else if constexpr (std::is_floating_point_v<T>) return "a number";
+  else if constexpr (std::is_same_v<T, std::string>) return "a string";
+  else if constexpr (is_vector<T>::value) return "a list of " + expected<typename T::value_type>().substr(2) + "s";
+  else return "a section (a map of keys)";
+}
+
+std::string describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    default: return "nothing (null)";
+  }
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+template <class T>
+void decode(const YAML::Node& n, T& out, const std::string& key, const Source& src, const YAML::Mark& mark);
+
+template <class S>
+void decode_section(const YAML::Node& n, S& s, const std::string& key, const Source& src, const YAML::Mark& mark) {
+  if (n.IsNull()) return;  // "eval:" with nothing under it keeps the defaults
+  if (!n.IsMap() && key.empty())
+    VT_FAIL("[config] ", where(src, mark), ": the top level must be a map of sections, got ", describe(n));
+  if (!n.IsMap())
+    VT_FAIL("[config] ", where(src, mark), ": '", key, "' expects a section (a map of keys), got ", describe(n));
+  const std::string prefix = key.empty() ? "" : key + ".";
+  std::set<std::string> seen;
+  for (const auto& kv : n) {
+    const YAML::Node& k = kv.first;
+    if (!k.IsScalar()) VT_FAIL("[config] ", where(src, k.Mark()), ": keys under '", key, "' must be plain names");
+    const std::string name = k.Scalar();
+    if (!seen.insert(name).second)
+      VT_FAIL("[config] ", where(src, k.Mark()), ": duplicate key '", prefix + name, "'");
+    // The key's line: a null value's mark points past it, at the next token.
+    const YAML::Mark value_mark = k.Mark();
+    bool found = false;
+    auto visit = [&](const char* field_name, auto& field) {
+      if (!found && name == field_name) {
+        found = true;
+        decode(kv.second, field, prefix + name, src, value_mark);
+      }
+    };
+    fields(s, visit);
+    if (found) continue;
+    NameCollector known;
+    fields(s, known);
+    std::string hint;
+    for (const auto& cand : known.names)
+      if (edit_distance(name, cand) <= 2) hint = " (did you mean '" + prefix + cand + "'?)";
+    VT_FAIL("[config] ", where(src, k.Mark()), ": unknown key '", prefix + name, "'", hint);
+  }
+}
+
+template <class T>
+void decode(const YAML::Node& n, T& out, const std::string& key, const Source& src, const YAML::Mark& mark) {
+  if constexpr (Section<T>) {
+    decode_section(n, out, key, src, mark);
+  } else if constexpr (is_vector<T>::value) {
+    if (!n.IsSequence())
+      VT_FAIL("[config] ", where(src, mark), ": '", key, "' expects ", expected<T>(), ", got ", describe(n));
+    T values;
+    for (size_t i = 0; i < n.size(); ++i) {
+      typename T::value_type v{};
+      YAML::Mark m = n[i].Mark().line >= 0 ? n[i].Mark() : mark;
+      decode(n[i], v, key + "[" + std::to_string(i) + "]", src, m);
+      values.push_back(v);
+    }
+    out = std::move(values);
+  } else {
+    T v{};
+    if (!n.IsScalar() || !YAML::convert<T>::decode(n, v))
+      VT_FAIL("[config] ", where(src, mark), ": '", key, "' expects ", expected<T>(), ", got ", describe(n));
+    out = v;
+  }
+}
+
+/// Parses YAML text into `cfg` (fields not mentioned keep their values).
+void merge_yaml(Config& cfg, const std::string& text, const Source& src) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    VT_FAIL("[config] ", where(src, e.mark), ": YAML syntax error: ", e.msg);
+  }
+  decode_section(root, cfg, "", src, root.Mark());
+}
+
+// ---- encoding ----
+
+std::string yaml_scalar(const std::string& s) { return json_quote(s); }  // JSON strings are valid YAML
+[[maybe_unused]] std::string yaml_scalar(bool b) { return b ? "true" : "false"; }
+std::string yaml_scalar(int v) { return std::to_string(v); }
+std::string yaml_scalar(int64_t v) { return std::to_string(v); }
+std::string yaml_scalar(double v) {
+  if (std::isnan(v)) return ".nan";
+  if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
+  std::string s(buf, res.ptr);
+  // Always with a '.', so YAML 1.1 readers (PyYAML) see a float too: "2.0", "1.0e-05".
+  if (s.find('.') == std::string::npos) {
+    size_t e = s.find('e');
+    s.insert(e == std::string::npos ? s.size() : e, ".0");
+  }
+  return s;
+}
+template <class T> std::string yaml_scalar(const std::vector<T>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += yaml_scalar(v[i]);
+  }
+  return s + "]";
+}
+
+struct YamlWriter {
+  std::string& out;
+  int indent;
+  template <class T> void operator()(const char* name, T& field) {
+    out.append(static_cast<size_t>(indent), ' ');
+    out += name;
+    out += ":";
+    if constexpr (Section<T>) {
+      out += "\n";
+      YamlWriter inner{out, indent + 2};
+      fields(field, inner);
+    } else {
+      out += ' ';
+      out += yaml_scalar(field);
+      out += '\n';
+    }
+  }
+};
+
+// ---- validation helpers ----
+
+template <class T> void require(bool ok, const char* key, const char* rule, const T& got) {
+  if (!ok) VT_FAIL("[config] ", key, " must be ", rule, ", got ", got);
+}
+
+void require_one_of(const char* key, const std::string& value, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed)
+    if (value == a) return;
+  std::string list;
+  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  VT_FAIL("[config] ", key, " must be one of {", list, "}, got '", value, "'");
+}
+
+bool valid_device(const std::string& d) {
+  if (d == "auto" || d == "cpu" || d == "cuda") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5) return false;
+  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+void AttentionConfig::validate() const {
+  // Extend this list as attention variants land (the model registry dispatches on it).
+  require_one_of("model.attention.type", type, {"dense"});
+}
+
+void ModelConfig::validate() const {
+  require(!name.empty(), "model.name", "non-empty", "''");
+  require(img_size > 0, "model.img_size", "> 0", img_size);
+  require(patch_size > 0, "model.patch_size", "> 0", patch_size);
+  if (img_size % patch_size != 0)
+    VT_FAIL("[config] model.img_size (", img_size, ") must be a multiple of model.patch_size (", patch_size, ")");
+  require(in_chans > 0, "model.in_chans", "> 0", in_chans);
+  require(num_classes > 0, "model.num_classes", "> 0", num_classes);
+  require(embed_dim >= 0, "model.embed_dim", ">= 0 (0: from the preset)", embed_dim);
+  require(depth >= 0, "model.depth", ">= 0 (0: from the preset)", depth);
+  require(num_heads >= 0, "model.num_heads", ">= 0 (0: from the preset)", num_heads);
+  if (embed_dim > 0 && num_heads > 0 && embed_dim % num_heads != 0)
+    VT_FAIL("[config] model.embed_dim (", embed_dim, ") must be divisible by model.num_heads (", num_heads, ")");
+  require(mlp_ratio > 0, "model.mlp_ratio", "> 0", mlp_ratio);
+  require(drop_rate >= 0 && drop_rate < 1, "model.drop_rate", "in [0, 1)", drop_rate);
+  require(drop_path_rate >= 0 && drop_path_rate < 1, "model.drop_path_rate", "in [0, 1)", drop_path_rate);
+  require(layer_norm_eps > 0, "model.layer_norm_eps", "> 0", layer_norm_eps);
+  attention.validate();
+}
+
+void DataConfig::validate() const {
+  require(!dataset.empty(), "data.dataset", "non-empty", "''");
+  require(!data_dir.empty(), "data.data_dir", "non-empty", "''");
+  require(hflip >= 0 && hflip <= 1, "data.hflip", "a probability in [0, 1]", hflip);
+  require(workers >= 0, "data.workers", ">= 0", workers);
+  require(train_limit >= 0, "data.train_limit", ">= 0 (0: all)", train_limit);
+  require(test_limit >= 0, "data.test_limit", ">= 0 (0: all)", test_limit);
+}
+
+void OptimConfig::validate() const {
+  // What engine/trainer.cpp's make_optimizer builds (timm names; "sgd" and "momentum" are plain momentum SGD).
+  require_one_of("optim.opt", opt, {"adamw", "sgd", "momentum", "nesterov"});
+  require(lr > 0, "optim.lr", "> 0", lr);
+  require(weight_decay >= 0, "optim.weight_decay", ">= 0", weight_decay);
+  require(momentum >= 0 && momentum < 1, "optim.momentum", "in [0, 1)", momentum);
+  require(opt_eps > 0, "optim.opt_eps", "> 0", opt_eps);
+  require(opt_betas.size() == 2, "optim.opt_betas", "a list of two numbers", yaml_scalar(opt_betas));
+  for (double b : opt_betas) require(b >= 0 && b < 1, "optim.opt_betas", "in [0, 1)", yaml_scalar(opt_betas));
+  require(clip_grad >= 0, "optim.clip_grad", ">= 0 (0: off)", clip_grad);
+  require(smoothing >= 0 && smoothing < 1, "optim.smoothing", "in [0, 1)", smoothing);
+}
+
+void ScheduleConfig::validate() const {
+  require_one_of("schedule.sched", sched, {"cosine"});  // the only schedule optim/lr_schedule implements
+  require(warmup_epochs >= 0, "schedule.warmup_epochs", ">= 0", warmup_epochs);
+  require(warmup_lr >= 0, "schedule.warmup_lr", ">= 0", warmup_lr);
+  require(min_lr >= 0, "schedule.min_lr", ">= 0", min_lr);
+}
+
+void TrainConfig::validate() const {
+  require(epochs > 0, "train.epochs", "> 0", epochs);
+  require(batch_size > 0, "train.batch_size", "> 0", batch_size);
+  require(valid_device(device), "train.device", "auto, cpu, cuda or cuda:N", "'" + device + "'");
+  require(threads >= 0, "train.threads", ">= 0 (0: all cores)", threads);
+  require(!output.empty(), "train.output", "non-empty", "''");
+  require(log_interval > 0, "train.log_interval", "> 0", log_interval);
+}
+
+void EvalConfig::validate() const { require(batch_size > 0, "eval.batch_size", "> 0", batch_size); }
+
+void Config::validate() const {
+  model.validate();
+  data.validate();
+  optim.validate();
+  schedule.validate();
+  train.validate();
+  eval.validate();
+}
+
+Config config_from_yaml_string(const std::string& text, const std::string& source_name) {
+  Config cfg;
+  merge_yaml(cfg, text, Source{source_name, true});
+  cfg.validate();
+  return cfg;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream f(path, std::ios::binary);
+  VT_CHECK(f, "[config] cannot open config file '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  VT_CHECK(!f.bad(), "[config] cannot read config file '", path, "'");
+  Config cfg;
+  merge_yaml(cfg, ss.str(), Source{path, true});
+  for (const auto& o : overrides) apply_override(cfg, o);
+  cfg.validate();
+  return cfg;
+}
+
+void apply_override(Config& cfg, const std::string& key_eq_value) {
+  const Source src{"--set " + key_eq_value, false};
+  size_t eq = key_eq_value.find('=');
+  VT_CHECK(eq != std::string::npos && eq > 0, "[config] ", src.name,
+           ": expected section.key=value (e.g. optim.lr=1e-3)");
+  std::vector<std::string> path;
+  std::stringstream keys(key_eq_value.substr(0, eq));
+  for (std::string part; std::getline(keys, part, '.');) {
+    VT_CHECK(!part.empty(), "[config] ", src.name, ": empty name in the dotted key");
+    path.push_back(part);
+  }
+  VT_CHECK(!path.empty() && key_eq_value[eq - 1] != '.', "[config] ", src.name, ": empty name in the dotted key");
+  YAML::Node value;
+  try {
+    value = YAML::Load(key_eq_value.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    VT_FAIL("[config] ", src.name, ": cannot parse the value as YAML: ", e.msg);
+  }
+  // Wrap the value in maps along the dotted path and decode it like a file, so the same checks apply.
+  YAML::Node root(YAML::NodeType::Map);
+  YAML::Node cur = root;
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    cur[path[i]] = YAML::Node(YAML::NodeType::Map);
+    cur.reset(cur[path[i]]);
+  }
+  cur[path.back()] = value;
+  decode_section(root, cfg, "", src, YAML::Mark::null_mark());
+}
+
+std::string to_yaml(const Config& cfg) {
+  Config copy = cfg;  // the field tables take non-const references
+  std::string out = "# vitrain resolved config\n";
+  YamlWriter writer{out, 0};
+  fields(copy, writer);
+  return out;
+}
+
+}  // namespace vt::io

@@ -1,0 +1,107 @@
+// Run configuration: YAML sections mapped to plain structs with defaults. Key names follow timm's
+// (drop_path_rate, opt_betas, warmup_lr, ...) so recipes translate one-to-one. Unknown keys and wrongly typed
+// values are errors naming file:line and the dotted key; validate() checks ranges once everything is merged.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vt::io {
+
+/// model.attention: which token mixer the transformer blocks use.
+struct AttentionConfig {
+  std::string type = "dense";  ///< "dense" (softmax attention)
+  void validate() const;
+};
+
+struct ModelConfig {
+  std::string name = "vit_micro";  ///< registry preset
+  int img_size = 28;
+  int patch_size = 7;
+  int in_chans = 1;
+  int num_classes = 10;
+  int embed_dim = 0;  ///< 0: from the preset
+  int depth = 0;      ///< 0: from the preset
+  int num_heads = 0;  ///< 0: from the preset
+  double mlp_ratio = 4.0;
+  double drop_rate = 0.0;
+  double drop_path_rate = 0.0;
+  double layer_norm_eps = 1e-6;
+  AttentionConfig attention;
+  void validate() const;
+};
+
+struct DataConfig {
+  std::string dataset = "fashion_mnist";
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  double hflip = 0.5;       ///< probability of a horizontal flip during training
+  int workers = 2;          ///< loader threads
+  int64_t train_limit = 0;  ///< 0: all training images
+  int64_t test_limit = 0;   ///< 0: all test images
+  void validate() const;
+};
+
+struct OptimConfig {
+  std::string opt = "adamw";
+  double lr = 2e-3;
+  double weight_decay = 0.05;
+  double momentum = 0.9;  ///< SGD only
+  double opt_eps = 1e-8;
+  std::vector<double> opt_betas = {0.9, 0.999};
+  double clip_grad = 0.0;  ///< max global grad norm; 0: off
+  double smoothing = 0.1;  ///< label smoothing
+  void validate() const;
+};
+
+struct ScheduleConfig {
+  std::string sched = "cosine";
+  double warmup_epochs = 1.0;  ///< may be fractional (the schedule is per step)
+  double warmup_lr = 1e-5;
+  double min_lr = 1e-5;
+  void validate() const;
+};
+
+struct TrainConfig {
+  int epochs = 5;
+  int batch_size = 128;
+  int64_t seed = 42;
+  std::string device = "auto";  ///< "auto" (cuda if available, else cpu), "cpu", "cuda" or "cuda:N"
+  int threads = 0;              ///< CPU threads; 0: all cores
+  std::string output = "runs/demo";
+  int log_interval = 50;  ///< steps between progress lines
+  void validate() const;
+};
+
+struct EvalConfig {
+  int batch_size = 256;
+  void validate() const;
+};
+
+struct Config {
+  ModelConfig model;
+  DataConfig data;
+  OptimConfig optim;
+  ScheduleConfig schedule;
+  TrainConfig train;
+  EvalConfig eval;
+  /// Validates every section; throws vt::Error "[config] optim.lr must be > 0, got -1" on the first violation.
+  void validate() const;
+};
+
+/// Reads a YAML file, applies `overrides` ("optim.lr=1e-3", see apply_override) in order, then validates.
+/// Throws vt::Error naming the path when the file cannot be read, and file:line + dotted key for unknown keys,
+/// wrong types or YAML syntax errors.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// Same as load_config for YAML text; `source_name` stands in for the file name in error messages.
+Config config_from_yaml_string(const std::string& text, const std::string& source_name = "<string>");
+
+/// Applies one `--set` override "section.key=value" (e.g. "model.attention.type=dense",
+/// "optim.opt_betas=[0.9, 0.99]"); the value is parsed as YAML. Does not validate, so several overrides can be
+/// applied before one cfg.validate() (an intermediate state such as img_size=32 with patch_size=7 is fine).
+void apply_override(Config& cfg, const std::string& key_eq_value);
+
+/// The resolved config as YAML; config_from_yaml_string(to_yaml(c)) reproduces c exactly.
+std::string to_yaml(const Config& cfg);
+
+}  // namespace vt::io

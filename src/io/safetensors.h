@@ -1,0 +1,40 @@
+// safetensors read/write (https://github.com/huggingface/safetensors): an 8-byte little-endian header length,
+// a JSON header {name: {dtype, shape, data_offsets}, "__metadata__": {str: str}} padded with spaces to a
+// multiple of 8, then the tensor bytes. Files written here load in timm/safetensors and vice versa.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace vt::io {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+/// What a safetensors file holds: the tensors in file (data offset) order and the `__metadata__` map.
+struct SafetensorsFile {
+  NamedTensors tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Writes `tensors` (CPU, any layout; dtypes f64 f32 bf16 i32 i64 u8) atomically: to `path + ".tmp"`, fsync,
+/// rename. Data is laid out by descending dtype alignment, then name, as the reference implementation does.
+/// Throws vt::Error on duplicate or empty names, the reserved name "__metadata__", or a non-CPU tensor.
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+/// Reads and validates a whole file: header length within the file, well-formed JSON, known dtypes, shapes whose
+/// byte size matches data_offsets, offsets that cover the data exactly (no overlap, hole or trailing bytes).
+/// Errors name the file and, where it applies, the tensor.
+SafetensorsFile read_safetensors(const std::string& path);
+
+/// The tensors of read_safetensors(path), in file order.
+NamedTensors load_safetensors(const std::string& path);
+
+/// "F32" etc. (the safetensors spelling) for a dtype, and back; the latter throws for names we do not support.
+const char* safetensors_dtype_name(DType t);
+DType dtype_from_safetensors_name(const std::string& name);
+
+}  // namespace vt::io

@@ -1,0 +1,54 @@
+// Basic layers: Linear, LayerNorm, PatchEmbed, Mlp. Parameter names follow timm/PyTorch.
+#pragma once
+#include "core/rng.h"
+#include "nn/module.h"
+
+namespace vt::nn {
+
+/// y = x Wᵀ + b. weight [out, in], bias [out]. Initialised with timm's trunc_normal(0.02) and zero bias.
+class Linear : public Module {
+ public:
+  Linear(int64_t in, int64_t out, bool bias, Generator& gen);
+  Tensor forward(const Tensor& x) const;
+  Tensor weight, bias;
+};
+
+class LayerNorm : public Module {
+ public:
+  LayerNorm(int64_t dim, double eps);
+  Tensor forward(const Tensor& x) const;
+  Tensor weight, bias;
+  double eps;
+};
+
+/// Conv2d with stride = kernel = patch and no padding. weight [out, in, p, p], bias [out]; PyTorch's default init.
+class Conv2dPatch : public Module {
+ public:
+  Conv2dPatch(int64_t in_chans, int64_t out, int64_t patch, Generator& gen);
+  Tensor forward(const Tensor& x) const;
+  Tensor weight, bias;
+};
+
+/// Image to patch tokens: Conv2d(in_chans, dim, kernel=stride=patch) as `proj`, then [B, N, dim].
+class PatchEmbed : public Module {
+ public:
+  PatchEmbed(int64_t img_size, int64_t patch, int64_t in_chans, int64_t dim, Generator& gen);
+  Tensor forward(const Tensor& x) const;  // [B, C, H, W] → [B, N, dim]
+  int64_t grid() const { return img_size_ / patch_; }
+  int64_t num_patches() const { return grid() * grid(); }
+  std::shared_ptr<Conv2dPatch> proj;
+
+ private:
+  int64_t img_size_, patch_, in_chans_;
+};
+
+/// fc1 → GELU → dropout → fc2 → dropout.
+class Mlp : public Module {
+ public:
+  Mlp(int64_t dim, int64_t hidden, double drop, Generator& gen);
+  Tensor forward(const Tensor& x) const;
+  std::shared_ptr<Linear> fc1, fc2;
+  double drop;
+};
+
+}  // namespace vt::nn

@@ -1,0 +1,121 @@
+// Front-ends of the random fills and the stochastic regularisers (dropout, drop_path). Every draw takes its
+// counters from the generator with reserve(), so a draw is reproducible from (seed, offset) alone.
+#include "ops/random.h"
+
+#include "autograd/node.h"
+#include "kernels/cpu/random.h"
+
+namespace vt::ops {
+
+namespace {
+
+// Runs fill(dtype, data, n) on t directly when it is a contiguous f32/f64 tensor, else through a contiguous
+// temporary (f64 for f64, f32 otherwise) copied back, so element i is always the i-th in row-major order.
+template <typename F>
+void fill_tensor(const Tensor& t, const char* op, F&& fill) {
+  VT_CHECK(is_floating(t.dtype()), "[", op, "] needs a floating tensor, got ", t.describe());
+  const bool direct = t.is_contiguous() && (t.dtype() == DType::f32 || t.dtype() == DType::f64);
+  if (direct) {
+    fill(t.dtype(), t.raw_data(), t.numel());
+    return;
+  }
+  Tensor tmp = Tensor::empty(t.shape(), t.dtype() == DType::f64 ? DType::f64 : DType::f32, t.device());
+  fill(tmp.dtype(), tmp.raw_data(), tmp.numel());
+  t.copy_(tmp);
+}
+
+void check_drop_prob(double p, const char* op) {
+  VT_CHECK(p >= 0 && p < 1, "[", op, "] p must be in [0, 1), got ", p);
+}
+
+// Backward of dropout and drop_path: dx = dy·mask·scale, the mask broadcast over `inner` trailing elements.
+struct MaskScaleBackward : Node {
+  const char* op_name = "DropoutBackward";
+  Tensor mask;  // u8, [rows]
+  double scale = 1;
+  int64_t rows = 0, inner = 1;
+  const char* name() const override { return op_name; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    Tensor gc = g.contiguous();
+    Tensor dx = Tensor::empty(gc.shape(), gc.dtype(), gc.device());
+    kernels::cpu::masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
+    return {dx};
+  }
+  void release() override { mask = Tensor(); }
+};
+
+// y = x·mask[r]·scale over (rows, inner); mask[r] = 1 with probability 1 − p.
+Tensor masked_drop(const Tensor& x, double p, int64_t rows, int64_t inner, Generator& gen, const char* op,
+                   const char* node_name) {
+  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "[", op, "] needs f32 or f64, got ", x.describe());
+  Tensor mask = Tensor::empty({rows}, DType::u8, x.device());
+  const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(rows));
+  kernels::cpu::bernoulli_fill(mask.data<uint8_t>(), rows, seed, offset, 1.0 - p);
+  const double scale = 1.0 / (1.0 - p);
+  Tensor xc = x.detach().contiguous();
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  kernels::cpu::masked_scale(x.dtype(), y.raw_data(), xc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<MaskScaleBackward>();
+    node->op_name = node_name;
+    node->mask = mask;
+    node->scale = scale;
+    node->rows = rows;
+    node->inner = inner;
+    attach_node(y, node, {&x});
+  }
+  return y;
+}
+
+}  // namespace
+
+void uniform_(const Tensor& t, double lo, double hi, Generator& gen) {
+  VT_CHECK(lo <= hi, "[uniform_] needs lo <= hi, got [", lo, ", ", hi, ")");
+  fill_tensor(t, "uniform_", [&](DType dt, void* p, int64_t n) {
+    const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
+    kernels::cpu::uniform_fill(dt, p, n, seed, offset, lo, hi);
+  });
+}
+
+void normal_(const Tensor& t, double mean, double std, Generator& gen) {
+  VT_CHECK(std >= 0, "[normal_] std must be >= 0, got ", std);
+  fill_tensor(t, "normal_", [&](DType dt, void* p, int64_t n) {
+    // Box-Muller pairs: an odd n still reads uniform n, so reserve one more.
+    const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n) + 1);
+    kernels::cpu::normal_fill(dt, p, n, seed, offset, mean, std);
+  });
+}
+
+void trunc_normal_(const Tensor& t, double mean, double std, double a, double b, Generator& gen) {
+  VT_CHECK(std > 0, "[trunc_normal_] std must be > 0, got ", std);
+  VT_CHECK(a < b, "[trunc_normal_] needs a < b, got [", a, ", ", b, "]");
+  fill_tensor(t, "trunc_normal_", [&](DType dt, void* p, int64_t n) {
+    const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
+    kernels::cpu::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b);
+  });
+}
+
+Tensor bernoulli(const Shape& shape, double p, Generator& gen) {
+  VT_CHECK(p >= 0 && p <= 1, "[bernoulli] p must be in [0, 1], got ", p);
+  Tensor out = Tensor::empty(shape, DType::u8);
+  const int64_t n = out.numel();
+  const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
+  kernels::cpu::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p);
+  return out;
+}
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
+  check_drop_prob(p, "dropout");
+  if (!training || p == 0) return x;
+  return masked_drop(x, p, x.numel(), 1, gen, "dropout", "DropoutBackward");
+}
+
+Tensor drop_path(const Tensor& x, double p, bool training, Generator& gen) {
+  check_drop_prob(p, "drop_path");
+  if (!training || p == 0) return x;
+  VT_CHECK(x.dim() >= 1, "[drop_path] needs a batch dim, got ", x.describe());
+  const int64_t B = x.shape()[0];
+  return masked_drop(x, p, B, B > 0 ? x.numel() / B : 0, gen, "drop_path", "DropPathBackward");
+}
+
+}  // namespace vt::ops

@@ -1,0 +1,61 @@
+// AdamW update loop (CPU, OpenMP over elements). Arithmetic is in double on the stored f32 values, which stays
+// within rounding of torch's float ops.
+#include "optim/adamw.h"
+
+#include <cmath>
+
+namespace vt::optim {
+
+namespace {
+
+struct AdamWStep {
+  double lr, weight_decay, beta1, beta2, eps, bias_correction1, bias_correction2_sqrt;
+};
+
+template <typename T>
+void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWStep& s) {
+  const double decay = 1.0 - s.lr * s.weight_decay;
+  const double step_size = s.lr / s.bias_correction1;
+#pragma omp parallel for if (n > 32768) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const double gi = g[i];
+    m[i] = static_cast<T>(s.beta1 * m[i] + (1.0 - s.beta1) * gi);
+    v[i] = static_cast<T>(s.beta2 * v[i] + (1.0 - s.beta2) * gi * gi);
+    const double denom = std::sqrt(static_cast<double>(v[i])) / s.bias_correction2_sqrt + s.eps;
+    p[i] = static_cast<T>(p[i] * decay - step_size * static_cast<double>(m[i]) / denom);
+  }
+}
+
+}  // namespace
+
+AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps)
+    : Optimizer(std::move(groups), lr), beta1_(beta1), beta2_(beta2), eps_(eps) {
+  VT_CHECK(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0, "[adamw] betas must be in [0, 1), got (",
+           beta1, ", ", beta2, ")");
+  VT_CHECK(eps >= 0.0, "[adamw] eps must be >= 0, got ", eps);
+}
+
+void AdamW::step() {
+  ++step_count_;
+  for_each_param([&](int64_t k, const ParamGroup& group, Tensor& p) {
+    Tensor grad = p.grad();
+    if (!grad.defined()) return;
+    check_param("adamw", k, p, grad);
+    Tensor& m = slot(k, "exp_avg", p);
+    Tensor& v = slot(k, "exp_avg_sq", p);
+    const double t = static_cast<double>(++param_steps_[static_cast<size_t>(k)]);
+    AdamWStep s{lr,
+                group.weight_decay,
+                beta1_,
+                beta2_,
+                eps_,
+                1.0 - std::pow(beta1_, t),
+                std::sqrt(1.0 - std::pow(beta2_, t))};
+    VT_DISPATCH_FLOAT(p.dtype(), "adamw", [&] {
+      adamw_update(p.data<scalar_t>(), grad.data<scalar_t>(), m.data<scalar_t>(), v.data<scalar_t>(), p.numel(),
+                   s);
+    });
+  });
+}
+
+}  // namespace vt::optim

@@ -1,0 +1,118 @@
+// Optimizer base: gradient reset and the flat named-tensor state used by checkpoints.
+#include "optim/optimizer.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace vt::optim {
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups_in, double lr_in) : lr(lr_in), groups(std::move(groups_in)) {
+  VT_CHECK(lr >= 0.0, "[optimizer] learning rate must be >= 0, got ", lr);
+  for (const auto& g : groups) {
+    VT_CHECK(g.weight_decay >= 0.0, "[optimizer] weight decay must be >= 0, got ", g.weight_decay);
+    for (const auto& p : g.params) {
+      VT_CHECK(p.defined(), "[optimizer] undefined parameter in a group");
+      VT_CHECK(is_floating(p.dtype()), "[optimizer] parameter ", p.describe(), " is not floating point");
+    }
+  }
+  param_steps_.assign(static_cast<size_t>(num_params()), 0);
+  slots_.resize(static_cast<size_t>(num_params()));
+}
+
+int64_t Optimizer::num_params() const {
+  int64_t n = 0;
+  for (const auto& g : groups) n += static_cast<int64_t>(g.params.size());
+  return n;
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (auto& g : groups)
+    for (auto& p : g.params) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      if (set_to_none) p.set_grad(Tensor());
+      else grad.fill_(0.0);
+    }
+}
+
+Tensor* Optimizer::find_slot(int64_t k, const std::string& name) {
+  auto& m = slots_[static_cast<size_t>(k)];
+  auto it = m.find(name);
+  return it == m.end() ? nullptr : &it->second;
+}
+
+Tensor& Optimizer::slot(int64_t k, const std::string& name, const Tensor& param) {
+  auto& m = slots_[static_cast<size_t>(k)];
+  auto it = m.find(name);
+  if (it == m.end()) it = m.emplace(name, Tensor::zeros(param.shape(), param.dtype())).first;
+  return it->second;
+}
+
+void Optimizer::check_param(const char* op, int64_t k, const Tensor& param, const Tensor& grad) {
+  VT_CHECK(param.is_contiguous() && grad.is_contiguous(), "[", op, "] parameter ", k, " ", param.describe(),
+           " and its gradient must be contiguous");
+  VT_CHECK(grad.shape() == param.shape() && grad.dtype() == param.dtype(), "[", op, "] gradient ", grad.describe(),
+           " does not match parameter ", k, " ", param.describe());
+}
+
+NamedTensors Optimizer::state() const {
+  NamedTensors out;
+  out.emplace_back("step", Tensor::scalar(static_cast<double>(step_count_), DType::i64));
+  out.emplace_back("lr", Tensor::scalar(lr, DType::f64));
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    const std::string prefix = "param." + std::to_string(k) + ".";
+    if (param_steps_[k] > 0)
+      out.emplace_back(prefix + "step", Tensor::scalar(static_cast<double>(param_steps_[k]), DType::i64));
+    for (const auto& [name, t] : slots_[k]) out.emplace_back(prefix + name, t.detach().clone());
+  }
+  return out;
+}
+
+void Optimizer::load_state(const NamedTensors& state) {
+  std::vector<Tensor> params;
+  for (auto& g : groups)
+    for (auto& p : g.params) params.push_back(p);
+  const std::vector<std::string> names = slot_names();
+  std::vector<int64_t> steps(params.size(), 0);
+  std::vector<std::map<std::string, Tensor>> slots(params.size());
+  int64_t step_count = step_count_;
+  double new_lr = lr;
+  for (const auto& [key, t] : state) {
+    VT_CHECK(t.defined(), "[load_state] tensor '", key, "' is undefined");
+    if (key == "step") {
+      step_count = static_cast<int64_t>(t.item());
+      continue;
+    }
+    if (key == "lr") {
+      new_lr = t.item();
+      continue;
+    }
+    // param.<k>.<slot>
+    VT_CHECK(key.rfind("param.", 0) == 0, "[load_state] unknown key '", key, "'");
+    size_t k = 0;
+    const char* begin = key.data() + 6;
+    const char* end = key.data() + key.size();
+    auto [ptr, ec] = std::from_chars(begin, end, k);
+    VT_CHECK(ec == std::errc() && ptr < end && *ptr == '.', "[load_state] unknown key '", key, "'");
+    const std::string slot_name(ptr + 1, end);
+    VT_CHECK(k < params.size(), "[load_state] key '", key, "' names parameter ", k, " but the optimizer has ",
+             params.size());
+    if (slot_name == "step") {
+      steps[k] = static_cast<int64_t>(t.item());
+      continue;
+    }
+    VT_CHECK(std::find(names.begin(), names.end(), slot_name) != names.end(), "[load_state] unknown key '", key,
+             "'");
+    VT_CHECK(t.shape() == params[k].shape(), "[load_state] '", key, "' is ", t.describe(), " but parameter ", k,
+             " is ", params[k].describe());
+    Tensor copy = Tensor::empty(params[k].shape(), params[k].dtype());
+    copy.copy_(t);
+    slots[k][slot_name] = copy;
+  }
+  step_count_ = step_count;
+  lr = new_lr;
+  param_steps_ = std::move(steps);
+  slots_ = std::move(slots);
+}
+
+}  // namespace vt::optim

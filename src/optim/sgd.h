@@ -1,0 +1,23 @@
+// SGD with optional (Nesterov) momentum, the same update as torch.optim.SGD with dampening 0:
+//   d = g + wd·p;  buf = d on the first step, else momentum·buf + d;  d = nesterov ? d + momentum·buf : buf;
+//   p -= lr·d
+#pragma once
+#include "optim/optimizer.h"
+
+namespace vt::optim {
+
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0.0, bool nesterov = false);
+  void step() override;
+  /// "momentum_buffer" (only when momentum > 0).
+  std::vector<std::string> slot_names() const override { return {"momentum_buffer"}; }
+  double momentum() const { return momentum_; }
+  bool nesterov() const { return nesterov_; }
+
+ private:
+  double momentum_;
+  bool nesterov_;
+};
+
+}  // namespace vt::optim

@@ -1,0 +1,97 @@
+// The vitrain binary on bad input: one clear error line naming the file/key/model, a non-zero exit, no crash.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code;
+  std::string output;
+};
+
+CliRun run(const std::string& args) {
+  std::string cmd = std::string(VT_BINARY_DIR) + "/bin/vitrain " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
+  int status = p ? pclose(p) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+fs::path temp_dir() {
+  fs::path d = fs::temp_directory_path() / ("vt_cli_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::string write(const fs::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+void expect_clean_failure(const CliRun& r, const std::string& needle) {
+  EXPECT_EQ(r.code, 1) << r.output;  // 1 = our error path; a crash would be a signal (-1) or 134/139
+  EXPECT_NE(r.output.find("error:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.output;
+}
+
+TEST(Cli, HelpListsSubcommands) {
+  CliRun r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("train"), std::string::npos);
+  EXPECT_NE(r.output.find("eval"), std::string::npos);
+}
+
+TEST(Cli, UnknownYamlKeyNamesFileAndKey) {
+  auto cfg = write(temp_dir() / "bad_key.yaml", "model:\n  name: vit_micro\noptim:\n  lrr: 0.1\n");
+  expect_clean_failure(run("train --config " + cfg), "optim.lrr");
+  expect_clean_failure(run("train --config " + cfg), "bad_key.yaml");
+}
+
+TEST(Cli, WrongTypeNamesKey) {
+  auto cfg = write(temp_dir() / "bad_type.yaml", "train:\n  epochs: many\n");
+  expect_clean_failure(run("train --config " + cfg), "train.epochs");
+}
+
+TEST(Cli, MalformedYamlNamesFile) {
+  auto cfg = write(temp_dir() / "broken.yaml", "model: [unclosed\n  name: x\n");
+  expect_clean_failure(run("train --config " + cfg), "broken.yaml");
+}
+
+TEST(Cli, UnknownModelNameIsAnError) {
+  auto out = temp_dir() / "run_unknown_model";
+  expect_clean_failure(run("train --set model.name=deit_gigantic --set train.output=" + out.string()),
+                       "deit_gigantic");
+}
+
+TEST(Cli, MissingDatasetNamesThePath) {
+  auto out = temp_dir() / "run_missing_data";
+  expect_clean_failure(run("train --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
+                       "/nonexistent/fmnist");
+}
+
+TEST(Cli, CorruptIdxFileNamesTheFile) {
+  fs::path dir = temp_dir() / "corrupt_idx";
+  fs::create_directories(dir);
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                           "t10k-labels-idx1-ubyte"})
+    write(dir / name, "not an idx file at all");
+  auto out = temp_dir() / "run_corrupt";
+  expect_clean_failure(run("train --set data.data_dir=" + dir.string() + " --set train.output=" + out.string()),
+                       "train-images-idx3-ubyte");
+}
+
+TEST(Cli, UnreadableWeightsNamesTheFile) {
+  auto w = write(temp_dir() / "garbage.safetensors", "garbage");
+  expect_clean_failure(run("eval --weights " + w), "garbage.safetensors");
+}
+
+}  // namespace

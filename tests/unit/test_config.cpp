@@ -1,0 +1,276 @@
+// Config: defaults, YAML files, --set overrides, error messages (file:line + dotted key), validation, to_yaml.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "io/config.h"
+#include "io_temp_dir.h"
+
+namespace vt::test {
+namespace {
+
+using io::Config;
+
+template <class F> std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error thrown)";
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "in: " << (text)
+
+TEST(Config, DefaultsMatchTheDocumentedValues) {
+  Config c;
+  EXPECT_EQ(c.model.name, "vit_micro");
+  EXPECT_EQ(c.model.img_size, 28);
+  EXPECT_EQ(c.model.patch_size, 7);
+  EXPECT_EQ(c.model.in_chans, 1);
+  EXPECT_EQ(c.model.num_classes, 10);
+  EXPECT_EQ(c.model.embed_dim, 0);
+  EXPECT_EQ(c.model.depth, 0);
+  EXPECT_EQ(c.model.num_heads, 0);
+  EXPECT_EQ(c.model.mlp_ratio, 4.0);
+  EXPECT_EQ(c.model.drop_rate, 0.0);
+  EXPECT_EQ(c.model.drop_path_rate, 0.0);
+  EXPECT_EQ(c.model.layer_norm_eps, 1e-6);
+  EXPECT_EQ(c.model.attention.type, "dense");
+  EXPECT_EQ(c.data.dataset, "fashion_mnist");
+  EXPECT_EQ(c.data.data_dir, "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(c.data.hflip, 0.5);
+  EXPECT_EQ(c.data.workers, 2);
+  EXPECT_EQ(c.data.train_limit, 0);
+  EXPECT_EQ(c.data.test_limit, 0);
+  EXPECT_EQ(c.optim.opt, "adamw");
+  EXPECT_EQ(c.optim.lr, 2e-3);
+  EXPECT_EQ(c.optim.weight_decay, 0.05);
+  EXPECT_EQ(c.optim.momentum, 0.9);
+  EXPECT_EQ(c.optim.opt_eps, 1e-8);
+  EXPECT_EQ(c.optim.opt_betas, (std::vector<double>{0.9, 0.999}));
+  EXPECT_EQ(c.optim.clip_grad, 0.0);
+  EXPECT_EQ(c.optim.smoothing, 0.1);
+  EXPECT_EQ(c.schedule.sched, "cosine");
+  EXPECT_EQ(c.schedule.warmup_epochs, 1.0);
+  EXPECT_EQ(c.schedule.warmup_lr, 1e-5);
+  EXPECT_EQ(c.schedule.min_lr, 1e-5);
+  EXPECT_EQ(c.train.epochs, 5);
+  EXPECT_EQ(c.train.batch_size, 128);
+  EXPECT_EQ(c.train.seed, 42);
+  EXPECT_EQ(c.train.device, "auto");
+  EXPECT_EQ(c.train.threads, 0);
+  EXPECT_EQ(c.train.output, "runs/demo");
+  EXPECT_EQ(c.train.log_interval, 50);
+  EXPECT_EQ(c.eval.batch_size, 256);
+  EXPECT_NO_THROW(c.validate());
+  // An empty document and empty sections keep every default.
+  EXPECT_EQ(io::to_yaml(io::config_from_yaml_string("")), io::to_yaml(c));
+  EXPECT_EQ(io::to_yaml(io::config_from_yaml_string("model:\neval:\n")), io::to_yaml(c));
+}
+
+TEST(Config, LoadsAFileAndKeepsDefaultsForUnmentionedKeys) {
+  TempDir dir;
+  write_bytes(dir.file("c.yaml"),
+              "model:\n"
+              "  embed_dim: 66\n"
+              "  num_heads: 3\n"
+              "  drop_path_rate: 0.1\n"
+              "  attention: {type: dense}\n"
+              "optim:\n"
+              "  lr: 5e-4\n"
+              "  opt_betas: [0.8, 0.95]\n"
+              "schedule:\n"
+              "  warmup_epochs: 0.5\n"
+              "train:\n"
+              "  epochs: 7\n"
+              "  seed: 12345678901\n"
+              "  device: cuda:1\n"
+              "  output: 'runs/x: y'\n");
+  Config c = io::load_config(dir.file("c.yaml"));
+  EXPECT_EQ(c.model.embed_dim, 66);
+  EXPECT_EQ(c.model.num_heads, 3);
+  EXPECT_EQ(c.model.drop_path_rate, 0.1);
+  EXPECT_EQ(c.optim.lr, 5e-4);
+  EXPECT_EQ(c.optim.opt_betas, (std::vector<double>{0.8, 0.95}));
+  EXPECT_EQ(c.schedule.warmup_epochs, 0.5);
+  EXPECT_EQ(c.train.epochs, 7);
+  EXPECT_EQ(c.train.seed, 12345678901LL);
+  EXPECT_EQ(c.train.device, "cuda:1");
+  EXPECT_EQ(c.train.output, "runs/x: y");
+  EXPECT_EQ(c.model.depth, 0);              // untouched
+  EXPECT_EQ(c.optim.weight_decay, 0.05);    // untouched
+  EXPECT_EQ(c.eval.batch_size, 256);        // untouched
+}
+
+TEST(Config, OverridesSetScalarsNestedKeysAndLists) {
+  Config c;
+  io::apply_override(c, "optim.lr=1e-3");
+  io::apply_override(c, "train.epochs=9");
+  io::apply_override(c, "optim.opt_betas=[0.5, 0.75]");
+  io::apply_override(c, "train.output=runs/with space");
+  io::apply_override(c, "model.attention.type=mita");  // not validated yet: overrides compose first
+  io::apply_override(c, "model.attention={type: dense}");
+  io::apply_override(c, "data.train_limit=1000");
+  EXPECT_EQ(c.optim.lr, 1e-3);
+  EXPECT_EQ(c.train.epochs, 9);
+  EXPECT_EQ(c.optim.opt_betas, (std::vector<double>{0.5, 0.75}));
+  EXPECT_EQ(c.train.output, "runs/with space");
+  EXPECT_EQ(c.model.attention.type, "dense");
+  EXPECT_EQ(c.data.train_limit, 1000);
+
+  io::apply_override(c, "model.attention.type=mita");
+  EXPECT_EQ(c.model.attention.type, "mita");
+  EXPECT_CONTAINS(error_of([&] { c.validate(); }), "model.attention.type");
+
+  // Intermediate states may be invalid: img_size 32 with patch 7, fixed by the next override.
+  TempDir dir;
+  write_bytes(dir.file("c.yaml"), "optim:\n  lr: 0.1\n");
+  Config d = io::load_config(dir.file("c.yaml"), {"model.img_size=32", "model.patch_size=8", "optim.lr=0.25"});
+  EXPECT_EQ(d.model.img_size, 32);
+  EXPECT_EQ(d.model.patch_size, 8);
+  EXPECT_EQ(d.optim.lr, 0.25);
+}
+
+TEST(Config, OverrideErrorsQuoteTheOverride) {
+  Config c;
+  std::string e = error_of([&] { io::apply_override(c, "optim.lrr=1"); });
+  EXPECT_CONTAINS(e, "--set optim.lrr=1");
+  EXPECT_CONTAINS(e, "unknown key 'optim.lrr'");
+  EXPECT_CONTAINS(e, "did you mean 'optim.lr'");
+  e = error_of([&] { io::apply_override(c, "train.epochs=2.5"); });
+  EXPECT_CONTAINS(e, "'train.epochs' expects an integer, got '2.5'");
+  e = error_of([&] { io::apply_override(c, "optim.lr=abc"); });
+  EXPECT_CONTAINS(e, "'optim.lr' expects a number, got 'abc'");
+  EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "optim.lr"); }), "section.key=value");
+  EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "=3"); }), "section.key=value");
+  EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "optim..lr=3"); }), "empty name");
+  EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "optim.lr.=3"); }), "empty name");
+  EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "optim=3"); }), "'optim' expects a section");
+  EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "optim.lr.x=3"); }), "'optim.lr' expects a number, got a map");
+  EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "bogus.lr=3"); }), "unknown key 'bogus'");
+  EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "optim.opt_betas=[0.9, x]"); }),
+                  "'optim.opt_betas[1]' expects a number, got 'x'");
+  EXPECT_EQ(c.optim.lr, 2e-3);  // failed overrides changed nothing they had not reached
+}
+
+TEST(Config, UnknownKeyNamesFileLineAndDottedKey) {
+  TempDir dir;
+  const std::string path = dir.file("x.yaml");
+  write_bytes(path, "model:\n  name: vit_micro\noptim:\n  lrr: 1\n");
+  EXPECT_CONTAINS(error_of([&] { io::load_config(path); }), path + ":4: unknown key 'optim.lrr'");
+  write_bytes(path, "# comment\nmodel:\n  attention:\n    typ: dense\n");
+  EXPECT_CONTAINS(error_of([&] { io::load_config(path); }), path + ":4: unknown key 'model.attention.typ'");
+  write_bytes(path, "optimizer:\n  lr: 1\n");
+  EXPECT_CONTAINS(error_of([&] { io::load_config(path); }), path + ":1: unknown key 'optimizer'");
+  write_bytes(path, "train:\n  epochs: 3\n  epochs: 4\n");
+  EXPECT_CONTAINS(error_of([&] { io::load_config(path); }), path + ":3: duplicate key 'train.epochs'");
+}
+
+TEST(Config, WrongTypesNameFileLineKeyAndExpectedType) {
+  struct Case {
+    std::string yaml, expect;
+  };
+  std::vector<Case> cases = {
+      {"optim:\n  lr: abc\n", ":2: 'optim.lr' expects a number, got 'abc'"},
+      {"train:\n  batch_size: 8\n  epochs: 2.5\n", ":3: 'train.epochs' expects an integer, got '2.5'"},
+      {"optim:\n  opt_betas: 0.9\n", ":2: 'optim.opt_betas' expects a list of numbers, got '0.9'"},
+      {"optim:\n  opt_betas:\n    - 0.9\n    - [1]\n", ":4: 'optim.opt_betas[1]' expects a number, got a list"},
+      {"model: 3\n", ":1: 'model' expects a section (a map of keys), got '3'"},
+      {"model:\n  name: [a, b]\n", ":2: 'model.name' expects a string, got a list"},
+      {"train:\n  threads: 99999999999\n", ":2: 'train.threads' expects an integer"},
+      {"eval:\n  batch_size:\n", ":2: 'eval.batch_size' expects an integer, got nothing (null)"},
+      {"- a\n- b\n", ":1: the top level must be a map of sections, got a list"},
+  };
+  for (const auto& c : cases) {
+    std::string e = error_of([&] { io::config_from_yaml_string(c.yaml, "cfg.yaml"); });
+    EXPECT_CONTAINS(e, "cfg.yaml" + (c.expect[0] == ':' ? c.expect : ": " + c.expect));
+  }
+}
+
+TEST(Config, MissingFileAndSyntaxErrors) {
+  TempDir dir;
+  const std::string missing = dir.file("nope.yaml");
+  EXPECT_CONTAINS(error_of([&] { io::load_config(missing); }), "'" + missing + "'");
+  const std::string bad = dir.file("bad.yaml");
+  write_bytes(bad, "model:\n  name: x\n optim: [\n");
+  std::string e = error_of([&] { io::load_config(bad); });
+  EXPECT_CONTAINS(e, bad + ":");
+  EXPECT_CONTAINS(e, "YAML syntax error");
+}
+
+TEST(Config, ValidateRejectsOutOfRangeValues) {
+  struct Case {
+    std::string yaml, key;
+  };
+  std::vector<Case> cases = {
+      {"model: {img_size: 0}", "model.img_size"},
+      {"model: {img_size: 30}", "model.patch_size"},  // 30 % 7 != 0
+      {"model: {patch_size: -7}", "model.patch_size"},
+      {"model: {num_classes: 0}", "model.num_classes"},
+      {"model: {embed_dim: 10, num_heads: 3}", "model.num_heads"},
+      {"model: {depth: -1}", "model.depth"},
+      {"model: {drop_rate: 1.0}", "model.drop_rate"},
+      {"model: {drop_path_rate: -0.1}", "model.drop_path_rate"},
+      {"model: {layer_norm_eps: 0}", "model.layer_norm_eps"},
+      {"model: {attention: {type: sparse}}", "model.attention.type"},
+      {"data: {hflip: 1.5}", "data.hflip"},
+      {"data: {workers: -1}", "data.workers"},
+      {"data: {train_limit: -5}", "data.train_limit"},
+      {"optim: {opt: adamx}", "optim.opt"},
+      {"optim: {opt: adam}", "optim.opt"},  // not built by the trainer: rejected up front
+      {"optim: {lr: 0}", "optim.lr"},
+      {"optim: {lr: -1e-3}", "optim.lr"},
+      {"optim: {weight_decay: -1}", "optim.weight_decay"},
+      {"optim: {opt_betas: [0.9]}", "optim.opt_betas"},
+      {"optim: {opt_betas: [0.9, 1.0]}", "optim.opt_betas"},
+      {"optim: {smoothing: 1}", "optim.smoothing"},
+      {"optim: {clip_grad: -1}", "optim.clip_grad"},
+      {"schedule: {sched: linear}", "schedule.sched"},
+      {"schedule: {warmup_epochs: -0.5}", "schedule.warmup_epochs"},
+      {"train: {epochs: 0}", "train.epochs"},
+      {"train: {batch_size: 0}", "train.batch_size"},
+      {"train: {device: gpu}", "train.device"},
+      {"train: {device: 'cuda:'}", "train.device"},
+      {"train: {log_interval: 0}", "train.log_interval"},
+      {"eval: {batch_size: -3}", "eval.batch_size"},
+  };
+  for (const auto& c : cases) EXPECT_CONTAINS(error_of([&] { io::config_from_yaml_string(c.yaml); }), c.key);
+  // Boundary values that are allowed.
+  EXPECT_NO_THROW(io::config_from_yaml_string("data: {hflip: 1.0}\nschedule: {warmup_epochs: 0}\n"
+                                              "model: {drop_rate: 0.0, img_size: 224, patch_size: 16}\n"
+                                              "train: {device: cuda:12}\noptim: {opt: nesterov}"));
+}
+
+TEST(Config, ToYamlRoundTripsExactly) {
+  Config c;
+  c.model.name = "deit \"tiny\": v2";
+  c.model.embed_dim = 192;
+  c.model.num_heads = 3;
+  c.model.mlp_ratio = 3.5;
+  c.model.layer_norm_eps = 1e-5;
+  c.optim.lr = 0.1 + 0.2;  // not a short decimal: must survive exactly
+  c.optim.opt_betas = {0.85, 0.9999};
+  c.schedule.warmup_epochs = 2.0;
+  c.train.seed = -7;
+  c.train.output = "runs/a#b";
+  c.data.data_dir = "";  // invalid but still serialisable
+  std::string y = io::to_yaml(c);
+  EXPECT_CONTAINS(y, "optim:\n  opt: \"adamw\"\n  lr: 0.30000000000000004\n");
+  EXPECT_CONTAINS(y, "  attention:\n    type: \"dense\"\n");
+  EXPECT_CONTAINS(y, "  opt_betas: [0.85, 0.9999]\n");
+  EXPECT_CONTAINS(y, "  warmup_epochs: 2.0\n");
+  EXPECT_CONTAINS(y, "  layer_norm_eps: 1.0e-05\n");  // a '.' keeps it a float for YAML 1.1 readers too
+  c.data.data_dir = "d";
+  y = io::to_yaml(c);
+  Config r = io::config_from_yaml_string(y, "resolved.yaml");
+  EXPECT_EQ(r.model.name, c.model.name);
+  EXPECT_EQ(r.optim.lr, c.optim.lr);
+  EXPECT_EQ(r.model.layer_norm_eps, 1e-5);
+  EXPECT_EQ(r.optim.opt_betas, c.optim.opt_betas);
+  EXPECT_EQ(r.train.seed, -7);
+  EXPECT_EQ(r.train.output, "runs/a#b");
+  EXPECT_EQ(io::to_yaml(r), y);
+}
+
+}  // namespace
+}  // namespace vt::test
