@@ -290,12 +290,13 @@ void AttentionConfig::validate() const {
 
 void ModelConfig::validate() const {
   require(!name.empty(), "model.name", "non-empty", "''");
-  require(img_size > 0, "model.img_size", "> 0", img_size);
-  require(patch_size > 0, "model.patch_size", "> 0", patch_size);
-  if (img_size % patch_size != 0)
+  // 0 means "take it from the preset"; the model checks the combination once the preset is applied.
+  require(img_size >= 0, "model.img_size", ">= 0", img_size);
+  require(patch_size >= 0, "model.patch_size", ">= 0", patch_size);
+  if (img_size > 0 && patch_size > 0 && img_size % patch_size != 0)
     VT_FAIL("[config] model.img_size (", img_size, ") must be a multiple of model.patch_size (", patch_size, ")");
-  require(in_chans > 0, "model.in_chans", "> 0", in_chans);
-  require(num_classes > 0, "model.num_classes", "> 0", num_classes);
+  require(in_chans >= 0, "model.in_chans", ">= 0", in_chans);
+  require(num_classes >= 0, "model.num_classes", ">= 0", num_classes);
   require(embed_dim >= 0, "model.embed_dim", ">= 0 (0: from the preset)", embed_dim);
   require(depth >= 0, "model.depth", ">= 0 (0: from the preset)", depth);
   require(num_heads >= 0, "model.num_heads", ">= 0 (0: from the preset)", num_heads);

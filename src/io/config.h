@@ -16,11 +16,11 @@ struct AttentionConfig {
 
 struct ModelConfig {
   std::string name = "vit_micro";  ///< registry preset
-  int img_size = 28;
-  int patch_size = 7;
-  int in_chans = 1;
-  int num_classes = 10;
-  int embed_dim = 0;  ///< 0: from the preset
+  int img_size = 0;     ///< 0: from the preset (and likewise below)
+  int patch_size = 0;
+  int in_chans = 0;
+  int num_classes = 0;
+  int embed_dim = 0;
   int depth = 0;      ///< 0: from the preset
   int num_heads = 0;  ///< 0: from the preset
   double mlp_ratio = 4.0;

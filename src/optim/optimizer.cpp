@@ -109,6 +109,9 @@ void Optimizer::load_state(const NamedTensors& state) {
     copy.copy_(t);
     slots[k][slot_name] = copy;
   }
+  for (size_t k = 0; k < params.size(); ++k)
+    VT_CHECK(slots[k].empty() || steps[k] > 0, "[load_state] parameter ", k, " has state but no 'param.", k,
+             ".step'");
   step_count_ = step_count;
   lr = new_lr;
   param_steps_ = std::move(steps);

@@ -72,7 +72,9 @@ TEST(Reduce, SumAndMeanOverDimsMatchLoopAndGradcheck) {
           EXPECT_EQ(y.shape(), out_shape_of(s, dims, keepdim)) << "shape";
           return y;
         };
-        c.reference = [=](const std::vector<Tensor>& in) { return reduce_ref(in[0].to_vector(), s, dims, mean ? 1 : 0); };
+        c.reference = [=](const std::vector<Tensor>& in) {
+          return reduce_ref(in[0].to_vector(), s, dims, mean ? 1 : 0);
+        };
         run_op_case(c);
       }
 }
@@ -138,7 +140,9 @@ TEST(Reduce, MaxOfTransposedViewAndTies) {
   c.name = "max of transpose";
   c.inputs = {random_tensor({6, 9}, 45)};
   c.fn = [](const std::vector<Tensor>& in) { return ops::max(in[0].transpose(0, 1), 1).first; };
-  c.reference = [](const std::vector<Tensor>& in) { return reduce_ref(in[0].transpose(0, 1).to_vector(), {9, 6}, {1}, 2); };
+  c.reference = [](const std::vector<Tensor>& in) {
+    return reduce_ref(in[0].transpose(0, 1).to_vector(), {9, 6}, {1}, 2);
+  };
   run_op_case(c);
   // Ties: the first maximal index, as torch documents; the gradient goes to that element only.
   Tensor x = Tensor::from_vector({1, 3, 3, 0, 2, 2, 2, 2}, {2, 4}, DType::f64);
@@ -218,7 +222,8 @@ TEST(Matmul, ShapesBroadcastAndTransposedViewsMatchLoopAndGradcheck) {
       matmul_case("shared rhs^T", {2, 7, 5}, {4, 5}, id, tr),
       matmul_case("permuted batch", {3, 2, 7, 5}, {3, 5, 4}, [](const Tensor& t) { return t.permute({1, 0, 2, 3}); },
                   id),
-      matmul_case("sliced rows and cols", {9, 8}, {6, 5}, [](const Tensor& t) { return t.slice(0, 1, 8).slice(1, 2, 8); },
+      matmul_case("sliced rows and cols", {9, 8}, {6, 5},
+                  [](const Tensor& t) { return t.slice(0, 1, 8).slice(1, 2, 8); },
                   [](const Tensor& t) { return t.slice(1, 0, 4); }),
       matmul_case("expanded batch", {1, 7, 5}, {5, 3}, [](const Tensor& t) { return t.expand({4, 7, 5}); }, id),
       // A size-1 batch dim whose stride is not the product of the later ones (a stepped slice).
@@ -234,7 +239,9 @@ TEST(Matmul, ShapesBroadcastAndTransposedViewsMatchLoopAndGradcheck) {
 TEST(Matmul, F32MatchesF64Reference) {
   Tensor a = random_tensor({2, 197, 33}, 52), b = random_tensor({2, 33, 17}, 53);
   std::vector<double> want = matmul_ref(a, b);
-  std::vector<double> got = ops::matmul(a.to(DType::f32), b.to(DType::f32).transpose(-1, -2).contiguous().transpose(-1, -2)).to_vector();
+  // b goes in as a transposed view of its transpose: the column-major operand path, in f32.
+  Tensor bt = b.to(DType::f32).transpose(-1, -2).contiguous().transpose(-1, -2);
+  std::vector<double> got = ops::matmul(a.to(DType::f32), bt).to_vector();
   expect_close(got, want, 1e-5, 1e-5, "f32 matmul");
 }
 
@@ -299,9 +306,11 @@ TEST(Matmul, ShapeAndDtypeErrorsNameTheOperands) {
       for (const char* f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
     }
   };
-  expect_error([] { ops::matmul(Tensor::zeros({7, 5}), Tensor::zeros({4, 3})); }, {"[matmul]", "f32[7, 5]", "f32[4, 3]"});
+  expect_error([] { ops::matmul(Tensor::zeros({7, 5}), Tensor::zeros({4, 3})); },
+               {"[matmul]", "f32[7, 5]", "f32[4, 3]"});
   expect_error([] { ops::matmul(Tensor::zeros({5}), Tensor::zeros({5, 3})); }, {"[matmul]", "f32[5]"});
-  expect_error([] { ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 2}, DType::f64)); }, {"[matmul]", "f64[3, 2]"});
+  expect_error([] { ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 2}, DType::f64)); },
+               {"[matmul]", "f64[3, 2]"});
   expect_error([] { ops::matmul(Tensor::zeros({2, 7, 5}), Tensor::zeros({3, 5, 4})); }, {"[matmul]", "[2]", "[3]"});
   expect_error([] { ops::linear(Tensor::zeros({7, 5}), Tensor::zeros({4, 6}), Tensor()); },
                {"[linear]", "f32[7, 5]", "f32[4, 6]"});

@@ -24,10 +24,10 @@ template <class F> std::string error_of(F&& f) {
 TEST(Config, DefaultsMatchTheDocumentedValues) {
   Config c;
   EXPECT_EQ(c.model.name, "vit_micro");
-  EXPECT_EQ(c.model.img_size, 28);
-  EXPECT_EQ(c.model.patch_size, 7);
-  EXPECT_EQ(c.model.in_chans, 1);
-  EXPECT_EQ(c.model.num_classes, 10);
+  EXPECT_EQ(c.model.img_size, 0);  // 0: from the preset
+  EXPECT_EQ(c.model.patch_size, 0);
+  EXPECT_EQ(c.model.in_chans, 0);
+  EXPECT_EQ(c.model.num_classes, 0);
   EXPECT_EQ(c.model.embed_dim, 0);
   EXPECT_EQ(c.model.depth, 0);
   EXPECT_EQ(c.model.num_heads, 0);
@@ -203,10 +203,10 @@ TEST(Config, ValidateRejectsOutOfRangeValues) {
     std::string yaml, key;
   };
   std::vector<Case> cases = {
-      {"model: {img_size: 0}", "model.img_size"},
-      {"model: {img_size: 30}", "model.patch_size"},  // 30 % 7 != 0
+      {"model: {img_size: -1}", "model.img_size"},
+      {"model: {img_size: 30, patch_size: 7}", "model.patch_size"},  // 30 % 7 != 0
       {"model: {patch_size: -7}", "model.patch_size"},
-      {"model: {num_classes: 0}", "model.num_classes"},
+      {"model: {num_classes: -2}", "model.num_classes"},
       {"model: {embed_dim: 10, num_heads: 3}", "model.num_heads"},
       {"model: {depth: -1}", "model.depth"},
       {"model: {drop_rate: 1.0}", "model.drop_rate"},

@@ -268,6 +268,10 @@ TEST(Optimizer, LoadStateRejectsMismatchesNamingTheKey) {
   expect_error({{"param.3.exp_avg", Tensor::zeros({2})}}, "param.3.exp_avg");
   expect_error({{"param.0.exp_avg", Tensor::zeros({3})}}, "f32[3]");
   expect_error({{"param.x.exp_avg", Tensor::zeros({2})}}, "param.x.exp_avg");
+  expect_error({{"param.0.exp_avg", Tensor::zeros({2})}}, "'param.0.step'");
+  // A failed load leaves the optimizer as it was.
+  EXPECT_EQ(opt.step_count(), 0);
+  EXPECT_EQ(opt.state().size(), 2u);
 }
 
 TEST(ParamGroups, TimmWeightDecaySplit) {
