@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#include "models/agent_attention.h"
+#include "models/linear_attention.h"
+#include "models/mita_attention.h"
+#include "nn/init.h"
 #include "ops/ops.h"
 
 namespace vt::models {
@@ -24,10 +28,66 @@ Tensor DenseAttention::forward(const Tensor& x) const {
   return ops::dropout(proj->forward(out), proj_drop_, training());
 }
 
+void init_linear_pytorch_default(nn::Linear& layer, Generator& gen) {
+  const int64_t fan_in = layer.weight.size(1);
+  nn::init::default_uniform(layer.weight, fan_in, gen);
+  if (layer.bias.defined()) nn::init::default_uniform(layer.bias, fan_in, gen);
+}
+
+int64_t square_grid(int64_t num_tokens) {
+  const int64_t L = num_tokens - 1;
+  if (L < 1) return 0;
+  int64_t g = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(L))));
+  return g * g == L ? g : 0;
+}
+
+namespace {
+bool is_square(int64_t n) {
+  const auto r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  return r * r == n;
+}
+}  // namespace
+
+void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
+  VT_CHECK(N >= 2, "[model] attention needs at least 2 tokens (CLS + patches), got N = ", N);
+  const int64_t G = square_grid(N);
+  if (cfg.type == "mita" || cfg.type == "mita_route") {
+    // With a square grid the landmarks are pooled 2-D to p×p, so m = p²; otherwise 1-D (models/mita.h).
+    VT_CHECK(G == 0 || is_square(cfg.m), "[model] model.attention.m (", cfg.m, ") must be a perfect square: the ",
+             N - 1, " pooled tokens form a ", G, "x", G, " grid that is pooled 2-D to sqrt(m) x sqrt(m)");
+    const int64_t k = cfg.k > 0 ? cfg.k : (cfg.type == "mita" ? cfg.m : 2 * cfg.m);
+    const char* which = cfg.k > 0 ? "" : cfg.type == "mita" ? ", the default m" : ", the default 2m";
+    VT_CHECK(k <= N, "[model] model.attention.k (", k, which, ") must be <= the number of tokens N = ", N);
+    VT_CHECK(G > 0 || !(cfg.dwc || cfg.gate), "[model] model.attention.", cfg.gate ? "gate" : "dwc",
+             " needs a square patch grid, but N - 1 = ", N - 1, " patch tokens are not a perfect square");
+  } else if (cfg.type == "agent" || cfg.type == "agent_bias") {
+    VT_CHECK(G > 0, "[model] model.attention.type '", cfg.type, "' needs a square patch grid, but N - 1 = ", N - 1,
+             " tokens are not a perfect square");
+    VT_CHECK(is_square(cfg.agent_num), "[model] model.attention.agent_num (", cfg.agent_num,
+             ") must be a perfect square (the agents are a 2-D pooling of the patch grid)");
+  }
+}
+
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double drop,
-                                          Generator& gen) {
+                                          Generator& gen, int64_t num_tokens) {
+  if (num_tokens > 0) check_attention_shape(cfg, num_tokens);
   if (cfg.type == "dense") return std::make_shared<DenseAttention>(dim, heads, 0.0, drop, gen);
-  VT_FAIL("[model] unknown model.attention.type '", cfg.type, "' (known: dense)");
+  if (cfg.type == "mita" || cfg.type == "mita_route") return make_mita_attention(cfg, dim, heads, drop, gen);
+  if (cfg.type == "agent" || cfg.type == "agent_bias") {
+    const bool bias = cfg.type == "agent_bias";
+    VT_CHECK(!bias || num_tokens > 0, "[model] model.attention.type 'agent_bias' needs the token count: its ",
+             "biases are sized by the patch grid");
+    // agent (the "minus" baseline) pools like MiTA (landmark_pool); agent_bias always pools the patch tokens, to
+    // which its position biases are aligned.
+    AgentOptions o;
+    o.heads = heads;
+    o.agent_num = cfg.agent_num;
+    o.patches_only = bias || cfg.landmark_pool == "patches";
+    return std::make_shared<AgentAttention>(dim, o, bias ? square_grid(num_tokens) : 0, drop, gen);
+  }
+  if (cfg.type == "linear") return std::make_shared<LinearAttention>(dim, heads, drop, gen);
+  VT_FAIL("[model] unknown model.attention.type '", cfg.type,
+          "' (known: dense, mita, mita_route, agent, agent_bias, linear)");
 }
 
 }  // namespace vt::models

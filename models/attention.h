@@ -1,25 +1,17 @@
 // Attention layers of the ViT block. Every kind maps x [B, N, C] → [B, N, C] and owns the same `qkv` and `proj`
-// parameters as timm's Attention, so weights move between kinds. Later kinds (MiTA and its variants) add here.
+// parameters as timm's Attention, so weights move between kinds (the MiTA Gate variant has `qkvg` instead, and
+// some kinds add tensors: DWC, agent biases, the linear kind's q/k norms). make_attention picks the kind.
 #pragma once
 #include <memory>
 #include <string>
 
+#include "io/config.h"
 #include "nn/layers.h"
 
 namespace vt::models {
 
-/// model.attention in the YAML. Which fields matter depends on `type`.
-struct AttentionConfig {
-  std::string type = "dense";             // dense | mita | mita_route | agent | agent_bias | linear
-  int64_t m = 25;                         // MiTA landmarks (experts); a perfect square for 2-D pooling
-  int64_t k = 0;                          // keys per expert; 0 = default (m for mita, 2m for mita_route)
-  int64_t s = 1;                          // experts each query is routed to
-  bool dwc = false;                       // MiTA + DWC: depth-wise 3x3 conv on V's patch tokens, added before proj
-  bool gate = false;                      // MiTA + DWC + Gate: qkvg projection, output * SiLU(g)
-  std::string landmark_pool = "shifted";  // shifted (official: tokens 0..N-2) | patches (patch tokens only)
-  std::string shared_scale = "official";  // official (1/d on shared logits) | paper (1/sqrt(d))
-  int64_t agent_num = 49;                 // Agent attention: number of agent tokens (a perfect square)
-};
+/// model.attention in the YAML: one definition, in io/config.h (fields, defaults and config-level validation).
+using AttentionConfig = io::AttentionConfig;
 
 class Attention : public nn::Module {
  public:
@@ -38,8 +30,23 @@ class DenseAttention : public Attention {
   double attn_drop_, proj_drop_;
 };
 
-/// Builds the attention kind named by `cfg.type`; an unknown kind is an error naming the key.
+/// Builds the attention kind named by `cfg.type`; an unknown kind is an error naming the key. `num_tokens` is the
+/// sequence length N the layer will see (CLS + patches) or 0 when unknown: when given, the checks that need N
+/// (check_attention_shape) run here, so a bad combination fails when the model is built, naming the key.
+/// agent_bias needs it (its bias parameters are sized by the patch grid).
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double drop,
-                                          Generator& gen);
+                                          Generator& gen, int64_t num_tokens = 0);
+
+/// The shape-dependent checks for N = num_tokens (CLS + G×G patches): m and agent_num perfect squares, k <= N,
+/// a square patch grid for the kinds that need one. Errors name the key, e.g. "model.attention.m".
+void check_attention_shape(const AttentionConfig& cfg, int64_t num_tokens);
+
+/// PyTorch's default nn.Linear init (kaiming_uniform(a=√5): weight and bias ~ U(±1/√in)). The official MiTA repo
+/// swaps its attention modules in after timm built (and initialised) the ViT, so their qkv/proj keep this init
+/// rather than timm's trunc_normal(0.02) (docs/mita-spec.md §4).
+void init_linear_pytorch_default(nn::Linear& layer, Generator& gen);
+
+/// The side of the square patch grid when N - 1 is a perfect square, else 0.
+int64_t square_grid(int64_t num_tokens);
 
 }  // namespace vt::models

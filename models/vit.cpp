@@ -16,7 +16,9 @@ struct BlockList : nn::Module {
 Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path_(drop_path) {
   const int64_t D = cfg.embed_dim;
   norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
-  attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen));
+  // The token count lets make_attention check the shape-dependent settings (model.attention.m, k, ...) now.
+  const int64_t grid = cfg.patch_size > 0 ? cfg.img_size / cfg.patch_size : 0, tokens = 1 + grid * grid;
+  attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen, tokens));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(D, static_cast<int64_t>(D * cfg.mlp_ratio), cfg.drop_rate, gen));
 }
@@ -35,7 +37,8 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
                                                                                    cfg.in_chans, D, gen));
   cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
   pos_embed = register_parameter("pos_embed", Tensor::empty({1, 1 + patch_embed->num_patches(), D}));
-  ops::normal_(cls_token, 0.0, 1e-6, gen);  // timm: nn.init.normal_(cls_token, std=1e-6)
+  // timm 0.4.12, which DeiT and MiTA train with: trunc_normal(0.02) for both (newer timm uses std 1e-6 for cls).
+  nn::init::trunc_normal(cls_token, 0.02, gen);
   nn::init::trunc_normal(pos_embed, 0.02, gen);
   auto list = register_module("blocks", std::make_shared<BlockList>());
   for (int64_t i = 0; i < cfg.depth; ++i) {

@@ -3,6 +3,8 @@
 # prints the GPU, runs every .gpu/bin/test_* binary (gtest JSON + logs into $OUT), then the optional extra command
 # given as arguments (e.g. `bash scripts/gpu_run.sh vitrain bench ...`; .gpu/bin is on PATH).
 # Exit status: 0 when every test binary and the extra command passed, 1 otherwise, 2 when the bundle is missing.
+# LD_LIBRARY_PATH=.gpu/lib:/usr/local/cuda/lib64 is exported for the tests and the extra command; a Python step in
+# the extra command should drop it (`env -u LD_LIBRARY_PATH python3 ...`) so it keeps the machine's own libraries.
 #
 # $OUT (default ./out) receives few files on purpose (the device tool brings back at most 8):
 #   summary.txt  GPU, bundle manifest, one status line per binary;  tests.log  all test output;
@@ -24,14 +26,17 @@ LOG=$OUT/tests.log
 
 say() { echo "$@" | tee -a "$SUMMARY"; }
 
+# The archive is what usually travels; unpack it every time (a warm machine may keep an older .gpu/bin).
+if [ -f "$BUNDLE/bundle.tar.xz" ]; then
+  rm -rf "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/manifest.txt"
+  tar -C "$BUNDLE" -xJf "$BUNDLE/bundle.tar.xz" || { say "gpu_run: cannot unpack $BUNDLE/bundle.tar.xz"; exit 2; }
+fi
 if [ ! -d "$BUNDLE/bin" ]; then
-  say "gpu_run: no bundle at $BUNDLE (run scripts/gpu_bundle.sh on the build machine and carry .gpu)"
+  say "gpu_run: no bundle in $BUNDLE (run scripts/gpu_bundle.sh on the build machine and carry .gpu/bundle.tar.xz)"
   exit 2
 fi
-export LD_LIBRARY_PATH=$BUNDLE/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$BUNDLE/bin:$PATH
 
-# ---- machine ----
+# ---- machine (before LD_LIBRARY_PATH: system tools must not pick up the bundled Debian libraries) ----
 say "== gpu_run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used,temperature.gpu,power.draw,clocks.max.sm \
@@ -41,6 +46,8 @@ else
 fi
 say "== bundle"
 tee -a "$SUMMARY" <"$BUNDLE/manifest.txt"
+export LD_LIBRARY_PATH=$BUNDLE/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$BUNDLE/bin:$PATH
 
 # Tests that read fixtures or write scratch files use the absolute paths baked in at build time
 # (VT_SOURCE_DIR / VT_BINARY_DIR); point them at this checkout when they do not exist here.
@@ -93,7 +100,7 @@ done
 
 # One JSON for all binaries: {"test_cuda": <gtest json>, ...}.
 if command -v python3 >/dev/null; then
-  python3 - "$json_dir" "$OUT/gtest.json" <<'EOF'
+  env -u LD_LIBRARY_PATH python3 - "$json_dir" "$OUT/gtest.json" <<'EOF'
 import json, pathlib, sys
 src, dst = pathlib.Path(sys.argv[1]), sys.argv[2]
 merged = {}

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/strided.h"
 
 namespace vt::kernels::cpu {
@@ -78,7 +79,10 @@ void unary_forward(UnaryOp op, DType dtype, void* y, const void* x, int64_t n) {
       case UnaryOp::tanh: parallel_map<T>(n, [&](int64_t i) { o[i] = std::tanh(in[i]); }); break;
       case UnaryOp::sigmoid: parallel_map<T>(n, [&](int64_t i) { o[i] = T(1) / (T(1) + std::exp(-in[i])); }); break;
       case UnaryOp::gelu:
-        parallel_map<T>(n, [&](int64_t i) { o[i] = T(0.5) * in[i] * (T(1) + std::erf(in[i] * T(kInvSqrt2))); });
+        parallel_map<T>(n, [&](int64_t i) {
+          const T u = in[i] * T(kInvSqrt2);
+          o[i] = T(0.5) * in[i] * (T(1) + erf_with_exp(u, exp_nonpos(-u * u)));
+        });
         break;
       case UnaryOp::silu: parallel_map<T>(n, [&](int64_t i) { o[i] = in[i] / (T(1) + std::exp(-in[i])); }); break;
       case UnaryOp::square: parallel_map<T>(n, [&](int64_t i) { o[i] = in[i] * in[i]; }); break;
@@ -105,8 +109,10 @@ void unary_backward(UnaryOp op, DType dtype, void* dx, const void* dy, const voi
       case UnaryOp::sigmoid: parallel_map<T>(n, [&](int64_t i) { g[i] = go[i] * out[i] * (T(1) - out[i]); }); break;
       case UnaryOp::gelu:
         parallel_map<T>(n, [&](int64_t i) {
-          T cdf = T(0.5) * (T(1) + std::erf(in[i] * T(kInvSqrt2)));
-          T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * in[i] * in[i]);
+          const T u = in[i] * T(kInvSqrt2);
+          const T e = exp_nonpos(-u * u);  // exp(-x²/2): shared by the CDF and the density
+          T cdf = T(0.5) * (T(1) + erf_with_exp(u, e));
+          T pdf = T(kInvSqrt2Pi) * e;
           g[i] = go[i] * (cdf + in[i] * pdf);
         });
         break;

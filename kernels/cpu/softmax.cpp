@@ -2,6 +2,8 @@
 // slices of an (R, inner) block in order with per-column running values, so memory access stays sequential.
 #include "kernels/cpu/softmax.h"
 
+#include "kernels/cpu/fast_math.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -15,29 +17,7 @@ namespace vt::kernels::cpu {
 
 namespace {
 
-// e^x in f32 for x <= 88, written so GCC vectorises it under `omp simd`: std::exp stays a scalar libm call
-// without -ffast-math, and softmax is exp-bound. Cephes expf (x = n·ln2 + t, degree-6 polynomial in t,
-// ~1.4 ulp); n is rounded with the 1.5·2^23 trick instead of floor/int casts, which GCC will not vectorise
-// under -ftrapping-math. Inputs below -87.3 (including -inf) give 0; NaN stays NaN.
-inline float exp_nonpos(float x) {
-  const uint32_t xb = std::bit_cast<uint32_t>(x);
-  const uint32_t keep = 0u - static_cast<uint32_t>(xb <= 0xC2AE999Au);  // all ones unless x < -87.3 (by bits)
-  x = std::bit_cast<float>((xb & keep) | (0xC2AE999Au & ~keep));
-  const float k = x * 1.44269504088896341f + 12582912.0f;  // low mantissa bits of k hold n = round(x·log2 e)
-  const float n = k - 12582912.0f;
-  float t = x - n * 0.693359375f;
-  t = t - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * t + 1.3981999507e-3f;
-  p = p * t + 8.3334519073e-3f;
-  p = p * t + 4.1665795894e-2f;
-  p = p * t + 1.6666665459e-1f;
-  p = p * t + 5.0000001201e-1f;
-  p = p * t * t + t + 1.0f;
-  const uint32_t two_n = ((std::bit_cast<uint32_t>(k) - 0x4B400000u + 127u) << 23) & keep;
-  return p * std::bit_cast<float>(two_n);
-}
-inline double exp_nonpos(double x) { return std::exp(x); }
+
 
 template <typename T>
 void softmax_rows(T* y, const T* x, int64_t rows, int64_t R, bool log) {

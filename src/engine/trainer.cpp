@@ -8,6 +8,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "autograd/node.h"
 #include "data/idx.h"
@@ -61,6 +63,19 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const io::Config& cfg, const mo
   VT_FAIL("[config] unknown optim.opt '", cfg.optim.opt, "' (known: adamw, sgd, momentum, nesterov)");
 }
 
+// `name` with its first dotted segment equal to `from` replaced by `to` ("a.qkv.weight" → "a.qkvg.weight"),
+// or "" when no segment is `from`.
+std::string replace_segment(const std::string& name, const std::string& from, const std::string& to) {
+  for (size_t start = 0; start <= name.size();) {
+    size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    if (end - start == from.size() && name.compare(start, from.size(), from) == 0)
+      return name.substr(0, start) + to + name.substr(end);
+    start = end + 1;
+  }
+  return "";
+}
+
 }  // namespace
 
 models::ViTConfig vit_config(const io::Config& cfg) {
@@ -77,7 +92,7 @@ models::ViTConfig vit_config(const io::Config& cfg) {
   v.drop_rate = m.drop_rate;
   v.drop_path_rate = m.drop_path_rate;
   v.layer_norm_eps = m.layer_norm_eps;
-  v.attention.type = m.attention.type;
+  v.attention = m.attention;
   v.seed = static_cast<uint64_t>(cfg.train.seed);
   return v;
 }
@@ -201,10 +216,52 @@ TrainSummary train(const io::Config& cfg) {
   return summary;
 }
 
+WeightLoadReport load_weights_compatible(nn::Module& model, const io::NamedTensors& weights) {
+  std::map<std::string, Tensor> given(weights.begin(), weights.end());
+  std::set<std::string> used;
+  WeightLoadReport report;
+  io::NamedTensors matched;
+  for (const auto& [name, dst] : model.state_dict()) {
+    if (auto it = given.find(name); it != given.end()) {
+      matched.emplace_back(name, it->second);
+      used.insert(name);
+      continue;
+    }
+    // A gated MiTA's qkvg rows are [q; k; v; g]: the first 3C rows are exactly a qkv projection.
+    const std::string from_gate = replace_segment(name, "qkv", "qkvg");
+    if (auto it = given.find(from_gate); !from_gate.empty() && it != given.end() && it->second.dim() >= 1 &&
+                                         dst.dim() >= 1 && it->second.size(0) * 3 == dst.size(0) * 4) {
+      matched.emplace_back(name, it->second.slice(0, 0, dst.size(0)));
+      used.insert(from_gate);
+      report.adapted.push_back(name + " <- " + from_gate + "[:" + std::to_string(dst.size(0)) + "]");
+      continue;
+    }
+    const std::string to_gate = replace_segment(name, "qkvg", "qkv");
+    VT_CHECK(to_gate.empty() || !given.count(to_gate), "[load] the weights have no tensor '", name,
+             "': they come from an ungated model ('", to_gate, "' has no g rows), this model has a gate");
+    VT_FAIL("[load] the weights have no tensor '", name, "', which this model needs");
+  }
+  for (const auto& [name, t] : given)
+    if (!used.count(name)) report.ignored.push_back(name);
+  model.load_state_dict(matched, true);  // checks the shapes, naming the tensor
+  return report;
+}
+
 EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_path) {
   set_threads(cfg.train.threads);
   models::VisionTransformer model(vit_config(cfg));
-  model.load_state_dict(io::load_safetensors(weights_path));
+  const WeightLoadReport loaded = load_weights_compatible(model, io::load_safetensors(weights_path));
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (!loaded.adapted.empty())
+    spdlog::info("{}: {} tensor(s) taken from the gate projection: {}", weights_path, loaded.adapted.size(),
+                 joined(loaded.adapted));
+  if (!loaded.ignored.empty())
+    spdlog::warn("{}: ignoring {} tensor(s) that a {} attention model has no use for: {}", weights_path,
+                 loaded.ignored.size(), cfg.model.attention.type, joined(loaded.ignored));
   model.eval();
   VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset, "'");
   data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);

@@ -1,9 +1,11 @@
 // The training and evaluation loops for image classification: explicit steps, no callbacks.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "data/image_batches.h"
 #include "io/config.h"
+#include "io/safetensors.h"
 #include "models/vit.h"
 
 namespace vt::engine {
@@ -28,7 +30,20 @@ EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& 
 /// under cfg.train.output.
 TrainSummary train(const io::Config& cfg);
 
-/// Loads weights (safetensors) into the configured model and evaluates the test split.
+/// What load_weights_compatible did besides plain name-for-name copies.
+struct WeightLoadReport {
+  std::vector<std::string> ignored;  // tensors in the weights the model has no use for (e.g. dwc.*, agent biases)
+  std::vector<std::string> adapted;  // "blocks.0.attn.qkv.weight <- blocks.0.attn.qkvg.weight[:3C]"
+};
+
+/// Loads weights written by a model with another attention kind (the paper's Appendix C swap): tensors the model
+/// lacks are ignored (listed in the report), a gated model's `qkvg` [4C, ...] supplies `qkv` (its q, k, v rows)
+/// when the model has no gate. A tensor the model needs that the weights lack, or a shape mismatch, is an error
+/// naming the tensor.
+WeightLoadReport load_weights_compatible(nn::Module& model, const io::NamedTensors& weights);
+
+/// Loads weights (safetensors) into the configured model and evaluates the test split. The weights may come from
+/// another attention kind (load_weights_compatible; ignored tensors are logged as a warning).
 EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_path);
 
 }  // namespace vt::engine

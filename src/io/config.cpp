@@ -21,7 +21,17 @@ namespace {
 
 // ---- the field tables (one line per key) ----
 
-template <class V> void fields(AttentionConfig& c, V& v) { v("type", c.type); }
+template <class V> void fields(AttentionConfig& c, V& v) {
+  v("type", c.type);
+  v("m", c.m);
+  v("k", c.k);
+  v("s", c.s);
+  v("dwc", c.dwc);
+  v("gate", c.gate);
+  v("landmark_pool", c.landmark_pool);
+  v("shared_scale", c.shared_scale);
+  v("agent_num", c.agent_num);
+}
 
 template <class V> void fields(ModelConfig& c, V& v) {
   v("name", c.name);
@@ -284,8 +294,25 @@ bool valid_device(const std::string& d) {
 }  // namespace
 
 void AttentionConfig::validate() const {
-  // Extend this list as attention variants land (the model registry dispatches on it).
-  require_one_of("model.attention.type", type, {"dense"});
+  // The kinds models::make_attention builds.
+  require_one_of("model.attention.type", type, {"dense", "mita", "mita_route", "agent", "agent_bias", "linear"});
+  require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches"});
+  require_one_of("model.attention.shared_scale", shared_scale, {"official", "paper"});
+  require(m >= 1, "model.attention.m", ">= 1", m);
+  require(k >= 0, "model.attention.k", ">= 0 (0: m for mita, 2m for mita_route)", k);
+  require(s >= 1, "model.attention.s", ">= 1", s);
+  if (s > m) VT_FAIL("[config] model.attention.s (", s, ") must be <= model.attention.m (", m, ")");
+  require(agent_num >= 1, "model.attention.agent_num", ">= 1", agent_num);
+  const bool mita = type == "mita" || type == "mita_route";
+  // (Evaluating MiTA+DWC weights with another kind, e.g. --set model.attention.type=dense, needs dwc=false too.)
+  if (dwc && !mita)
+    VT_FAIL("[config] model.attention.dwc applies to the mita types only, not model.attention.type '", type,
+            "' (set model.attention.dwc=false)");
+  if (gate && !mita)
+    VT_FAIL("[config] model.attention.gate applies to the mita types only, not model.attention.type '", type,
+            "' (set model.attention.gate=false)");
+  // The paper's variant is MiTA + DWC + Gate; a gate without the DWC was never trained or reported.
+  if (gate && !dwc) VT_FAIL("[config] model.attention.gate requires model.attention.dwc: true (MiTA + DWC + Gate)");
 }
 
 void ModelConfig::validate() const {

@@ -8,9 +8,19 @@
 
 namespace vt::io {
 
-/// model.attention: which token mixer the transformer blocks use.
+/// model.attention: which token mixer the transformer blocks use. Which fields matter depends on `type`.
+/// validate() checks what the config alone decides; checks that need the token count N (m a perfect square,
+/// k <= N, a square patch grid) run when the model is built (models::make_attention).
 struct AttentionConfig {
-  std::string type = "dense";  ///< "dense" (softmax attention)
+  std::string type = "dense";             // dense | mita | mita_route | agent | agent_bias | linear
+  int64_t m = 25;                         // MiTA landmarks (experts); a perfect square for 2-D pooling
+  int64_t k = 0;                          // keys per expert; 0 = default (m for mita, 2m for mita_route)
+  int64_t s = 1;                          // experts each query is routed to
+  bool dwc = false;                       // MiTA + DWC: depth-wise 3x3 conv on V's patch tokens, added before proj
+  bool gate = false;                      // MiTA + DWC + Gate: qkvg projection, output * SiLU(g)
+  std::string landmark_pool = "shifted";  // shifted (official: tokens 0..N-2) | patches (patch tokens only)
+  std::string shared_scale = "official";  // official (1/d on shared logits) | paper (1/sqrt(d))
+  int64_t agent_num = 49;                 // Agent attention: number of agent tokens (a perfect square)
   void validate() const;
 };
 

@@ -1,5 +1,7 @@
 #include "tensor/storage.h"
 
+#include "memory/cpu_allocator.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -7,11 +9,10 @@
 namespace vt {
 
 std::shared_ptr<Storage> Storage::allocate_cpu(size_t nbytes, bool zero) {
-  size_t rounded = (nbytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!p) throw std::bad_alloc();
-  if (zero) std::memset(p, 0, rounded);
-  return std::make_shared<Storage>(p, nbytes, cpu(), [](void* q) { std::free(q); });
+  size_t capacity = 0;
+  void* p = memory::cpu_allocate(nbytes, &capacity);
+  if (zero) std::memset(p, 0, nbytes);
+  return std::make_shared<Storage>(p, nbytes, cpu(), [capacity](void* q) { memory::cpu_free(q, capacity); });
 }
 
 Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)

@@ -95,3 +95,22 @@ TEST(Elementwise, MismatchedShapesThrowNamingTheOp) {
 
 }  // namespace
 }  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// The f32 kernels use vectorisable exp/erf approximations: check them against the exact f64 path.
+TEST(Elementwise, Float32GeluAndGradMatchFloat64) {
+  Tensor x64 = random_tensor({4099}, 77, -8.0, 8.0);
+  Tensor x32 = x64.to(DType::f32);
+  x32.set_requires_grad(true);
+  x64.set_requires_grad(true);
+  Tensor y32 = ops::gelu(x32), y64 = ops::gelu(x64);
+  expect_close(y32.to_vector(), y64.to_vector(), 2e-6, 2e-6, "gelu f32");
+  ops::sum(y32).backward();
+  ops::sum(y64).backward();
+  expect_close(x32.grad().to_vector(), x64.grad().to_vector(), 2e-6, 2e-6, "gelu' f32");
+}
+
+}  // namespace
+}  // namespace vt::test

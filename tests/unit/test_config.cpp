@@ -36,6 +36,14 @@ TEST(Config, DefaultsMatchTheDocumentedValues) {
   EXPECT_EQ(c.model.drop_path_rate, 0.0);
   EXPECT_EQ(c.model.layer_norm_eps, 1e-6);
   EXPECT_EQ(c.model.attention.type, "dense");
+  EXPECT_EQ(c.model.attention.m, 25);
+  EXPECT_EQ(c.model.attention.k, 0);  // 0: m for mita, 2m for mita_route
+  EXPECT_EQ(c.model.attention.s, 1);
+  EXPECT_FALSE(c.model.attention.dwc);
+  EXPECT_FALSE(c.model.attention.gate);
+  EXPECT_EQ(c.model.attention.landmark_pool, "shifted");
+  EXPECT_EQ(c.model.attention.shared_scale, "official");
+  EXPECT_EQ(c.model.attention.agent_num, 49);
   EXPECT_EQ(c.data.dataset, "fashion_mnist");
   EXPECT_EQ(c.data.data_dir, "/usr/share/datasets/fashion-mnist");
   EXPECT_EQ(c.data.hflip, 0.5);
@@ -120,7 +128,10 @@ TEST(Config, OverridesSetScalarsNestedKeysAndLists) {
 
   io::apply_override(c, "model.attention.type=mita");
   EXPECT_EQ(c.model.attention.type, "mita");
+  EXPECT_NO_THROW(c.validate());
+  io::apply_override(c, "model.attention.type=sparse");
   EXPECT_CONTAINS(error_of([&] { c.validate(); }), "model.attention.type");
+  io::apply_override(c, "model.attention.type=mita");
 
   // Intermediate states may be invalid: img_size 32 with patch 7, fixed by the next override.
   TempDir dir;
@@ -129,6 +140,72 @@ TEST(Config, OverridesSetScalarsNestedKeysAndLists) {
   EXPECT_EQ(d.model.img_size, 32);
   EXPECT_EQ(d.model.patch_size, 8);
   EXPECT_EQ(d.optim.lr, 0.25);
+}
+
+TEST(Config, AttentionSectionParsesEveryFieldAndOverrides) {
+  Config c = io::config_from_yaml_string(
+      "model:\n  attention: {type: mita, m: 25, k: 25, s: 1, dwc: true, gate: false, landmark_pool: shifted}\n");
+  EXPECT_EQ(c.model.attention.type, "mita");
+  EXPECT_EQ(c.model.attention.m, 25);
+  EXPECT_EQ(c.model.attention.k, 25);
+  EXPECT_EQ(c.model.attention.s, 1);
+  EXPECT_TRUE(c.model.attention.dwc);
+  EXPECT_FALSE(c.model.attention.gate);
+  EXPECT_EQ(c.model.attention.landmark_pool, "shifted");
+  io::apply_override(c, "model.attention.m=36");
+  io::apply_override(c, "model.attention.gate=true");
+  io::apply_override(c, "model.attention.shared_scale=paper");
+  io::apply_override(c, "model.attention.landmark_pool=patches");
+  EXPECT_EQ(c.model.attention.m, 36);
+  EXPECT_TRUE(c.model.attention.gate);
+  EXPECT_EQ(c.model.attention.shared_scale, "paper");
+  EXPECT_EQ(c.model.attention.landmark_pool, "patches");
+  EXPECT_NO_THROW(c.validate());
+  Config a = io::config_from_yaml_string("model: {attention: {type: agent_bias, agent_num: 16}}");
+  EXPECT_EQ(a.model.attention.agent_num, 16);
+  for (const char* t : {"dense", "mita", "mita_route", "agent", "agent_bias", "linear"})
+    EXPECT_NO_THROW(io::config_from_yaml_string(std::string("model: {attention: {type: ") + t + "}}")) << t;
+  // Wrong types name the key.
+  EXPECT_CONTAINS(error_of([] { io::config_from_yaml_string("model: {attention: {dwc: maybe}}", "c.yaml"); }),
+                  "'model.attention.dwc' expects a boolean");
+  EXPECT_CONTAINS(error_of([] { io::config_from_yaml_string("model: {attention: {m: 2.5}}", "c.yaml"); }),
+                  "'model.attention.m' expects an integer");
+  // to_yaml writes every field and reads back.
+  const std::string y = io::to_yaml(c);
+  EXPECT_CONTAINS(y, "  attention:\n    type: \"mita\"\n    m: 36\n    k: 25\n    s: 1\n    dwc: true\n"
+                     "    gate: true\n    landmark_pool: \"patches\"\n    shared_scale: \"paper\"\n"
+                     "    agent_num: 49\n");
+  EXPECT_EQ(io::to_yaml(io::config_from_yaml_string(y)), y);
+}
+
+TEST(Config, AttentionValidationNamesTheKey) {
+  struct Case {
+    std::string yaml, expect;
+  };
+  std::vector<Case> cases = {
+      {"{type: sparse}", "model.attention.type"},
+      {"{type: Dense}", "model.attention.type"},
+      {"{landmark_pool: random}", "model.attention.landmark_pool"},
+      {"{shared_scale: sqrt}", "model.attention.shared_scale"},
+      {"{type: mita, m: 0}", "model.attention.m"},
+      {"{type: mita, s: 0}", "model.attention.s"},
+      {"{type: mita, m: 4, s: 5}", "model.attention.s"},
+      {"{type: mita, k: -1}", "model.attention.k"},
+      {"{type: agent, agent_num: 0}", "model.attention.agent_num"},
+      {"{type: mita, gate: true}", "model.attention.gate requires model.attention.dwc"},
+      {"{type: dense, dwc: true}", "model.attention.dwc"},
+      {"{type: agent, dwc: true}", "model.attention.dwc"},
+      {"{type: linear, gate: true, dwc: true}", "model.attention.dwc"},
+      {"{type: agent_bias, gate: true, dwc: true}", "model.attention.dwc"},
+  };
+  for (const auto& c : cases)
+    EXPECT_CONTAINS(error_of([&] { io::config_from_yaml_string("model: {attention: " + c.yaml + "}"); }), c.expect)
+        << c.yaml;
+  // Boundaries that are allowed: s = m, k = 0 (the default), m = 1, dwc + gate on either mita type.
+  for (const char* ok : {"{type: mita, m: 4, s: 4}", "{type: mita_route, k: 0, m: 1}",
+                         "{type: mita, dwc: true, gate: true}", "{type: mita_route, dwc: true}",
+                         "{type: agent, agent_num: 1}"})
+    EXPECT_NO_THROW(io::config_from_yaml_string(std::string("model: {attention: ") + ok + "}")) << ok;
 }
 
 TEST(Config, OverrideErrorsQuoteTheOverride) {

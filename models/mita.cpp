@@ -1,0 +1,165 @@
+// MiTA reference forward built from differentiable ops (see mita.h). The two selections (top-k keys per expert,
+// top-s experts per query) are computed without autograd; everything else — the landmark pooling, the V̂ SDPA,
+// the gathers (index_select, whose backward is a scatter-add) and the joint softmax — records history, so the
+// gradients are exactly those of spec §2.4.
+#include "models/mita.h"
+
+#include <cmath>
+
+#include "autograd/node.h"
+#include "ops/ops.h"
+
+namespace vt::models {
+
+namespace {
+
+int64_t isqrt(int64_t n) {
+  int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  while (r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  return r;
+}
+
+void check_strings(const MitaOptions& o) {
+  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches",
+           "[mita] model.attention.landmark_pool must be 'shifted' or 'patches', got '", o.landmark_pool, "'");
+  VT_CHECK(o.shared_scale == "official" || o.shared_scale == "paper",
+           "[mita] model.attention.shared_scale must be 'official' or 'paper', got '", o.shared_scale, "'");
+}
+
+// q [B, N, C] → [B, H, N, d] (a view; channel c is head c / d, timm's layout).
+Tensor split_heads(const Tensor& t, int64_t heads) {
+  const int64_t B = t.size(0), N = t.size(1), C = t.size(2);
+  return t.reshape({B, N, heads, C / heads}).permute({0, 2, 1, 3});
+}
+
+}  // namespace
+
+LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o) {
+  check_strings(o);
+  VT_CHECK(N >= 2, "[mita] landmark pooling needs at least 2 tokens (CLS + patches), got N = ", N);
+  VT_CHECK(o.m >= 1, "[mita] model.attention.m must be at least 1, got ", o.m);
+  const int64_t L = N - 1, G = isqrt(L);
+  LandmarkLayout lay;
+  if (G * G != L) return lay;  // 1-D pooling of L tokens to m bins
+  const int64_t p = isqrt(o.m);
+  VT_CHECK(p * p == o.m, "[mita] model.attention.m = ", o.m, " must be a perfect square: the ", L, " pooled tokens (",
+           o.landmark_pool, ") form a ", G, "x", G, " grid that is pooled 2-D to p x p landmarks");
+  lay.two_d = true;
+  lay.grid = G;
+  lay.pool = p;
+  return lay;
+}
+
+Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
+  VT_CHECK(q.defined() && q.dim() == 3, "[mita] queries must be [B, N, C], got ",
+           q.defined() ? q.describe() : std::string("an undefined tensor"));
+  const int64_t B = q.size(0), N = q.size(1), C = q.size(2);
+  const LandmarkLayout lay = landmark_layout(N, o);
+  // shifted: tokens 0..N-2 (CLS in, last patch out, so every patch sits one cell right of its true place);
+  // patches: tokens 1..N-1.
+  Tensor tokens = o.landmark_pool == "shifted" ? q.slice(1, 0, N - 1) : q.slice(1, 1, N);
+  Tensor chan = tokens.transpose(1, 2);  // [B, C, L]
+  Tensor pooled;
+  if (lay.two_d) {
+    pooled = ops::adaptive_avg_pool2d(chan.reshape({B, C, lay.grid, lay.grid}), lay.pool, lay.pool)
+                 .reshape({B, C, o.m});  // landmark j = row·p + col
+  } else {
+    pooled = ops::adaptive_avg_pool1d(chan, o.m);
+  }
+  return pooled.transpose(1, 2);  // [B, m, C]
+}
+
+Tensor mita_core(const Tensor& q, const Tensor& k, const Tensor& v, const MitaOptions& o, MitaDebug* debug) {
+  return mita_core_with_landmarks(q, k, v, mita_landmarks(q, o), o, debug);
+}
+
+Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
+                                const MitaOptions& o, MitaDebug* debug) {
+  check_strings(o);
+  for (const Tensor* t : {&q, &k, &v, &landmarks})
+    VT_CHECK(t->defined() && t->dim() == 3, "[mita] q, k, v and landmarks must be [B, ?, C], got ",
+             t->defined() ? t->describe() : std::string("an undefined tensor"));
+  VT_CHECK(q.shape() == k.shape() && q.shape() == v.shape(), "[mita] q ", q.describe(), ", k ", k.describe(),
+           " and v ", v.describe(), " must have the same shape");
+  VT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == landmarks.dtype() &&
+               (q.dtype() == DType::f32 || q.dtype() == DType::f64),
+           "[mita] q, k, v and landmarks must all be f32 or all f64, got ", q.describe(), ", ", k.describe(), ", ",
+           v.describe(), ", ", landmarks.describe());
+  const int64_t B = q.size(0), N = q.size(1), C = q.size(2), H = o.heads;
+  VT_CHECK(H >= 1 && C % H == 0, "[mita] width ", C, " is not divisible by num_heads ", H);
+  VT_CHECK(landmarks.size(0) == B && landmarks.size(1) == o.m && landmarks.size(2) == C, "[mita] landmarks ",
+           landmarks.describe(), " should be [", B, ", ", o.m, ", ", C, "] (model.attention.m = ", o.m, ")");
+  VT_CHECK(o.k >= 1 && o.k <= N, "[mita] model.attention.k = ", o.k, " keys per expert must be in [1, N] with N = ",
+           N, " tokens");
+  VT_CHECK(o.s >= 1 && o.s <= o.m, "[mita] model.attention.s = ", o.s,
+           " experts per query must be in [1, m] with model.attention.m = ", o.m);
+  const int64_t d = C / H, m = o.m, kk = o.k, s = o.s, P = s * kk;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const double shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d) : scale;
+
+  Tensor Q = split_heads(q, H), K = split_heads(k, H), V = split_heads(v, H);  // [B, H, N, d]
+  Tensor R = split_heads(landmarks, H);                                        // [B, H, m, d]
+
+  // Discrete steps: no gradient reaches S = R Kᵀ or the gate R Qᵀ (both unscaled).
+  Tensor key_scores, gate_scores, expert_keys, experts;
+  {
+    NoGradGuard no_grad;
+    Tensor Rd = R.detach();
+    key_scores = ops::matmul(Rd, K.detach().transpose(-2, -1));   // [B, H, m, N]
+    gate_scores = ops::matmul(Rd, Q.detach().transpose(-2, -1));  // [B, H, m, N]
+    expert_keys = ops::topk(key_scores, kk, -1).second.contiguous();  // [B, H, m, k]
+    if (s == 1) experts = ops::argmax(gate_scores, 2).unsqueeze(-1).contiguous();  // first index on ties
+    else experts = ops::topk(gate_scores, s, 2).second.permute({0, 1, 3, 2}).contiguous();
+  }
+
+  // Routed slot t·k + i of query n reads key I_{e_t(n)}[i]; rows index the flattened [B·H·N, d] K and V.
+  Tensor routed_keys = Tensor::empty({B, H, N, P}, DType::i64);
+  Tensor rows = Tensor::empty({B * H * N * P}, DType::i64);
+  {
+    const int64_t* ek = expert_keys.data<int64_t>();
+    const int64_t* ex = experts.data<int64_t>();
+    int64_t* rk = routed_keys.data<int64_t>();
+    int64_t* rw = rows.data<int64_t>();
+    for (int64_t bh = 0; bh < B * H; ++bh)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t t = 0; t < s; ++t) {
+          const int64_t e = ex[(bh * N + n) * s + t];
+          for (int64_t i = 0; i < kk; ++i) {
+            const int64_t slot = (bh * N + n) * P + t * kk + i, key = ek[(bh * m + e) * kk + i];
+            rk[slot] = key;
+            rw[slot] = bh * N + key;
+          }
+        }
+  }
+  Tensor K_sel = ops::index_select(K.reshape({B * H * N, d}), 0, rows).reshape({B, H, N, P, d});
+  Tensor V_sel = ops::index_select(V.reshape({B * H * N, d}), 0, rows).reshape({B, H, N, P, d});
+  // b_i = (q_n · k_i)/√d over the routed slots.
+  Tensor routed_logits = ops::matmul(Q.unsqueeze(3), K_sel.transpose(-2, -1)).squeeze(3) * scale;  // [B,H,N,P]
+
+  Tensor out, weights;
+  if (o.route_only) {
+    weights = ops::softmax(routed_logits, -1);
+    out = ops::matmul(weights.unsqueeze(3), V_sel).squeeze(3);
+  } else {
+    // V̂ = softmax(R Kᵀ/√d) V: the landmarks as queries over all N keys.
+    Tensor V_hat = ops::matmul(ops::softmax(ops::matmul(R * scale, K.transpose(-2, -1)), -1), V);  // [B,H,m,d]
+    // a_j = (q_n · r_j)·shared_scale; one softmax over [a | b].
+    Tensor shared_logits = ops::matmul(Q, R.transpose(-2, -1)) * shared_scale;  // [B, H, N, m]
+    weights = ops::softmax(ops::concat({shared_logits, routed_logits}, -1), -1);
+    out = ops::matmul(weights.slice(3, 0, m), V_hat) +
+          ops::matmul(weights.slice(3, m, m + P).unsqueeze(3), V_sel).squeeze(3);
+  }
+  if (debug) {
+    debug->landmarks = landmarks.detach();
+    debug->key_scores = key_scores;
+    debug->gate_scores = gate_scores;
+    debug->expert_keys = expert_keys;
+    debug->experts = experts;
+    debug->routed_keys = routed_keys;
+    debug->weights = weights.detach();
+  }
+  return out.permute({0, 2, 1, 3}).reshape({B, N, C});
+}
+
+}  // namespace vt::models

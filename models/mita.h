@@ -1,0 +1,58 @@
+// MiTA (Mixture-of-Top-k Attention) as a composition of differentiable ops: the CPU reference that the fused
+// kernels are tested against. It follows docs/mita-spec.md §2 literally (shifted landmark pooling, the 1/d
+// shared-logit scale, one joint softmax over [shared | routed]); autograd supplies the backward of §2.4.
+//
+// Landmark pooling (which tokens, and 1-D or 2-D):
+//   landmark_pool = "shifted" pools tokens 0..N-2 (CLS included, last patch dropped: the official DeiT/Segmenter
+//   code); "patches" pools tokens 1..N-1 (the patch tokens, ViT-5 / agent-bias style). Either way L = N-1 tokens.
+//   If L = G² is a perfect square the tokens form a row-major G×G grid and are pooled 2-D to p×p with m = p²
+//   (m must then be a perfect square); otherwise they are pooled 1-D to m bins. Both use PyTorch's adaptive
+//   bins [floor(i·L/m), ceil((i+1)·L/m)), which may overlap.
+#pragma once
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace vt::models {
+
+struct MitaOptions {
+  int64_t heads = 1;
+  int64_t m = 25;            // landmarks (experts)
+  int64_t k = 25;            // keys per expert (already resolved: no 0 default here)
+  int64_t s = 1;             // experts per query; the joint softmax covers m + s·k slots (no dedup, spec §2.6)
+  bool route_only = false;   // no shared branch: softmax over the s·k routed logits alone
+  std::string landmark_pool = "shifted";  // shifted | patches
+  std::string shared_scale = "official";  // official: 1/d on shared logits | paper: 1/√d
+};
+
+/// Optional side outputs (all detached, for tests and debugging). Shapes with H heads, d = C/H, P = s·k.
+struct MitaDebug {
+  Tensor landmarks;      // [B, m, C]     pooled full-width queries R0
+  Tensor key_scores;     // [B, H, m, N]  S = R Kᵀ (unscaled), the expert-construction scores
+  Tensor gate_scores;    // [B, H, m, N]  R Qᵀ (unscaled), the routing scores
+  Tensor expert_keys;    // [B, H, m, k]  i64: I_j, the top-k key indices of expert j (descending score)
+  Tensor experts;        // [B, H, N, s]  i64: the experts each query is routed to (s = 1: argmax, first on ties)
+  Tensor routed_keys;    // [B, H, N, P]  i64: the key index behind each routed slot
+  Tensor weights;        // [B, H, N, m + P] joint softmax weights ([B, H, N, P] when route_only)
+};
+
+/// Landmark grid of L tokens pooled to m landmarks: 2-D (side G → p) when L is a perfect square, else 1-D.
+struct LandmarkLayout {
+  bool two_d = false;
+  int64_t grid = 0;  // G (2-D only)
+  int64_t pool = 0;  // p (2-D only)
+};
+/// Decides the layout for N tokens; throws naming model.attention.m / landmark_pool when it is impossible.
+LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o);
+
+/// R0 [B, m, C]: adaptive average pooling of the full-width queries q [B, N, C] (see the rule above).
+Tensor mita_landmarks(const Tensor& q, const MitaOptions& o);
+
+/// MiTA on q, k, v [B, N, C] (before the head split; channel c belongs to head c / d) → [B, N, C].
+Tensor mita_core(const Tensor& q, const Tensor& k, const Tensor& v, const MitaOptions& o, MitaDebug* debug = nullptr);
+
+/// The same with given landmarks R0 [B, m, C] instead of pooled ones (o.landmark_pool is ignored).
+Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
+                                const MitaOptions& o, MitaDebug* debug = nullptr);
+
+}  // namespace vt::models

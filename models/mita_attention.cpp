@@ -1,0 +1,93 @@
+// MitaAttention: the qkv(g) projection, the MiTA core (models/mita.cpp), the optional DWC and SiLU gate, proj.
+#include "models/mita_attention.h"
+
+#include <cmath>
+
+#include "nn/init.h"
+#include "ops/ops.h"
+
+namespace vt::models {
+
+namespace {
+
+int64_t square_side(int64_t n) {
+  int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  while (r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  return r * r == n ? r : -1;
+}
+
+}  // namespace
+
+DepthwiseConv3x3::DepthwiseConv3x3(int64_t channels, Generator& gen) {
+  weight = register_parameter("weight", Tensor::empty({channels, 1, 3, 3}));
+  bias = register_parameter("bias", Tensor::empty({channels}));
+  nn::init::default_uniform(weight, 9, gen);  // fan_in = (C / groups) · 3 · 3
+  nn::init::default_uniform(bias, 9, gen);
+}
+
+Tensor DepthwiseConv3x3::forward(const Tensor& x) const { return ops::depthwise_conv3x3(x, weight, bias); }
+
+MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
+  VT_CHECK(cfg.type == "mita" || cfg.type == "mita_route", "[model] model.attention.type '", cfg.type,
+           "' is not a MiTA kind (mita | mita_route)");
+  MitaOptions o;
+  o.heads = heads;
+  o.route_only = cfg.type == "mita_route";
+  o.m = cfg.m;
+  o.k = cfg.k != 0 ? cfg.k : (o.route_only ? 2 * cfg.m : cfg.m);
+  o.s = cfg.s;
+  o.landmark_pool = cfg.landmark_pool;
+  o.shared_scale = cfg.shared_scale;
+  VT_CHECK(o.m >= 1, "[model] model.attention.m must be at least 1, got ", o.m);
+  VT_CHECK(cfg.k >= 0, "[model] model.attention.k must be positive (or 0 for the default), got ", cfg.k);
+  VT_CHECK(o.s >= 1 && o.s <= o.m, "[model] model.attention.s = ", o.s,
+           " experts per query must be in [1, model.attention.m = ", o.m, "]");
+  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches",
+           "[model] model.attention.landmark_pool must be 'shifted' or 'patches', got '", o.landmark_pool, "'");
+  VT_CHECK(o.shared_scale == "official" || o.shared_scale == "paper",
+           "[model] model.attention.shared_scale must be 'official' or 'paper', got '", o.shared_scale, "'");
+  return o;
+}
+
+MitaAttention::MitaAttention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double proj_drop,
+                             Generator& gen)
+    : opt_(mita_options(cfg, heads)), dim_(dim), gate_(cfg.gate), proj_drop_(proj_drop) {
+  VT_CHECK(heads > 0 && dim % heads == 0, "[model] embed_dim ", dim, " is not divisible by num_heads ", heads);
+  if (gate_) qkvg = register_module("qkvg", std::make_shared<nn::Linear>(dim, 4 * dim, true, gen));
+  else qkv = register_module("qkv", std::make_shared<nn::Linear>(dim, 3 * dim, true, gen));
+  proj = register_module("proj", std::make_shared<nn::Linear>(dim, dim, true, gen));
+  // The official code swaps MiTA in after timm initialised the ViT, so qkv(g)/proj keep PyTorch's default init.
+  init_linear_pytorch_default(gate_ ? *qkvg : *qkv, gen);
+  init_linear_pytorch_default(*proj, gen);
+  if (cfg.dwc) dwc = register_module("dwc", std::make_shared<DepthwiseConv3x3>(dim, gen));
+}
+
+Tensor MitaAttention::forward(const Tensor& x) const { return forward(x, nullptr); }
+
+Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
+  VT_CHECK(x.dim() == 3 && x.size(2) == dim_, "[mita] expected input [B, N, ", dim_, "], got ", x.describe());
+  const int64_t B = x.size(0), N = x.size(1), C = dim_;
+  const int64_t G = N >= 2 ? square_side(N - 1) : -1;
+  VT_CHECK(!dwc || G > 0, "[mita] model.attention.dwc needs the ", N - 1,
+           " tokens after CLS to form a square patch grid (N - 1 = G^2), got N = ", N);
+  // [B, N, 3C] (or 4C) splits into q, k, v (, g) on the last dim: timm's reshape(B, N, 3, C) layout.
+  std::vector<Tensor> parts = gate_ ? ops::split(qkvg->forward(x), {C, C, C, C}, 2)
+                                    : ops::split(qkv->forward(x), {C, C, C}, 2);
+  Tensor out = mita_core(parts[0], parts[1], parts[2], opt_, debug);
+  if (dwc) {
+    // Patch tokens V[:, 1:] as (B, C, G, G) in their true places (no shift here), conv, added at 1..N-1.
+    Tensor grid = parts[2].slice(1, 1, N).transpose(1, 2).reshape({B, C, G, G});
+    Tensor conv = dwc->forward(grid).reshape({B, C, N - 1}).transpose(1, 2);
+    out = ops::concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv}, 1);
+  }
+  if (gate_) out = out * ops::silu(parts[3]);
+  return ops::dropout(proj->forward(out), proj_drop_, training());
+}
+
+std::shared_ptr<Attention> make_mita_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads,
+                                               double proj_drop, Generator& gen) {
+  return std::make_shared<MitaAttention>(cfg, dim, heads, proj_drop, gen);
+}
+
+}  // namespace vt::models
