@@ -34,19 +34,17 @@ void init_linear_pytorch_default(nn::Linear& layer, Generator& gen) {
   if (layer.bias.defined()) nn::init::default_uniform(layer.bias, fan_in, gen);
 }
 
-int64_t square_grid(int64_t num_tokens) {
-  const int64_t L = num_tokens - 1;
-  if (L < 1) return 0;
-  int64_t g = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(L))));
-  return g * g == L ? g : 0;
-}
-
 namespace {
 bool is_square(int64_t n) {
   const auto r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   return r * r == n;
 }
 }  // namespace
+
+int64_t square_grid(int64_t num_tokens) {
+  const int64_t L = num_tokens - 1;
+  return L >= 1 && is_square(L) ? static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(L)))) : 0;
+}
 
 void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
   VT_CHECK(N >= 2, "[model] attention needs at least 2 tokens (CLS + patches), got N = ", N);

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The PyTorch peer for tools/bench_train on the CPU: the same ViT (patch 7 on 28x28x1, dim 96, depth 4, 4 heads,
 MLP x4, 10 classes), the same batch, synthetic data, forward + backward + AdamW per step, fp32.
 

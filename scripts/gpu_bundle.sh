@@ -51,7 +51,8 @@ for t in "${targets[@]}"; do
 done
 
 # ---- collect shared libraries (ldd lists the transitive closure) ----
-skip_re='^(linux-vdso|ld-linux|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl)\.so'
+glibc='linux-vdso|ld-linux|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl'
+skip_re="^($glibc|libstdc\\+\\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl)\\.so"
 missing=0
 for bin in "$DEST"/bin/*; do
   while read -r name arrow path _; do
@@ -70,10 +71,14 @@ done
 # ---- manifest: what was built, from where (gpu_run.sh recreates the source path for tests that read fixtures) ----
 {
   echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "git_rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo -dirty)"
+  rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git -C "$ROOT" diff --quiet HEAD 2>/dev/null || rev+=-dirty
+  echo "git_rev=$rev"
   echo "source_dir=$ROOT"
   echo "binary_dir=$BUILD"
-  echo "nvcc=$( (/usr/local/cuda/bin/nvcc --version 2>/dev/null || nvcc --version) | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  nvcc_version=$( (/usr/local/cuda/bin/nvcc --version 2>/dev/null || nvcc --version) |
+                 sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+  echo "nvcc=$nvcc_version"
   echo "cuda_arch=sm_90"
   echo "binaries=$(cd "$DEST/bin" && echo *)"
   echo "libraries=$(cd "$DEST/lib" && echo *)"

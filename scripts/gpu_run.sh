@@ -88,8 +88,8 @@ for bin in "${tests[@]}"; do
   rc=${PIPESTATUS[0]}
   secs=$(($(date +%s) - start))
   # gtest's closing lines carry the counts, e.g. "[  PASSED  ] 9 tests." / "[  SKIPPED ] 9 tests, listed below:"
-  counts=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) \] [0-9]+ tests?' <(sed -n "/^== $name\$/,\$p" "$LOG") |
-           sed -E 's/^\[  ([A-Z]+) *\] ([0-9]+) tests?.*/\2 \1/' | tr '\n' ' ' | tr 'A-Z' 'a-z')
+  counts=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?' <(sed -n "/^== $name\$/,\$p" "$LOG") |
+           sed -E 's/^\[  ([A-Z]+) *\] ([0-9]+) tests?.*/\2 \1/' | tr '\n' ' ' | tr 'A-Z' 'a-z' | sed 's/ *$//')
   if [ "$rc" = 0 ]; then
     results+=("$name: ok (${counts:-no counts}) ${secs}s")
   else

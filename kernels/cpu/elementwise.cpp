@@ -21,10 +21,17 @@ T apply(BinaryOp op, T a, T b) {
   return T(0);
 }
 
+// Small loops stay serial without entering OpenMP at all: even an `if(false)` parallel region costs ~2 µs,
+// which dominated broadcast ops made of many short rows.
 template <typename T, typename F>
 void parallel_map(int64_t n, F&& f) {
-#pragma omp parallel for simd if (n > 65536) schedule(static)
-  for (int64_t i = 0; i < n; ++i) f(i);
+  if (n > 65536) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) f(i);
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
 }
 
 constexpr double kInvSqrt2 = 0.70710678118654752440;

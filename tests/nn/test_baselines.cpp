@@ -198,12 +198,12 @@ models::AgentOptions agent_opts(bool patches_only, int64_t agents = kAgents) {
   return o;
 }
 
-std::vector<Tensor> bias_tensors(uint64_t seed, int64_t n = kAgents, double std = 0.3) {
-  // Larger than the 0.02 init so the biases visibly change the softmaxes.
-  return {randn_t({kH, n, 7, 7}, seed, std),     randn_t({kH, n, 7, 7}, seed + 1, std),
-          randn_t({1, kH, n, kG, 1}, seed + 2, std), randn_t({1, kH, n, 1, kG}, seed + 3, std),
-          randn_t({1, kH, kG, 1, n}, seed + 4, std), randn_t({1, kH, 1, kG, n}, seed + 5, std),
-          randn_t({1, kH, n, 1}, seed + 6, std),     randn_t({1, kH, 1, n}, seed + 7, std)};
+std::vector<Tensor> bias_tensors(uint64_t seed, int64_t n = kAgents, int64_t G = kG) {
+  const double std = 0.3;  // larger than the 0.02 init so the biases visibly change the softmaxes
+  return {randn_t({kH, n, 7, 7}, seed, std),    randn_t({kH, n, 7, 7}, seed + 1, std),
+          randn_t({1, kH, n, G, 1}, seed + 2, std), randn_t({1, kH, n, 1, G}, seed + 3, std),
+          randn_t({1, kH, G, 1, n}, seed + 4, std), randn_t({1, kH, 1, G, n}, seed + 5, std),
+          randn_t({1, kH, n, 1}, seed + 6, std),    randn_t({1, kH, 1, n}, seed + 7, std)};
 }
 
 models::AgentBiases to_biases(const std::vector<Tensor>& t, size_t at) {
@@ -254,7 +254,7 @@ TEST(AgentAttention, CoreMatchesBruteForce) {
                         Case{65, 4, true, true}}) {  // 8×8 grid: the 7×7 biases are upsampled
     const uint64_t seed = 10 * c.N + c.agents + c.patches_only + 2 * c.with_bias;
     Tensor q = randn_t({kB, c.N, kC}, seed), k = randn_t({kB, c.N, kC}, seed + 1), v = randn_t({kB, c.N, kC}, seed + 2);
-    std::vector<Tensor> bt = bias_tensors(seed + 3, c.agents);
+    std::vector<Tensor> bt = bias_tensors(seed + 3, c.agents, std::lround(std::sqrt(c.N - 1.0)));
     models::AgentBiases bias = to_biases(bt, 0);
     RefBiases rb = to_ref(bias);
     const auto o = agent_opts(c.patches_only, c.agents);
