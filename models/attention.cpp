@@ -1,5 +1,7 @@
 #include "models/attention.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 
 #include "models/agent_attention.h"
@@ -69,8 +71,11 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double drop,
                                           Generator& gen, int64_t num_tokens) {
   if (num_tokens > 0) check_attention_shape(cfg, num_tokens);
+  const bool mita = cfg.type == "mita" || cfg.type == "mita_route";
+  if (!mita && (cfg.dwc || cfg.gate))
+    spdlog::warn("model.attention.dwc/gate apply to the mita types only: ignored for type '{}'", cfg.type);
   if (cfg.type == "dense") return std::make_shared<DenseAttention>(dim, heads, 0.0, drop, gen);
-  if (cfg.type == "mita" || cfg.type == "mita_route") return make_mita_attention(cfg, dim, heads, drop, gen);
+  if (mita) return make_mita_attention(cfg, dim, heads, drop, gen);
   if (cfg.type == "agent" || cfg.type == "agent_bias") {
     const bool bias = cfg.type == "agent_bias";
     VT_CHECK(!bias || num_tokens > 0, "[model] model.attention.type 'agent_bias' needs the token count: its ",

@@ -16,7 +16,13 @@ int main(int argc, char** argv) {
   CLI::App app{"training-step throughput on synthetic data"};
   std::string model_name = "vit_micro";
   int batch = 128, steps = 30, warmup = 5, threads = 0;
+  vt::models::AttentionConfig attention;
   app.add_option("--model", model_name);
+  app.add_option("--attention", attention.type, "dense | mita | mita_route | agent | agent_bias | linear");
+  app.add_option("--m", attention.m, "MiTA landmarks");
+  app.add_option("--k", attention.k, "MiTA keys per landmark (0: default)");
+  app.add_flag("--dwc", attention.dwc, "MiTA + DWC");
+  app.add_flag("--gate", attention.gate, "MiTA + DWC + gate");
   app.add_option("--batch", batch);
   app.add_option("--steps", steps);
   app.add_option("--warmup", warmup);
@@ -28,6 +34,7 @@ int main(int argc, char** argv) {
   }
   using namespace vt;
   models::ViTConfig cfg = models::preset(model_name);
+  cfg.attention = attention;
   models::VisionTransformer model(cfg);
   optim::AdamW opt(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3, 0.9, 0.999, 1e-8);
   Tensor x = Tensor::empty({batch, cfg.in_chans, cfg.img_size, cfg.img_size});
@@ -52,8 +59,8 @@ int main(int argc, char** argv) {
     }
   }
   const double total = fwd + bwd + upd;
-  std::printf("model %s batch %d threads %d: %.1f img/s (per step: forward %.1f ms, backward %.1f ms, optimizer %.1f ms)\n",
-              model_name.c_str(), batch, omp_get_max_threads(), batch * steps / total, 1e3 * fwd / steps,
+  std::printf("model %s (%s) batch %d threads %d: %.1f img/s (per step: forward %.1f ms, backward %.1f ms, optimizer %.1f ms)\n",
+              model_name.c_str(), attention.type.c_str(), batch, omp_get_max_threads(), batch * steps / total, 1e3 * fwd / steps,
               1e3 * bwd / steps, 1e3 * upd / steps);
   return 0;
 }

@@ -22,6 +22,10 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
 }
 
 void attach_node(Tensor& out, const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs) {
+  attach_node(out, node, std::vector<const Tensor*>(inputs));
+}
+
+void attach_node(Tensor& out, const std::shared_ptr<Node>& node, const std::vector<const Tensor*>& inputs) {
   node->next.clear();
   for (const Tensor* t : inputs) {
     if (!t || !t->defined() || !t->requires_grad()) {

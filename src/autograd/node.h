@@ -61,6 +61,8 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 
 /// Wires `node` to the inputs' producers and makes it `out`'s grad_fn. Call only after any_requires_grad.
 void attach_node(Tensor& out, const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs);
+/// Same for a run-time number of inputs (concat).
+void attach_node(Tensor& out, const std::shared_ptr<Node>& node, const std::vector<const Tensor*>& inputs);
 
 /// Runs backward from `root` with seed gradient `grad`.
 void run_backward(const Tensor& root, const Tensor& grad);

@@ -304,15 +304,9 @@ void AttentionConfig::validate() const {
   if (s > m) VT_FAIL("[config] model.attention.s (", s, ") must be <= model.attention.m (", m, ")");
   require(agent_num >= 1, "model.attention.agent_num", ">= 1", agent_num);
   const bool mita = type == "mita" || type == "mita_route";
-  // (Evaluating MiTA+DWC weights with another kind, e.g. --set model.attention.type=dense, needs dwc=false too.)
-  if (dwc && !mita)
-    VT_FAIL("[config] model.attention.dwc applies to the mita types only, not model.attention.type '", type,
-            "' (set model.attention.dwc=false)");
-  if (gate && !mita)
-    VT_FAIL("[config] model.attention.gate applies to the mita types only, not model.attention.type '", type,
-            "' (set model.attention.gate=false)");
-  // The paper's variant is MiTA + DWC + Gate; a gate without the DWC was never trained or reported.
-  if (gate && !dwc) VT_FAIL("[config] model.attention.gate requires model.attention.dwc: true (MiTA + DWC + Gate)");
+  // dwc/gate belong to the mita types; other kinds ignore them (with a warning when the model is built), so
+  // MiTA+DWC weights can be evaluated as dense with just --set model.attention.type=dense (Appendix C).
+  if (mita && gate && !dwc) VT_FAIL("[config] model.attention.gate requires model.attention.dwc: true (MiTA + DWC + Gate)");
 }
 
 void ModelConfig::validate() const {

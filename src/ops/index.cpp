@@ -136,13 +136,12 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
   if (needs_grad && GradMode::enabled()) {
     auto node = std::make_shared<ConcatBackward>();
     node->dim = dim;
-    attach_node(out, node, {});
+    std::vector<const Tensor*> inputs;
     for (const Tensor& x : xs) {
       node->sizes.push_back(x.size(dim));
-      if (!x.requires_grad()) node->next.push_back(nullptr);
-      else if (x.grad_fn()) node->next.push_back(x.grad_fn());
-      else node->next.push_back(std::make_shared<AccumulateGrad>(x.impl_ptr()));
+      inputs.push_back(&x);
     }
+    attach_node(out, node, inputs);
   }
   return out;
 }
