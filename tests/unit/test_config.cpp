@@ -1,6 +1,7 @@
 // Config: defaults, YAML files, --set overrides, error messages (file:line + dotted key), validation, to_yaml.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
 #include "core/error.h"
 #include "io/config.h"
 #include "io_temp_dir.h"
@@ -9,17 +10,6 @@ namespace vt::test {
 namespace {
 
 using io::Config;
-
-template <class F> std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error thrown)";
-}
-
-#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "in: " << (text)
 
 TEST(Config, DefaultsMatchTheDocumentedValues) {
   Config c;

@@ -6,23 +6,13 @@
 #include <filesystem>
 #include <numeric>
 
+#include "test_util.h"
 #include "core/error.h"
 #include "data/idx.h"
 #include "io_temp_dir.h"
 
 namespace vt::test {
 namespace {
-
-template <class F> std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error thrown)";
-}
-
-#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "in: " << (text)
 
 std::string be32(uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};

@@ -1,22 +1,12 @@
 // The minimal JSON reader/writer behind safetensors headers and metrics lines.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
 #include "core/error.h"
 #include "io/json.h"
 
 namespace vt::test {
 namespace {
-
-template <class F> std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error thrown)";
-}
-
-#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "in: " << (text)
 
 TEST(Json, ParsesNestedValuesInOrder) {
   io::JsonValue v = io::parse_json(" {\"b\": [1, -2, [], {}], \"a\" : {\"x\": \"y\"}, \"n\": 0}\n ");

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "test_util.h"
 #include "core/error.h"
 #include "io/json.h"
 #include "io/safetensors.h"
@@ -13,17 +14,6 @@
 
 namespace vt::test {
 namespace {
-
-template <class F> std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error thrown)";
-}
-
-#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "in: " << (text)
 
 std::string le64(uint64_t v) {
   std::string s(8, '\0');
