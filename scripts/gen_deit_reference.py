@@ -6,7 +6,8 @@ tests/nn/formula_weights.h implements identically in C++; only timm's outputs ar
 
 Formula (keep in sync with tests/nn/formula_weights.h). For a tensor named `name` with n elements, flat
 (row-major) index i = 0..n-1, computed in float64 and then rounded to float32:
-    phase(name) = fnv1a32(utf8(name)) / 2**32 * (2*pi)     FNV-1a 32-bit: h = 0x811c9dc5; h = (h ^ byte) * 0x01000193 mod 2**32
+    phase(name) = fnv1a32(utf8(name)) / 2**32 * (2*pi)
+        FNV-1a 32-bit: h = 0x811c9dc5, then for each byte h = (h ^ byte) * 0x01000193 mod 2**32
     wave_i      = sin((0.1 + 1e-4 * i) * i + phase(name))   a chirp: Linear rows get distinct frequencies (full rank)
     value_i     = offset(name) + amp(name) * wave_i
     LayerNorm weights (the module name before ".weight" starts with "norm"): offset 1, amp 0.1

@@ -89,6 +89,7 @@ void check_bias(const Tensor& bias, int64_t n, const Tensor& x, const char* op) 
 }
 
 Tensor pool_impl(const Tensor& x, int64_t H, int64_t W, int64_t oh, int64_t ow, Shape out_shape, const char* op) {
+  require_cpu(op, {&x});
   VT_CHECK(H >= 1 && W >= 1, "[", op, "] cannot pool the empty input ", x.describe());
   VT_CHECK(oh >= 1 && ow >= 1, "[", op, "] output size must be positive, got ", oh, "x", ow);
   VT_CHECK(is_floating(x.dtype()) && x.dtype() != DType::bf16, "[", op, "] needs f32 or f64, got ", x.describe());
@@ -111,6 +112,7 @@ Tensor pool_impl(const Tensor& x, int64_t H, int64_t W, int64_t oh, int64_t ow, 
 }  // namespace
 
 Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  require_cpu("conv2d_patch", {&x, &weight, &bias});
   VT_CHECK(x.dim() == 4, "[conv2d_patch] input must be [B, C, H, W], got ", x.describe());
   VT_CHECK(weight.dim() == 4 && weight.size(2) == weight.size(3) && weight.size(2) >= 1,
            "[conv2d_patch] weight must be [D, C, p, p], got ", weight.describe());
@@ -153,6 +155,7 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  require_cpu("depthwise_conv3x3", {&x, &weight, &bias});
   VT_CHECK(x.dim() == 4, "[depthwise_conv3x3] input must be [B, C, H, W], got ", x.describe());
   const int64_t C = x.size(1);
   VT_CHECK(weight.shape() == Shape({C, 1, 3, 3}), "[depthwise_conv3x3] weight ", weight.describe(), " should be [", C,

@@ -29,6 +29,7 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
 
 Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
+  require_cpu(name, {&a, &b});
   check_same_dtype(name, a, b);
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor ea = a.detach().expand(shape), eb = b.detach().expand(shape);
@@ -105,6 +106,7 @@ struct ScalarBackward : Node {
 };
 
 Tensor scalar_op(BinaryOp op, const Tensor& a, double s, bool scalar_left) {
+  require_cpu(binary_name(op), {&a});
   Tensor x = a.contiguous();
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
   kernels::cpu::binary_scalar(op, a.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, a.numel());
@@ -137,7 +139,24 @@ bool backward_uses_input(UnaryOp op) {
   return op == UnaryOp::log || op == UnaryOp::gelu || op == UnaryOp::silu || op == UnaryOp::square;
 }
 
+const char* unary_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::exp: return "exp";
+    case UnaryOp::log: return "log";
+    case UnaryOp::sqrt: return "sqrt";
+    case UnaryOp::rsqrt: return "rsqrt";
+    case UnaryOp::tanh: return "tanh";
+    case UnaryOp::sigmoid: return "sigmoid";
+    case UnaryOp::gelu: return "gelu";
+    case UnaryOp::silu: return "silu";
+    case UnaryOp::square: return "square";
+    case UnaryOp::neg: return "neg";
+  }
+  return "?";
+}
+
 Tensor unary(UnaryOp op, const Tensor& in) {
+  require_cpu(unary_name(op), {&in});
   Tensor x = in.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   kernels::cpu::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel());
@@ -174,6 +193,7 @@ Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
 Tensor square(const Tensor& x) { return unary(UnaryOp::square, x); }
 
 void add_(const Tensor& a, const Tensor& b) {
+  require_cpu("add_", {&a, &b});
   check_same_dtype("add_", a, b);
   VT_CHECK(a.is_contiguous(), "[add_] destination must be contiguous, got ", a.describe());
   Tensor eb = b.detach().expand(a.shape());
@@ -182,6 +202,7 @@ void add_(const Tensor& a, const Tensor& b) {
 }
 
 void mul_(const Tensor& a, double s) {
+  require_cpu("mul_", {&a});
   VT_CHECK(a.is_contiguous(), "[mul_] destination must be contiguous, got ", a.describe());
   kernels::cpu::binary_scalar(BinaryOp::mul, a.dtype(), a.raw_data(), a.raw_data(), s, false, a.numel());
 }

@@ -32,6 +32,7 @@ void outer_inner(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
 
 // A zero tensor of `shape` with src scattered-added into it along dim at `index` (contiguous, src's extent ≥ it).
 Tensor zeros_scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
+  require_cpu("scatter_add", {&index, &src});
   Tensor out = Tensor::zeros(shape, src.dtype(), src.device());
   kernels::cpu::scatter_add_strided(src.dtype(), out.raw_data(), out.strides(), src.raw_data(), src.strides(),
                                     index.data<int64_t>(), index.shape(), dim);
@@ -108,6 +109,7 @@ struct ScatterAddBackward : Node {
 }  // namespace
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
+  for (const Tensor& x : xs) require_cpu("concat", {&x});
   VT_CHECK(!xs.empty(), "[concat] needs at least one tensor");
   for (const Tensor& x : xs) VT_CHECK(x.defined(), "[concat] got an undefined tensor");
   const Tensor& first = xs[0];
@@ -166,6 +168,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  require_cpu("index_select", {&x, &index});
   VT_CHECK(x.dim() >= 1, "[index_select] cannot index a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "index_select");
   VT_CHECK(index.defined() && index.dim() == 1, "[index_select] index must be 1-D, got ",
@@ -190,6 +193,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  require_cpu("gather", {&x, &index});
   VT_CHECK(x.dim() >= 1, "[gather] cannot index a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "gather");
   VT_CHECK(index.defined() && index.dim() == x.dim(), "[gather] index must have the rank of input ", x.describe(),
@@ -213,6 +217,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {
+  require_cpu("scatter_add", {&base, &index, &src});
   VT_CHECK(base.dim() >= 1, "[scatter_add] cannot index a 0-d tensor");
   dim = wrap_dim(dim, base.dim(), "scatter_add");
   VT_CHECK(base.dtype() == src.dtype(), "[scatter_add] base ", base.describe(), " and src ", src.describe(),
@@ -244,6 +249,7 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
 }
 
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim) {
+  require_cpu("topk", {&x});
   VT_CHECK(x.dim() >= 1, "[topk] needs at least 1 dim, got ", x.describe());
   dim = wrap_dim(dim, x.dim(), "topk");
   const int64_t R = x.size(dim), n = x.dim();

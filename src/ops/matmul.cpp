@@ -44,6 +44,7 @@ Tensor as_batched3(const Tensor& x, const Shape& batch) {
 }
 
 Tensor matmul_raw(const Tensor& a, const Tensor& b) {
+  require_cpu("matmul", {&a, &b});
   VT_CHECK(a.dim() >= 2 && b.dim() >= 2, "[matmul] needs ≥2-d operands, got ", a.describe(), " and ", b.describe());
   VT_CHECK(a.dtype() == b.dtype(), "[matmul] dtypes differ: ", a.describe(), " and ", b.describe());
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
@@ -127,6 +128,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  require_cpu("linear", {&x, &weight, &bias});
   VT_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "[linear] input ", x.describe(),
            " does not fit weight ", weight.describe());
   VT_CHECK(x.dtype() == weight.dtype(), "[linear] dtypes differ: ", x.describe(), " and ", weight.describe());

@@ -30,6 +30,7 @@ struct SoftmaxBackward : Node {
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
+  require_cpu(op, {&x});
   dim = wrap_dim(dim, x.dim(), op);
   Tensor xc = x.detach().contiguous();
   int64_t outer = 1, R = 1, inner = 1;
@@ -127,6 +128,7 @@ Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false
 Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  require_cpu("layer_norm", {&x, &weight, &bias});
   VT_CHECK(x.dim() >= 1, "[layer_norm] input must have at least one dim, got ", x.describe());
   VT_CHECK(eps >= 0, "[layer_norm] eps must be >= 0, got ", eps);
   const int64_t C = x.shape().back();
@@ -157,6 +159,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_smoothing) {
+  require_cpu("cross_entropy", {&logits, &target});
   check_logits(logits, "cross_entropy");
   const int64_t B = logits.shape()[0], C = logits.shape()[1];
   VT_CHECK(target.dtype() == DType::i64, "[cross_entropy] target must be i64 class indices, got ",
@@ -187,6 +190,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_sm
 }
 
 Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& target) {
+  require_cpu("soft_target_cross_entropy", {&logits, &target});
   check_logits(logits, "soft_target_cross_entropy");
   VT_CHECK(target.shape() == logits.shape() && target.dtype() == logits.dtype(),
            "[soft_target_cross_entropy] target must match logits ", logits.describe(), ", got ", target.describe());

@@ -13,6 +13,7 @@ namespace {
 // temporary (f64 for f64, f32 otherwise) copied back, so element i is always the i-th in row-major order.
 template <typename F>
 void fill_tensor(const Tensor& t, const char* op, F&& fill) {
+  require_cpu(op, {&t});
   VT_CHECK(is_floating(t.dtype()), "[", op, "] needs a floating tensor, got ", t.describe());
   const bool direct = t.is_contiguous() && (t.dtype() == DType::f32 || t.dtype() == DType::f64);
   if (direct) {
@@ -47,6 +48,7 @@ struct MaskScaleBackward : Node {
 // y = x·mask[r]·scale over (rows, inner); mask[r] = 1 with probability 1 − p.
 Tensor masked_drop(const Tensor& x, double p, int64_t rows, int64_t inner, Generator& gen, const char* op,
                    const char* node_name) {
+  require_cpu(op, {&x});
   VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "[", op, "] needs f32 or f64, got ", x.describe());
   Tensor mask = Tensor::empty({rows}, DType::u8, x.device());
   const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(rows));

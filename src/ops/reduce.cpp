@@ -73,6 +73,7 @@ struct SumBackward : Node {
 };
 
 Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim, bool mean, const char* op) {
+  require_cpu(op, {&x});
   std::vector<int64_t> dims = normalize_dims(x, dims_in, op);
   int64_t count = 1;
   for (int64_t d : dims) count *= x.shape()[d];
@@ -127,6 +128,7 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  require_cpu("max", {&x});
   dim = wrap_dim(dim, x.dim(), "max");
   VT_CHECK(x.dim() > 0, "[max] needs a tensor with dims, got ", x.describe());
   VT_CHECK(x.shape()[dim] > 0, "[max] cannot reduce the empty dim ", dim, " of ", x.describe());

@@ -3,6 +3,9 @@
 
 #include "autograd/node.h"
 #include "ops/elementwise.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/copy.h"
+#endif
 
 namespace vt {
 
@@ -31,7 +34,7 @@ struct SliceBackward : Node {
   int64_t dim, start, end, step;
   const char* name() const override { return "SliceBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
-    Tensor full = Tensor::zeros(input_shape, dtype);
+    Tensor full = Tensor::zeros(input_shape, dtype, g.device());
     full.slice(dim, start, end, step).copy_(g);
     return {full};
   }
@@ -53,6 +56,26 @@ struct ToBackward : Node {
   const char* name() const override { return "ToBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override { return {g.to(input_dtype)}; }
 };
+
+struct ToDeviceBackward : Node {
+  Device input_device;
+  const char* name() const override { return "ToDeviceBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {g.to(input_device)}; }
+};
+
+// Copies the bytes of contiguous `src` into contiguous `dst` (same dtype and size) across devices.
+void transfer(const Tensor& dst, const Tensor& src) {
+  const size_t nbytes = static_cast<size_t>(src.numel()) * dtype_size(src.dtype());
+  const Device from = src.device(), to = dst.device();
+#ifdef VT_WITH_CUDA
+  namespace kc = kernels::cuda;
+  if (from.is_cpu() && to.is_cuda()) return kc::copy_host_to_device(to.index, dst.raw_data(), src.raw_data(), nbytes);
+  if (from.is_cuda() && to.is_cpu()) return kc::copy_device_to_host(from.index, dst.raw_data(), src.raw_data(), nbytes);
+  if (from.is_cuda() && to.is_cuda())
+    return kc::copy_device_to_device(to.index, dst.raw_data(), from.index, src.raw_data(), nbytes);
+#endif
+  VT_FAIL("[to] cannot copy ", src.describe(), " from ", from.str(), " to ", to.str(), " in this build");
+}
 
 // Strides for viewing a contiguous-compatible tensor with a new shape, or empty when a copy is needed.
 bool view_strides(const Tensor& t, const Shape& shape, Shape& strides) {
@@ -201,6 +224,16 @@ Tensor Tensor::to(DType target) const {
   if (!is_floating(target)) return out;
   auto node = std::make_shared<ToBackward>();
   node->input_dtype = dtype();
+  return attach_unary(out, *this, node);
+}
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  Tensor src = detach().contiguous();  // packed on its own device first, then one flat transfer
+  Tensor out = Tensor::empty(shape(), dtype(), target);
+  transfer(out, src);
+  auto node = std::make_shared<ToDeviceBackward>();
+  node->input_device = device();
   return attach_unary(out, *this, node);
 }
 

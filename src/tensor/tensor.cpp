@@ -2,15 +2,36 @@
 
 #include "autograd/node.h"
 #include "kernels/cpu/copy.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/copy.h"
+#include "kernels/cuda/device_memory.h"
+#endif
 
 namespace vt {
 
 namespace {
+// Device memory comes from the device's caching allocator on the default stream (stream 0), the stream all CUDA
+// work runs on for now, so a freed block can be reused at once.
+std::shared_ptr<Storage> allocate(size_t nbytes, Device device, bool zero) {
+  if (device.is_cpu()) return Storage::allocate_cpu(nbytes, zero);
+#ifdef VT_WITH_CUDA
+  const int index = device.index;
+  kernels::cuda::check_device(index, "empty");
+  void* p = kernels::cuda::cuda_allocator(index).allocate(nbytes);
+  auto storage = std::make_shared<Storage>(p, nbytes, device,
+                                           [index](void* q) { kernels::cuda::cuda_allocator(index).free(q); });
+  if (zero) kernels::cuda::memset_zero(index, p, nbytes);
+  return storage;
+#else
+  VT_FAIL("[empty] device ", device.str(), " requested, but this build has no CUDA backend (configured with ",
+          "VT_CUDA=OFF or without nvcc)");
+#endif
+}
+
 Tensor make(const Shape& shape, DType dtype, Device device, bool zero) {
-  VT_CHECK(device.is_cpu(), "[empty] device ", device.str(), " has no allocator in this build");
   for (int64_t d : shape) VT_CHECK(d >= 0, "[empty] negative size in shape ", to_string(shape));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::allocate_cpu(static_cast<size_t>(numel(shape)) * dtype_size(dtype), zero);
+  impl->storage = allocate(static_cast<size_t>(numel(shape)) * dtype_size(dtype), device, zero);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -67,7 +88,7 @@ void* Tensor::raw_data() const {
 }
 
 std::vector<double> Tensor::to_vector() const {
-  VT_CHECK(device().is_cpu(), "[to_vector] tensor is on ", device().str());
+  if (!device().is_cpu()) return detach().to(cpu()).to_vector();
   std::vector<double> out(static_cast<size_t>(numel()));
   kernels::cpu::copy_strided(out.data(), DType::f64, contiguous_strides(shape()), raw_data(), dtype(), strides(),
                              shape());
@@ -91,7 +112,7 @@ void Tensor::backward(const Tensor& grad) const {
   Tensor seed = grad;
   if (!seed.defined()) {
     VT_CHECK(numel() == 1, "[backward] implicit gradient needs a one-element tensor, got ", describe());
-    seed = Tensor::ones(shape(), dtype());
+    seed = Tensor::ones(shape(), dtype(), device());
   }
   VT_CHECK(seed.shape() == shape(), "[backward] gradient ", seed.describe(), " for tensor ", describe());
   run_backward(*this, seed);
@@ -109,14 +130,40 @@ Tensor Tensor::detach() const {
 
 void Tensor::copy_(const Tensor& src) const {
   VT_CHECK(src.shape() == shape(), "[copy_] source ", src.describe(), " into ", describe());
-  kernels::cpu::copy_strided(raw_data(), dtype(), strides(), src.raw_data(), src.dtype(), src.strides(), shape());
+  if (!(src.device() == device())) {
+    copy_(src.detach().to(device()));  // transfer first, then convert/scatter on this device
+    return;
+  }
+  if (device().is_cpu()) {
+    kernels::cpu::copy_strided(raw_data(), dtype(), strides(), src.raw_data(), src.dtype(), src.strides(), shape());
+    return;
+  }
+#ifdef VT_WITH_CUDA
+  kernels::cuda::copy_strided(device().index, raw_data(), dtype(), strides(), src.raw_data(), src.dtype(),
+                              src.strides(), shape());
+#else
+  VT_FAIL("[copy_] ", device().str(), " tensor in a build without CUDA");
+#endif
 }
 
 void Tensor::fill_(double value) const {
-  if (is_contiguous()) {
+  if (!is_contiguous()) {
+    copy_(Tensor::full(shape(), value, dtype(), device()));
+  } else if (device().is_cpu()) {
     kernels::cpu::fill(raw_data(), dtype(), numel(), value);
   } else {
-    copy_(Tensor::full(shape(), value, dtype()));
+#ifdef VT_WITH_CUDA
+    kernels::cuda::fill(device().index, raw_data(), dtype(), numel(), value);
+#else
+    VT_FAIL("[fill_] ", device().str(), " tensor in a build without CUDA");
+#endif
+  }
+}
+
+void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors) {
+    if (t && t->defined() && !t->device().is_cpu())
+      VT_FAIL("[", op, "] no CUDA kernel yet (input ", t->describe(), " is on ", t->device().str(), ")");
   }
 }
 

@@ -1,6 +1,7 @@
 // Tensor: a handle to a view (shape, strides in elements, offset, dtype) of a Storage, plus autograd state.
 // Copying a Tensor shares the view (like torch.Tensor); views made by reshape/permute/slice share the Storage.
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -89,6 +90,9 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
+  /// A copy on `device` (this tensor itself when already there); differentiable: the gradient is copied back.
+  /// CUDA work runs on the legacy default stream for now; host<->device copies return when finished.
+  Tensor to(Device device) const;
 
   /// Copies src (same shape, any layout/dtype) into this tensor in place; no autograd.
   void copy_(const Tensor& src) const;
@@ -104,6 +108,10 @@ class Tensor {
  private:
   std::shared_ptr<TensorImpl> impl_;
 };
+
+/// Front-ends of ops that only have a CPU kernel call this first: a defined tensor not on the CPU throws
+/// "[op] no CUDA kernel yet ..." instead of letting the CPU kernel read device memory.
+void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
 
 /// A new view of `base`'s storage with the given geometry (no autograd).
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset);

@@ -5,18 +5,19 @@
 //
 // Tolerances, f32 here against an f64 reference. The network is 12 pre-norm blocks with dot products of length
 // ≤ 768; f32 rounding (u ≈ 6e-8) accumulates to relative errors of ~1e-6..1e-5 in activations and, through the
-// softmax/LayerNorm backward, up to ~1e-4 in individual gradient elements. We allow ~10× the worst we measured:
-//   logits:  |a − r| ≤ 1e-4 + 1e-3·|r|      (llm.c's check; measured error ≤ ~1e-6 on logits of size ~0.5)
-//   loss:    |a − r| ≤ 1e-5 + 1e-5·|r|      (a mean of 2 log-sum-exps of 1000 logits: f32 ≈ 1e-6 relative)
+// softmax/LayerNorm backward, ~1e-5 relative in individual gradient elements. llm.c's 1e-4 + 1e-3·|r| passed
+// with 150× headroom but also let small real differences through (GELU tanh-vs-erf moved logits by only ~2e-4),
+// so the bounds are 5× (logits) and 4× (gradients) tighter, still ≥ 30× above the worst f32 error measured:
+//   logits:  |a − r| ≤ 2e-5 + 2e-4·|r|      (logits are ~0.3; measured error ≤ ~3e-6)
+//   loss:    |a − r| ≤ 2e-6 + 2e-6·|r|      (measured 3e-7; the f32 spacing at 6.9 is 5e-7)
 //   per-parameter gradient with RMS s = sqrt(sumsq/n) of timm's gradient:
-//     sum:      |a − r| ≤ 2e-3·s·√n     (the sum's own rounding and per-element errors both scale with ‖g‖₂ = s·√n)
-//     sumsq:    |a − r| ≤ 2e-3·|r|      (≈ 2× the relative element error)
-//     samples:  |a − r| ≤ 2e-3·|r| + 1e-3·s (absolute part for elements near zero)
-// A semantic difference (LayerNorm eps, GELU variant, softmax scale, smoothing, a transposed weight) moves these
-// by far more than the tolerances, which the dry run checked by perturbing one weight's formula.
+//     sum:      |a − r| ≤ 5e-4·s·√n     (the sum's own rounding and per-element errors both scale with ‖g‖₂ = s·√n)
+//     sumsq:    |a − r| ≤ 5e-4·|r|      (≈ 2× the relative element error)
+//     samples:  |a − r| ≤ 5e-4·|r| + 2.5e-4·s (absolute part for elements near zero)
+// Checked in a dry run against a float64 plain-PyTorch DeiT-T: each of GELU tanh instead of erf, one Linear
+// weight's amplitude off by 1%, one LayerNorm bias off by 5% fails both the logits and the gradient checks.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -70,7 +71,8 @@ TEST(DeitReference, LogitsLossAndGradientsMatchTimm) {
   size_t n_stats = 0;
   for (auto& [name, t] : ref) n_stats += name.rfind("gstat.", 0) == 0;
   ASSERT_EQ(n_stats, m.named_parameters().size()) << "parameter count differs from timm's";
-  for (auto& [name, p] : m.named_parameters()) ASSERT_TRUE(ref.count("gstat." + name)) << "timm has no '" << name << "'";
+  for (auto& [name, p] : m.named_parameters())
+    ASSERT_TRUE(ref.count("gstat." + name)) << "timm has no parameter '" << name << "'";
 
   // The formula must be the Python one before anything else means something.
   for (auto& [key, t] : ref) {
@@ -100,7 +102,7 @@ TEST(DeitReference, LogitsLossAndGradientsMatchTimm) {
     ASSERT_EQ(a.size(), r.size());
     int bad = 0;
     for (size_t i = 0; i < a.size(); ++i) {
-      const double err = std::abs(a[i] - r[i]), tol = 1e-4 + 1e-3 * std::abs(r[i]);
+      const double err = std::abs(a[i] - r[i]), tol = 2e-5 + 2e-4 * std::abs(r[i]);
       w_logit.add(err, tol, "logits[" + std::to_string(i) + "]");
       if (!(err <= tol) && bad++ < 5) ADD_FAILURE() << "logits[" << i << "]: ours " << a[i] << ", timm " << r[i];
     }
@@ -108,7 +110,8 @@ TEST(DeitReference, LogitsLossAndGradientsMatchTimm) {
   const Tensor target = Tensor::from_vector({3, 917}, {2}, DType::i64);
   Tensor loss = ops::cross_entropy(logits, target, 0.1);
   const double loss_ref = ref_vec("loss").at(0);
-  EXPECT_NEAR(loss.item(), loss_ref, 1e-5 + 1e-5 * std::abs(loss_ref)) << "label-smoothed cross-entropy";
+  EXPECT_NEAR(loss.item(), loss_ref, 2e-6 + 2e-6 * std::abs(loss_ref)) << "label-smoothed cross-entropy";
+  std::printf("loss: ours %.9f, timm %.9f\n", loss.item(), loss_ref);
   loss.backward();
 
   int bad = 0;
@@ -125,11 +128,11 @@ TEST(DeitReference, LogitsLossAndGradientsMatchTimm) {
       if (!(std::abs(a - ref_v) <= tol) && bad++ < 10)
         ADD_FAILURE() << what << ": ours " << a << ", timm " << ref_v << " (tolerance " << tol << ")";
     };
-    check(w_sum, s, r[0], 2e-3 * rms * std::sqrt(static_cast<double>(n)) + 1e-30, "grad sum " + name);
-    check(w_sq, q, r[1], 2e-3 * r[1] + 1e-30, "grad sumsq " + name);
+    check(w_sum, s, r[0], 5e-4 * rms * std::sqrt(static_cast<double>(n)) + 1e-30, "grad sum " + name);
+    check(w_sq, q, r[1], 5e-4 * r[1] + 1e-30, "grad sumsq " + name);
     for (int64_t k = 0; k < 16; ++k) {
       const int64_t i = k * n / 16;
-      check(w_sample, g[static_cast<size_t>(i)], r[2 + k], 2e-3 * std::abs(r[2 + k]) + 1e-3 * rms + 1e-30,
+      check(w_sample, g[static_cast<size_t>(i)], r[2 + k], 5e-4 * std::abs(r[2 + k]) + 2.5e-4 * rms + 1e-30,
             "grad " + name + "[" + std::to_string(i) + "]");
     }
   }

@@ -1,0 +1,227 @@
+// cuBLASLt GEMM: validation, descriptors, heuristic algorithm choice cached per key, the per-device context.
+// The row-major -> column-major mapping is explained at the top of blas.h.
+#include "kernels/cuda/blas.h"
+
+#include <array>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include "core/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device_memory.h"
+
+namespace vt::kernels::cuda {
+
+// ---- context ----
+BlasContext::BlasContext(int device) : device_(device) { VT_CUBLAS_CHECK(cublasLtCreate(&handle_)); }
+
+BlasContext& BlasContext::get(int device) {
+  static std::mutex mutex;
+  static std::map<int, BlasContext*> contexts;  // leaked on purpose: see the header
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = contexts.find(device);
+  if (it != contexts.end()) return *it->second;
+  auto* ctx = new BlasContext(device);
+  contexts.emplace(device, ctx);
+  return *ctx;
+}
+
+void* BlasContext::workspace(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = workspaces_.find(stream);
+  if (it != workspaces_.end()) return it->second;
+  void* ptr = cuda_allocator(device_).allocate(kWorkspaceBytes, to_stream(stream));
+  workspaces_.emplace(stream, ptr);
+  return ptr;
+}
+
+namespace {
+
+// ---- small RAII holders for the cuBLASLt descriptors ----
+struct MatmulDesc {
+  cublasLtMatmulDesc_t desc = nullptr;
+  MatmulDesc() { VT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)); }
+  ~MatmulDesc() { cublasLtMatmulDescDestroy(desc); }
+  MatmulDesc(const MatmulDesc&) = delete;
+  MatmulDesc& operator=(const MatmulDesc&) = delete;
+  template <typename T> void set(cublasLtMatmulDescAttributes_t attr, const T& value) {
+    VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(T)));
+  }
+};
+
+struct Layout {
+  cublasLtMatrixLayout_t desc = nullptr;
+  Layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+    VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&desc, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
+    if (batch > 1) {
+      const int32_t count = static_cast<int32_t>(batch);
+      VT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(desc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      VT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(desc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                       sizeof(stride)));
+    }
+  }
+  ~Layout() { cublasLtMatrixLayoutDestroy(desc); }
+  Layout(const Layout&) = delete;
+  Layout& operator=(const Layout&) = delete;
+};
+
+struct Preference {
+  cublasLtMatmulPreference_t desc = nullptr;
+  Preference() { VT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&desc)); }
+  ~Preference() { cublasLtMatmulPreferenceDestroy(desc); }
+  Preference(const Preference&) = delete;
+  Preference& operator=(const Preference&) = delete;
+  template <typename T> void set(cublasLtMatmulPreferenceAttributes_t attr, const T& value) {
+    VT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(desc, attr, &value, sizeof(T)));
+  }
+};
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::bf16: return CUDA_R_16BF;
+    default: VT_FAIL("[gemm_lt] unsupported dtype ", dtype_name(t));
+  }
+}
+
+// Largest power of two (<= 256, cuBLASLt's default requirement) dividing every batch item's address.
+uint32_t alignment(const void* ptr, int64_t stride, int64_t batch, size_t elem) {
+  uint64_t v = reinterpret_cast<uintptr_t>(ptr);
+  if (batch > 1) v |= static_cast<uint64_t>(stride) * elem;
+  uint32_t a = 256;
+  while (a > 1 && (v % a) != 0) a >>= 1;
+  return a;
+}
+
+using Key = std::array<int64_t, 21>;
+std::mutex g_cache_mutex;
+std::map<Key, cublasLtMatmulAlgo_t> g_algo_cache;
+
+void validate(const GemmLtArgs& g) {
+  VT_CHECK(g.in_dtype == DType::f32 || g.in_dtype == DType::bf16, "[gemm_lt] inputs must be f32 or bf16, got ",
+           dtype_name(g.in_dtype));
+  VT_CHECK(g.out_dtype == DType::f32 || (g.in_dtype == DType::bf16 && g.out_dtype == DType::bf16),
+           "[gemm_lt] unsupported dtypes: ", dtype_name(g.in_dtype), " inputs with ", dtype_name(g.out_dtype),
+           " output (f32->f32, bf16->f32, bf16->bf16)");
+  VT_CHECK(g.M >= 0 && g.N >= 0 && g.K >= 0 && g.batch >= 0, "[gemm_lt] negative size: batch=", g.batch,
+           " M=", g.M, " N=", g.N, " K=", g.K);
+  VT_CHECK(g.batch <= std::numeric_limits<int32_t>::max(), "[gemm_lt] batch ", g.batch, " exceeds int32");
+  const int64_t a_cols = g.A.trans ? g.M : g.K, b_cols = g.B.trans ? g.K : g.N;
+  VT_CHECK(g.A.ld >= std::max<int64_t>(1, a_cols), "[gemm_lt] lda=", g.A.ld, " < ", a_cols, " (A ",
+           g.A.trans ? "transposed" : "not transposed", ", M=", g.M, " K=", g.K, ")");
+  VT_CHECK(g.B.ld >= std::max<int64_t>(1, b_cols), "[gemm_lt] ldb=", g.B.ld, " < ", b_cols, " (B ",
+           g.B.trans ? "transposed" : "not transposed", ", K=", g.K, " N=", g.N, ")");
+  VT_CHECK(g.ldc >= std::max<int64_t>(1, g.N), "[gemm_lt] ldc=", g.ldc, " < N=", g.N);
+  VT_CHECK(g.A.stride >= 0 && g.B.stride >= 0 && g.stride_c >= 0, "[gemm_lt] negative batch stride");
+  VT_CHECK(g.epilogue == GemmEpilogue::none || g.bias != nullptr, "[gemm_lt] the bias epilogue needs a bias");
+  VT_CHECK(g.batch <= 1 || g.stride_c > 0, "[gemm_lt] batch ", g.batch, " with stride_c 0 would overwrite C");
+}
+
+// Returns false when the heuristic found no algorithm for this key.
+bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
+  const cudaDataType_t in_t = cuda_type(g.in_dtype), out_t = cuda_type(g.out_dtype);
+  const size_t in_sz = dtype_size(g.in_dtype), out_sz = dtype_size(g.out_dtype);
+
+  // cuBLASLt's first operand is our B, its second our A; D = C^T [N, M] (see blas.h).
+  const cublasOperation_t op_first = g.B.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = g.A.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  Layout first(in_t, g.B.trans ? g.K : g.N, g.B.trans ? g.N : g.K, g.B.ld, g.batch, g.B.stride);
+  Layout second(in_t, g.A.trans ? g.M : g.K, g.A.trans ? g.K : g.M, g.A.ld, g.batch, g.A.stride);
+  Layout out(out_t, g.N, g.M, g.ldc, g.batch, g.stride_c);
+
+  MatmulDesc op;
+  op.set(CUBLASLT_MATMUL_DESC_TRANSA, op_first);
+  op.set(CUBLASLT_MATMUL_DESC_TRANSB, op_second);
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (g.epilogue == GemmEpilogue::bias) epi = CUBLASLT_EPILOGUE_BIAS;
+  if (g.epilogue == GemmEpilogue::bias_gelu_tanh) epi = CUBLASLT_EPILOGUE_GELU_BIAS;
+  op.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
+  if (epi != CUBLASLT_EPILOGUE_DEFAULT) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
+
+  const uint32_t al_a = alignment(g.B.data, g.B.stride, g.batch, in_sz);  // cuBLASLt's A is our B
+  const uint32_t al_b = alignment(g.A.data, g.A.stride, g.batch, in_sz);
+  const uint32_t al_c = alignment(g.C, g.stride_c, g.batch, out_sz);
+  const uint32_t al_bias = g.bias ? alignment(g.bias, 0, 1, out_sz) : 256;
+
+  const Key key = {device,        static_cast<int64_t>(g.in_dtype), static_cast<int64_t>(g.out_dtype),
+                   g.A.trans,     g.B.trans,
+                   g.M,           g.N,
+                   g.K,           g.A.ld,
+                   g.B.ld,        g.ldc,
+                   g.batch,       g.batch > 1 ? g.A.stride : 0,
+                   g.batch > 1 ? g.B.stride : 0,
+                   g.batch > 1 ? g.stride_c : 0,
+                   static_cast<int64_t>(g.epilogue),
+                   al_a,          al_b,
+                   al_c,          al_bias,
+                   g.beta != 0.0f};
+
+  cublasLtMatmulAlgo_t algo;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    auto it = g_algo_cache.find(key);
+    if (it != g_algo_cache.end()) {
+      algo = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    Preference pref;
+    pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(BlasContext::kWorkspaceBytes));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_a);
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b);
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_c);
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_c);
+    cublasLtMatmulHeuristicResult_t result;
+    std::memset(&result, 0, sizeof(result));
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), op.desc, first.desc, second.desc,
+                                                                 out.desc, out.desc, pref.desc, 1, &result, &found);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
+    VT_CUBLAS_CHECK(status);
+    algo = result.algo;
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    g_algo_cache.emplace(key, algo);
+  }
+
+  VT_CUBLAS_CHECK(cublasLtMatmul(ctx.handle(), op.desc, &g.alpha, g.B.data, first.desc, g.A.data, second.desc,
+                                 &g.beta, g.C, out.desc, g.C, out.desc, &algo, ctx.workspace(g.stream),
+                                 BlasContext::kWorkspaceBytes, g.stream));
+  return true;
+}
+
+}  // namespace
+
+void gemm_lt(const GemmLtArgs& args) {
+  validate(args);
+  if (args.batch == 0 || args.M == 0 || args.N == 0) return;
+  VT_CHECK(args.K > 0, "[gemm_lt] K = 0 is not supported (M=", args.M, " N=", args.N, ")");
+  int device = 0;
+  VT_CUDA_CHECK(cudaGetDevice(&device));
+  BlasContext& ctx = BlasContext::get(device);
+  if (run(args, device, ctx)) return;
+  // No batched algorithm (e.g. for a broadcast operand with stride 0): one call per batch item.
+  VT_CHECK(args.batch > 1, "[gemm_lt] cuBLASLt found no algorithm for ", dtype_name(args.in_dtype), "->",
+           dtype_name(args.out_dtype), " M=", args.M, " N=", args.N, " K=", args.K, " transA=", args.A.trans,
+           " transB=", args.B.trans, " lda=", args.A.ld, " ldb=", args.B.ld, " ldc=", args.ldc);
+  const size_t in_sz = dtype_size(args.in_dtype), out_sz = dtype_size(args.out_dtype);
+  for (int64_t b = 0; b < args.batch; ++b) {
+    GemmLtArgs one = args;
+    one.batch = 1;
+    one.A.data = static_cast<const char*>(args.A.data) + b * args.A.stride * in_sz;
+    one.B.data = static_cast<const char*>(args.B.data) + b * args.B.stride * in_sz;
+    one.C = static_cast<char*>(args.C) + b * args.stride_c * out_sz;
+    VT_CHECK(run(one, device, ctx), "[gemm_lt] cuBLASLt found no algorithm for M=", args.M, " N=", args.N,
+             " K=", args.K);
+  }
+}
+
+size_t gemm_lt_cache_size() {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  return g_algo_cache.size();
+}
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,86 @@
+// cuBLASLt GEMM on raw device pointers, with the row-major semantics of kernels/cpu/gemm.h:
+//   for b in [0, batch): C_b [M, N] = epilogue(alpha·op(A_b) [M, K]·op(B_b) [K, N] + beta·C_b (+ bias [N]))
+// Operands are row-major with leading dimensions and batch strides in elements (stride 0 = shared by all items).
+//
+// Row-major -> column-major. cuBLASLt is column-major. A row-major [R, C] matrix with leading dimension ld is,
+// byte for byte, the column-major [C, R] matrix with the same ld, i.e. its transpose. So we never move data: we
+// ask cuBLASLt for C^T [N, M] = op(B)^T [N, K]·op(A)^T [K, M], passing B's memory as cuBLASLt's first operand
+// and A's as its second, each with its own trans flag unchanged (a non-transposed row-major B [K, N] read as
+// column-major is already op(B)^T [N, K]; a transposed one, stored [N, K], reads as [K, N] and needs OP_T).
+// cuBLASLt's bias vector runs along the rows of its D (length N here), so it broadcasts over our rows, as a
+// Linear layer's bias should.
+//
+// Dtypes: f32 in/out with CUBLAS_COMPUTE_32F (full f32, TF32 off); bf16 in with f32 or bf16 out, f32
+// accumulation (CUBLAS_COMPUTE_32F). alpha/beta are f32. The bias has the output dtype.
+//
+// GELU: cuBLASLt's GELU epilogue is the tanh approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), not the
+// exact erf GELU of nn::GELU / timm's default, so it is exposed as `bias_gelu_tanh`. The exact GELU needs the
+// separate kernel (kernels/cuda/elementwise.h) after a `bias` GEMM.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "core/dtype.h"
+
+namespace vt::kernels::cuda {
+
+enum class GemmEpilogue : uint8_t {
+  none,            // D = alpha·AB + beta·C (also the dgrad/wgrad case)
+  bias,            // D = alpha·AB + beta·C + bias
+  bias_gelu_tanh,  // D = gelu_tanh(alpha·AB + beta·C + bias)
+};
+
+struct GemmLtOperand {
+  const void* data = nullptr;
+  bool trans = false;  // true: stored as the transpose of op(X) (row-major [K, M] for A, [N, K] for B)
+  int64_t ld = 0;      // leading dimension of the stored row-major matrix (>= its column count)
+  int64_t stride = 0;  // elements between batch items (0 = shared)
+};
+
+struct GemmLtArgs {
+  DType in_dtype = DType::f32;   // A and B: f32 or bf16
+  DType out_dtype = DType::f32;  // C (and bias): f32, or bf16 when in_dtype is bf16
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  float alpha = 1.0f;
+  float beta = 0.0f;  // 0: C is write-only (may hold garbage, even NaN)
+  GemmLtOperand A, B;
+  void* C = nullptr;
+  int64_t ldc = 0;
+  int64_t stride_c = 0;
+  GemmEpilogue epilogue = GemmEpilogue::none;
+  const void* bias = nullptr;  // [N] of out_dtype, shared by all batch items; needed by bias epilogues
+  cudaStream_t stream = nullptr;
+};
+
+/// Runs the GEMM on the current device, asynchronously on args.stream. Validates shapes, dtypes and leading
+/// dimensions (vt::Error names "[gemm_lt]"); the algorithm comes from cublasLtMatmulAlgoGetHeuristic and is
+/// cached per shape/layout/alignment key.
+void gemm_lt(const GemmLtArgs& args);
+
+/// Per-device cuBLASLt state, created on first use and never destroyed (no cuBLAS call runs after the CUDA
+/// runtime has been torn down at exit): the handle, and one 32 MiB workspace per stream from the device's
+/// caching allocator (a workspace shared by two streams would race).
+class BlasContext {
+ public:
+  static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+  static BlasContext& get(int device);
+  cublasLtHandle_t handle() const { return handle_; }
+  void* workspace(cudaStream_t stream);
+
+ private:
+  explicit BlasContext(int device);
+  int device_;
+  cublasLtHandle_t handle_ = nullptr;
+  std::mutex mutex_;
+  std::unordered_map<cudaStream_t, void*> workspaces_;
+};
+
+/// Number of distinct algorithm-cache entries (all devices); for tests.
+size_t gemm_lt_cache_size();
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,213 @@
+// CUDA strided copy with dtype conversion, fill and transfers (see copy.h). The copy kernel walks the logical
+// index space with a grid-stride loop and maps each linear index to the two operands' offsets by div/mod over at
+// most 8 (merged) dims; a contiguous-to-contiguous copy takes a plain loop. Conversions mirror
+// kernels/cpu/copy.cpp exactly (static_cast, bf16 through f32 with round-to-nearest-even and NaN kept quiet), so a
+// device conversion is bit-identical to the host one.
+#include "kernels/cuda/copy.h"
+
+#include <algorithm>
+#include <array>
+#include <type_traits>
+
+#include <cuda_runtime.h>
+
+#include "kernels/cpu/strided.h"
+#include "kernels/cuda/check.h"
+
+namespace vt::kernels::cuda {
+namespace {
+
+constexpr int kMaxDims = 8;
+constexpr int kBlock = 256;
+
+struct Bf16 {
+  uint16_t bits;
+};
+
+__device__ __forceinline__ float bf16_to_float(Bf16 v) { return __uint_as_float(static_cast<uint32_t>(v.bits) << 16); }
+
+__device__ __forceinline__ Bf16 float_to_bf16(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return Bf16{static_cast<uint16_t>((u >> 16) | 0x40u)};
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return Bf16{static_cast<uint16_t>(u >> 16)};
+}
+
+template <typename D, typename S>
+__device__ __forceinline__ D convert(S v) {
+  if constexpr (std::is_same_v<D, Bf16> && std::is_same_v<S, Bf16>) return float_to_bf16(bf16_to_float(v));
+  else if constexpr (std::is_same_v<D, Bf16>) return float_to_bf16(static_cast<float>(v));
+  else if constexpr (std::is_same_v<S, Bf16>) return static_cast<D>(bf16_to_float(v));
+  else return static_cast<D>(v);
+}
+
+struct Geometry {
+  int ndim;
+  int64_t shape[kMaxDims];
+  int64_t dst[kMaxDims];
+  int64_t src[kMaxDims];
+};
+
+template <typename D, typename S>
+__global__ void copy_contiguous_kernel(D* __restrict__ dst, const S* __restrict__ src, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = convert<D>(src[i]);
+}
+
+template <typename D, typename S>
+__global__ void copy_strided_kernel(D* dst, const S* src, Geometry g, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rem = i, od = 0, os = 0;
+#pragma unroll
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      if (d >= g.ndim) continue;
+      int64_t idx = rem % g.shape[d];
+      rem /= g.shape[d];
+      od += idx * g.dst[d];
+      os += idx * g.src[d];
+    }
+    dst[od] = convert<D>(src[os]);
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(T* dst, T value, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = value;
+}
+
+int grid_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65536)); }
+
+// Calls f(T{}) with T the device storage type of `dtype`.
+template <typename F>
+void dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f64: return f(double{});
+    case DType::f32: return f(float{});
+    case DType::bf16: return f(Bf16{});
+    case DType::i32: return f(int32_t{});
+    case DType::i64: return f(int64_t{});
+    case DType::u8: return f(uint8_t{});
+  }
+  VT_FAIL("[cuda_copy] unknown dtype");
+}
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    VT_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) VT_CUDA_CHECK(cudaSetDevice(device));
+    switched_ = previous_ != device;
+  }
+  ~DeviceGuard() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+}  // namespace
+
+int device_count() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+void check_device(int device, const char* op) {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) cudaGetLastError();
+  VT_CHECK(status == cudaSuccess, "[", op, "] cuda:", device, " is not available: no CUDA device (",
+           cudaGetErrorName(status), ": ", cudaGetErrorString(status), ")");
+  VT_CHECK(device >= 0 && device < count, "[", op, "] cuda:", device, " is not available: ", count,
+           " CUDA device(s) found");
+}
+
+void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int64_t>& dst_strides, const void* src,
+                  DType src_dtype, const std::vector<int64_t>& src_strides, const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (n == 0) return;
+  auto layout = cpu::coalesce<2>(shape, {dst_strides, src_strides});
+  const int nd = static_cast<int>(layout.shape.size());
+  VT_CHECK(nd <= kMaxDims, "[cuda_copy] at most ", kMaxDims, " non-mergeable dims, got ", nd);
+  const bool contiguous = nd == 1 && layout.strides[0][0] == 1 && layout.strides[1][0] == 1;
+  Geometry g{};
+  g.ndim = nd;
+  for (int d = 0; d < nd; ++d) {
+    g.shape[d] = layout.shape[d];
+    g.dst[d] = layout.strides[0][d];
+    g.src[d] = layout.strides[1][d];
+  }
+  DeviceGuard guard(device);
+  dispatch(dst_dtype, [&](auto dtag) {
+    using D = decltype(dtag);
+    dispatch(src_dtype, [&](auto stag) {
+      using S = decltype(stag);
+      if (contiguous) {
+        copy_contiguous_kernel<D, S><<<grid_for(n), kBlock>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+      } else {
+        copy_strided_kernel<D, S><<<grid_for(n), kBlock>>>(static_cast<D*>(dst), static_cast<const S*>(src), g, n);
+      }
+    });
+  });
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void fill(int device, void* dst, DType dtype, int64_t n, double value) {
+  if (n == 0) return;
+  DeviceGuard guard(device);
+  auto launch = [&](auto v) {
+    using T = decltype(v);
+    fill_kernel<T><<<grid_for(n), kBlock>>>(static_cast<T*>(dst), v, n);
+  };
+  // The value is converted on the host with the CPU rules, so both backends store the same bits.
+  switch (dtype) {
+    case DType::f64: launch(value); break;
+    case DType::f32: launch(static_cast<float>(value)); break;
+    case DType::bf16: launch(vt::bf16(static_cast<float>(value)).bits); break;
+    case DType::i32: launch(static_cast<int32_t>(value)); break;
+    case DType::i64: launch(static_cast<int64_t>(value)); break;
+    case DType::u8: launch(static_cast<uint8_t>(value)); break;
+  }
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void memset_zero(int device, void* dst, size_t nbytes) {
+  if (nbytes == 0) return;
+  DeviceGuard guard(device);
+  VT_CUDA_CHECK(cudaMemsetAsync(dst, 0, nbytes, 0));
+}
+
+void copy_host_to_device(int device, void* dst, const void* src, size_t nbytes) {
+  if (nbytes == 0) return;
+  DeviceGuard guard(device);
+  VT_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice));
+}
+
+void copy_device_to_host(int device, void* dst, const void* src, size_t nbytes) {
+  if (nbytes == 0) return;
+  DeviceGuard guard(device);
+  VT_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));
+}
+
+void copy_device_to_device(int dst_device, void* dst, int src_device, const void* src, size_t nbytes) {
+  if (nbytes == 0) return;
+  if (dst_device == src_device) {
+    DeviceGuard guard(dst_device);
+    VT_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, 0));
+  } else {
+    VT_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device, src, src_device, nbytes));
+  }
+}
+
+}  // namespace vt::kernels::cuda
