@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine (where timm is installed): regenerate every timm reference fixture into $OUT (default ./out).
-# Commit the results under tests/ref/. Run from the repo root, outside gpu_run.sh's LD_LIBRARY_PATH.
+# Commit the results under tests/ref/. Run from the repo root, outside gpu_check.sh's LD_LIBRARY_PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-out}

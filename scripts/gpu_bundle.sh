@@ -2,7 +2,7 @@
 # Build the GPU binaries here (Release, sm_90, own build dir) and pack them, with every shared library the H200
 # machine lacks, into the git-ignored folder .gpu/ (bin/, lib/, manifest.txt) plus .gpu/bundle.tar.xz, the same
 # files compressed (OpenBLAS alone is 36 MB: the folder is ~65 MB, the archive ~15 MB). Carry .gpu/bundle.tar.xz
-# (or the whole .gpu while it stays under the device tool's 64 MiB) and run scripts/gpu_run.sh there (docs/gpu.md).
+# (or the whole .gpu while it stays under the device tool's 64 MiB) and run scripts/gpu_check.sh there (docs/gpu.md).
 #
 # Not bundled (present there, newer or tied to the driver): glibc, libstdc++, libgcc_s, and every CUDA library
 # (libcuda, libcudart, libcublas*, libcudnn*, libnccl, and anything else resolved from /usr/local/cuda*).
@@ -68,7 +68,7 @@ for bin in "$DEST"/bin/*; do
 done
 [ "$missing" = 0 ] || exit 1
 
-# ---- manifest: what was built, from where (gpu_run.sh recreates the source path for tests that read fixtures) ----
+# ---- manifest: what was built, from where (gpu_check.sh recreates the source path for tests that read fixtures) ----
 {
   echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -94,4 +94,4 @@ if [ "$archive_mb" -ge "$MAX_MB" ]; then
   echo "gpu_bundle: bundle.tar.xz is ${archive_mb} MB, over ${MAX_MB} MB: too large to carry" >&2
   exit 1
 fi
-echo "gpu_bundle: carry .gpu/bundle.tar.xz; on the GPU machine run: bash scripts/gpu_run.sh [extra command]"
+echo "gpu_bundle: carry .gpu/bundle.tar.xz; on the GPU machine run: bash scripts/gpu_check.sh [extra command]"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command to run ON the GPU machine, from the repo root, with .gpu/ (scripts/gpu_bundle.sh) carried along:
 # prints the GPU, runs every .gpu/bin/test_* binary (gtest JSON + logs into $OUT), then the optional extra command
-# given as arguments (e.g. `bash scripts/gpu_run.sh vitrain bench ...`; .gpu/bin is on PATH).
+# given as arguments (e.g. `bash scripts/gpu_check.sh vitrain bench ...`; .gpu/bin is on PATH).
 # Exit status: 0 when every test binary and the extra command passed, 1 otherwise, 2 when the bundle is missing.
 # LD_LIBRARY_PATH=.gpu/lib:/usr/local/cuda/lib64 is exported for the tests and the extra command; a Python step in
 # the extra command should drop it (`env -u LD_LIBRARY_PATH python3 ...`) so it keeps the machine's own libraries.
@@ -29,15 +29,15 @@ say() { echo "$@" | tee -a "$SUMMARY"; }
 # The archive is what usually travels; unpack it every time (a warm machine may keep an older .gpu/bin).
 if [ -f "$BUNDLE/bundle.tar.xz" ]; then
   rm -rf "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/manifest.txt"
-  tar -C "$BUNDLE" -xJf "$BUNDLE/bundle.tar.xz" || { say "gpu_run: cannot unpack $BUNDLE/bundle.tar.xz"; exit 2; }
+  tar -C "$BUNDLE" -xJf "$BUNDLE/bundle.tar.xz" || { say "gpu_check: cannot unpack $BUNDLE/bundle.tar.xz"; exit 2; }
 fi
 if [ ! -d "$BUNDLE/bin" ]; then
-  say "gpu_run: no bundle in $BUNDLE (run scripts/gpu_bundle.sh on the build machine and carry .gpu/bundle.tar.xz)"
+  say "gpu_check: no bundle in $BUNDLE (run scripts/gpu_bundle.sh on the build machine and carry .gpu/bundle.tar.xz)"
   exit 2
 fi
 
 # ---- machine (before LD_LIBRARY_PATH: system tools must not pick up the bundled Debian libraries) ----
-say "== gpu_run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+say "== gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used,temperature.gpu,power.draw,clocks.max.sm \
     --format=csv 2>&1 | tee -a "$SUMMARY"
@@ -132,5 +132,5 @@ fi
 
 say "== results (logs and gtest.json in $OUT)"
 for r in "${results[@]}"; do say "$r"; done
-say "gpu_run: $([ "$status" = 0 ] && echo PASS || echo FAIL)"
+say "gpu_check: $([ "$status" = 0 ] && echo PASS || echo FAIL)"
 exit "$status"
