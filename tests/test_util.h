@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 #include "core/error.h"
@@ -17,6 +18,16 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "(no error thrown)";
+}
+
+/// Expects fn() to throw (any std::exception) with `needle` in its message.
+inline void expect_error(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace vt::test

@@ -3,6 +3,7 @@
 // most 8 (merged) dims; a contiguous-to-contiguous copy takes a plain loop. Conversions mirror
 // kernels/cpu/copy.cpp exactly (static_cast, bf16 through f32 with round-to-nearest-even and NaN kept quiet), so a
 // device conversion is bit-identical to the host one.
+#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/copy.h"
 
 #include <algorithm>
@@ -91,24 +92,6 @@ void dispatch(DType dtype, F&& f) {
   }
   VT_FAIL("[cuda_copy] unknown dtype");
 }
-
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    VT_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) VT_CUDA_CHECK(cudaSetDevice(device));
-    switched_ = previous_ != device;
-  }
-  ~DeviceGuard() {
-    if (switched_) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-  bool switched_ = false;
-};
 
 }  // namespace
 

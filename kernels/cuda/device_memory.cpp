@@ -1,5 +1,6 @@
 // CUDA memory backend: raw allocations and stream events on one device, with the current device switched
 // for the call and restored afterwards.
+#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/device_memory.h"
 
 #include <memory>
@@ -10,24 +11,6 @@
 
 namespace vt::kernels::cuda {
 namespace {
-
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    VT_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) VT_CUDA_CHECK(cudaSetDevice(device));
-    switched_ = previous_ != device;
-  }
-  ~DeviceGuard() {
-    if (switched_) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-  bool switched_ = false;
-};
 
 cudaEvent_t to_cuda_event(memory::Event event) { return reinterpret_cast<cudaEvent_t>(event); }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "test_util.h"
 #include "autograd/node.h"
 #include "engine/trainer.h"
 #include "io/config.h"
@@ -50,15 +51,6 @@ void expect_forward_ok(const models::VisionTransformer& m) {
   std::vector<double> logits = m.forward(x).to_vector();
   ASSERT_EQ(logits.size(), 20u);
   for (double v : logits) ASSERT_TRUE(std::isfinite(v));
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(AttentionSwap, MitaDwcWeightsLoadIntoDenseIgnoringTheConv) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "test_util.h"
 #include "autograd/gradcheck.h"
 #include "core/rng.h"
 #include "models/agent_attention.h"
@@ -25,15 +26,6 @@ Tensor randn_t(const Shape& shape, uint64_t seed, double std = 1.0, DType dt = D
   Vec v(static_cast<size_t>(numel(shape)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = std * rng::normal_at(seed, 0, i);
   return Tensor::from_vector(v, shape, dt);
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 void expect_close(const Vec& got, const Vec& want, double tol, const std::string& what) {
