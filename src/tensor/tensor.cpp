@@ -167,6 +167,24 @@ void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
   }
 }
 
+Device common_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t || !t->defined()) continue;
+    if (!first) {
+      first = t;
+    } else if (!(t->device() == first->device())) {
+      VT_FAIL("[", op, "] devices differ: ", first->describe(), " on ", first->device().str(), " and ",
+              t->describe(), " on ", t->device().str());
+    }
+  }
+  return first ? first->device() : cpu();
+}
+
+void fail_without_cuda(const char* op, Device device) {
+  VT_FAIL("[", op, "] ", device.str(), " tensor in a build without CUDA");
+}
+
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.impl().storage;

@@ -113,6 +113,13 @@ class Tensor {
 /// "[op] no CUDA kernel yet ..." instead of letting the CPU kernel read device memory.
 void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
 
+/// The device all defined tensors share (CPU when none is defined); throws "[op] devices differ: ..." otherwise.
+/// Op front-ends branch on it: CPU kernel, or (under #ifdef VT_WITH_CUDA) the CUDA kernel, else
+/// fail_without_cuda.
+Device common_device(const char* op, std::initializer_list<const Tensor*> tensors);
+/// Throws "[op] <device> tensor in a build without CUDA".
+[[noreturn]] void fail_without_cuda(const char* op, Device device);
+
 /// A new view of `base`'s storage with the given geometry (no autograd).
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset);
 
