@@ -21,12 +21,17 @@ DenseAttention::DenseAttention(int64_t dim, int64_t heads, double attn_drop, dou
 
 Tensor DenseAttention::forward(const Tensor& x) const {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), d = C / heads_;
-  // [B, N, 3C] → [3, B, H, N, d]: rows of qkv are [q; k; v], head h takes columns h·d..(h+1)·d of each.
-  Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, heads_, d}).permute({2, 0, 3, 1, 4});
-  Tensor q = qkv_t.slice(0, 0, 1).squeeze(0), k = qkv_t.slice(0, 1, 2).squeeze(0), v = qkv_t.slice(0, 2, 3).squeeze(0);
-  Tensor attn = ops::softmax(ops::matmul(q * (1.0 / std::sqrt(static_cast<double>(d))), k.transpose(-2, -1)), -1);
-  attn = ops::dropout(attn, attn_drop_, training());
-  Tensor out = ops::matmul(attn, v).transpose(1, 2).reshape({B, N, C});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  Tensor qkv_out = qkv->forward(x);  // [B, N, 3C]: [q; k; v], head h takes columns h·d..(h+1)·d of each
+  Tensor out;
+  if (attn_drop_ > 0 && training()) {  // dropout on the probabilities needs them materialised
+    Tensor t = qkv_out.reshape({B, N, 3, heads_, d}).permute({2, 0, 3, 1, 4});
+    Tensor q = t.slice(0, 0, 1).squeeze(0), k = t.slice(0, 1, 2).squeeze(0), v = t.slice(0, 2, 3).squeeze(0);
+    Tensor attn = ops::dropout(ops::softmax(ops::matmul(q * scale, k.transpose(-2, -1)), -1), attn_drop_, true);
+    out = ops::matmul(attn, v).transpose(1, 2).reshape({B, N, C});
+  } else {
+    out = ops::qkv_attention(qkv_out, heads_, scale);
+  }
   return ops::dropout(proj->forward(out), proj_drop_, training());
 }
 

@@ -52,8 +52,10 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
 }
 
 Tensor VisionTransformer::forward_features(const Tensor& images) const {
-  Tensor x = patch_embed->forward(images);  // [B, N, D]
+  Tensor x = patch_embed->forward(images);  // [B, N, D]; bf16 under autocast on CUDA
   const int64_t B = x.size(0);
+  // The residual stream is in the parameters' dtype (f32), as torch.cat promotes under timm's AMP.
+  if (x.dtype() != cls_token.dtype()) x = x.to(cls_token.dtype());
   x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
   x = ops::dropout(x + pos_embed, cfg_.drop_rate, training());
   for (const auto& b : blocks) x = b->forward(x);

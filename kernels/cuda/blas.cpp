@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "kernels/cuda/bias_grad.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_memory.h"
 
@@ -115,7 +116,11 @@ void validate(const GemmLtArgs& g) {
            g.B.trans ? "transposed" : "not transposed", ", K=", g.K, " N=", g.N, ")");
   VT_CHECK(g.ldc >= std::max<int64_t>(1, g.N), "[gemm_lt] ldc=", g.ldc, " < N=", g.N);
   VT_CHECK(g.A.stride >= 0 && g.B.stride >= 0 && g.stride_c >= 0, "[gemm_lt] negative batch stride");
-  VT_CHECK(g.epilogue == GemmEpilogue::none || g.bias != nullptr, "[gemm_lt] the bias epilogue needs a bias");
+  const bool grad_epi = g.epilogue == GemmEpilogue::bias_grad_a;
+  VT_CHECK(g.epilogue == GemmEpilogue::none || grad_epi || g.bias != nullptr,
+           "[gemm_lt] the bias epilogue needs a bias");
+  VT_CHECK(!grad_epi || (g.bias_grad != nullptr && g.batch <= 1 && g.alpha == 1.0f),
+           "[gemm_lt] the bias-gradient epilogue needs bias_grad, batch 1 and alpha 1");
   VT_CHECK(g.batch <= 1 || g.stride_c > 0, "[gemm_lt] batch ", g.batch, " with stride_c 0 would overwrite C");
 }
 
@@ -137,13 +142,15 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
   if (g.epilogue == GemmEpilogue::bias) epi = CUBLASLT_EPILOGUE_BIAS;
   if (g.epilogue == GemmEpilogue::bias_gelu_tanh) epi = CUBLASLT_EPILOGUE_GELU_BIAS;
+  if (g.epilogue == GemmEpilogue::bias_grad_a) epi = CUBLASLT_EPILOGUE_BGRADB;  // cuBLASLt's B is our A
   op.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
-  if (epi != CUBLASLT_EPILOGUE_DEFAULT) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
+  const void* bias_ptr = g.epilogue == GemmEpilogue::bias_grad_a ? static_cast<const void*>(g.bias_grad) : g.bias;
+  if (epi != CUBLASLT_EPILOGUE_DEFAULT) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr);
 
   const uint32_t al_a = alignment(g.B.data, g.B.stride, g.batch, in_sz);  // cuBLASLt's A is our B
   const uint32_t al_b = alignment(g.A.data, g.A.stride, g.batch, in_sz);
   const uint32_t al_c = alignment(g.C, g.stride_c, g.batch, out_sz);
-  const uint32_t al_bias = g.bias ? alignment(g.bias, 0, 1, out_sz) : 256;
+  const uint32_t al_bias = bias_ptr ? alignment(bias_ptr, 0, 1, out_sz) : 256;
 
   const Key key = {device,        static_cast<int64_t>(g.in_dtype), static_cast<int64_t>(g.out_dtype),
                    g.A.trans,     g.B.trans,
@@ -181,15 +188,23 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), op.desc, first.desc, second.desc,
                                                                  out.desc, out.desc, pref.desc, 1, &result, &found);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
+    // An epilogue this cuBLASLt build rejects for the layout/dtypes: gemm_lt falls back to the plain GEMM.
+    if (status != CUBLAS_STATUS_SUCCESS && g.epilogue == GemmEpilogue::bias_grad_a) return false;
     VT_CUBLAS_CHECK(status);
     algo = result.algo;
     std::lock_guard<std::mutex> lock(g_cache_mutex);
     g_algo_cache.emplace(key, algo);
   }
 
-  VT_CUBLAS_CHECK(cublasLtMatmul(ctx.handle(), op.desc, &g.alpha, g.B.data, first.desc, g.A.data, second.desc,
-                                 &g.beta, g.C, out.desc, g.C, out.desc, &algo, ctx.workspace(g.stream),
-                                 BlasContext::kWorkspaceBytes, g.stream));
+  const cublasStatus_t status =
+      cublasLtMatmul(ctx.handle(), op.desc, &g.alpha, g.B.data, first.desc, g.A.data, second.desc, &g.beta, g.C,
+                     out.desc, g.C, out.desc, &algo, ctx.workspace(g.stream), BlasContext::kWorkspaceBytes, g.stream);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED && g.epilogue == GemmEpilogue::bias_grad_a) {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);  // forget it: the plain GEMM + row sums take over
+    g_algo_cache.erase(key);
+    return false;
+  }
+  VT_CUBLAS_CHECK(status);
   return true;
 }
 
@@ -197,11 +212,29 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
 
 void gemm_lt(const GemmLtArgs& args) {
   validate(args);
+  if (args.epilogue == GemmEpilogue::bias_grad_a && args.N == 0 && args.M > 0 && args.K > 0 && args.batch > 0) {
+    const int64_t stride_m = args.A.trans ? 1 : args.A.ld, stride_k = args.A.trans ? args.A.ld : 1;
+    return sum_rows_strided(args.bias_grad, args.out_dtype, args.A.data, args.in_dtype, args.M, args.K, stride_m,
+                            stride_k, args.stream);
+  }
   if (args.batch == 0 || args.M == 0 || args.N == 0) return;
   VT_CHECK(args.K > 0, "[gemm_lt] K = 0 is not supported (M=", args.M, " N=", args.N, ")");
   int device = 0;
   VT_CUDA_CHECK(cudaGetDevice(&device));
   BlasContext& ctx = BlasContext::get(device);
+  if (args.epilogue == GemmEpilogue::bias_grad_a) {
+    if (run(args, device, ctx)) return;
+    // No fused bias-gradient kernel for this key: plain GEMM, then the row sums of op(A) [M, K].
+    GemmLtArgs plain = args;
+    plain.epilogue = GemmEpilogue::none;
+    plain.bias_grad = nullptr;
+    VT_CHECK(run(plain, device, ctx), "[gemm_lt] cuBLASLt found no algorithm for M=", args.M, " N=", args.N,
+             " K=", args.K);
+    const int64_t stride_m = args.A.trans ? 1 : args.A.ld, stride_k = args.A.trans ? args.A.ld : 1;
+    sum_rows_strided(args.bias_grad, args.out_dtype, args.A.data, args.in_dtype, args.M, args.K, stride_m, stride_k,
+                     args.stream);
+    return;
+  }
   if (run(args, device, ctx)) return;
   // No batched algorithm (e.g. for a broadcast operand with stride 0): one call per batch item.
   VT_CHECK(args.batch > 1, "[gemm_lt] cuBLASLt found no algorithm for ", dtype_name(args.in_dtype), "->",

@@ -16,6 +16,10 @@
 // GELU: cuBLASLt's GELU epilogue is the tanh approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), not the
 // exact erf GELU of nn::GELU / timm's default, so it is exposed as `bias_gelu_tanh`. The exact GELU needs the
 // separate kernel (kernels/cuda/elementwise.h) after a `bias` GEMM.
+//
+// Bias gradient: `bias_grad_a` also writes bias_grad [M] = Σ_k op(A)[m, k] (cuBLASLt's BGRADB: its B is our A),
+// which is db of a Linear layer when the GEMM is dW = gᵀ·x (A = g transposed). When cuBLASLt has no such kernel
+// for the dtypes/layouts, the plain GEMM runs and kernels/cuda/bias_grad.h sums the rows of op(A) instead.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +37,7 @@ enum class GemmEpilogue : uint8_t {
   none,            // D = alpha·AB + beta·C (also the dgrad/wgrad case)
   bias,            // D = alpha·AB + beta·C + bias
   bias_gelu_tanh,  // D = gelu_tanh(alpha·AB + beta·C + bias)
+  bias_grad_a,     // D = alpha·AB + beta·C, and bias_grad [M] = Σ_k op(A)[m, k] (batch 1, alpha 1)
 };
 
 struct GemmLtOperand {
@@ -54,6 +59,7 @@ struct GemmLtArgs {
   int64_t stride_c = 0;
   GemmEpilogue epilogue = GemmEpilogue::none;
   const void* bias = nullptr;  // [N] of out_dtype, shared by all batch items; needed by bias epilogues
+  void* bias_grad = nullptr;   // [M] of out_dtype, written by bias_grad_a
   cudaStream_t stream = nullptr;
 };
 

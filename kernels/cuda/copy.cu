@@ -193,4 +193,9 @@ void copy_device_to_device(int dst_device, void* dst, int src_device, const void
   }
 }
 
+void synchronize(int device) {
+  DeviceGuard guard(device);
+  VT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 }  // namespace vt::kernels::cuda

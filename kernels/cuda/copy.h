@@ -35,4 +35,7 @@ void copy_device_to_host(int device, void* dst, const void* src, size_t nbytes);
 /// Same or different devices (peer copy); ordered on the default streams.
 void copy_device_to_device(int dst_device, void* dst, int src_device, const void* src, size_t nbytes);
 
+/// Blocks the host until all work queued on `device` (every stream) has finished: benchmarks time with it.
+void synchronize(int device);
+
 }  // namespace vt::kernels::cuda

@@ -82,4 +82,10 @@ memory::CachingAllocator& cuda_allocator(int device) {
   return *e.allocator;
 }
 
+memory::CachingAllocatorStats memory_stats(int device) { return cuda_allocator(device).stats(); }
+
+void reset_peak_memory_stats(int device) { cuda_allocator(device).reset_peak_stats(); }
+
+void empty_cache(int device) { cuda_allocator(device).empty_cache(); }
+
 }  // namespace vt::kernels::cuda

@@ -31,4 +31,11 @@ inline cudaStream_t to_cuda_stream(memory::Stream stream) { return reinterpret_c
 /// after the CUDA runtime has been torn down at exit.
 memory::CachingAllocator& cuda_allocator(int device);
 
+/// The counters of `device`'s caching allocator: allocated/reserved bytes, their peaks, cache hits, segments.
+memory::CachingAllocatorStats memory_stats(int device);
+/// Restarts the peaks from the bytes allocated/reserved now (call before the region a benchmark measures).
+void reset_peak_memory_stats(int device);
+/// Returns `device`'s cached unused segments to the driver (waits for pending stream events first).
+void empty_cache(int device);
+
 }  // namespace vt::kernels::cuda

@@ -1,8 +1,9 @@
-// vitrain: the command line. `train` and `eval` read a YAML config (timm-style keys) with --set overrides.
-// Every error surfaces here as one line and a non-zero exit code.
+// vitrain: the command line. `train` and `eval` read a YAML config (timm-style keys) with --set overrides;
+// `bench` measures throughput on synthetic data. Every error surfaces here as one line and a non-zero exit code.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "cli/bench_command.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 
@@ -22,19 +23,29 @@ int main(int argc, char** argv) {
   CLI::App app{"vitrain: train and evaluate vision transformers (dense and MiTA attention)"};
   app.require_subcommand(1);
 
-  std::string config_path, weights;
+  std::string config_path, weights, device;
   std::vector<std::string> sets;
   auto* train = app.add_subcommand("train", "train a model from a YAML config, evaluating after each epoch");
   train->add_option("-c,--config", config_path, "YAML config file")->check(CLI::ExistingFile);
   train->add_option("--set", sets, "override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
+  train->add_option("--device", device, "cuda:0 | cpu | auto (overrides train.device)");
 
   auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split");
   eval->add_option("-c,--config", config_path, "YAML config file")->check(CLI::ExistingFile);
   eval->add_option("-w,--weights", weights, "weights (.safetensors)")->required();
   eval->add_option("--set", sets, "override a config key (repeatable)");
+  eval->add_option("--device", device, "cuda:0 | cpu | auto (overrides train.device)");
+
+  vt::cli::BenchCommand bench_cmd;
+  auto* bench = vt::cli::add_bench_command(app, bench_cmd);
 
   CLI11_PARSE(app, argc, argv);
   try {
+    if (*bench) {
+      vt::cli::run_bench_command(bench_cmd);
+      return 0;
+    }
+    if (!device.empty()) sets.push_back("train.device=" + device);  // last, so it wins over --set
     vt::io::Config cfg = load(config_path, sets);
     if (*train) {
       auto s = vt::engine::train(cfg);

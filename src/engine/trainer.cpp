@@ -13,9 +13,11 @@
 
 #include "autograd/node.h"
 #include "data/idx.h"
+#include "engine/device.h"
 #include "io/metrics.h"
 #include "io/safetensors.h"
 #include "models/registry.h"
+#include "nn/autocast.h"
 #include "ops/ops.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
@@ -76,7 +78,24 @@ std::string replace_segment(const std::string& name, const std::string& from, co
   return "";
 }
 
+// The weights as host tensors, so they can be written wherever the model lives.
+io::NamedTensors host_state_dict(const nn::Module& model) {
+  io::NamedTensors out;
+  for (const auto& [name, t] : model.state_dict()) out.emplace_back(name, t.detach().to(cpu()));
+  return out;
+}
+
+std::string describe_device(Device device, std::optional<DType> amp, const std::string& spec) {
+  if (device.is_cuda()) return device.str() + (amp ? " (bf16 autocast)" : " (f32)");
+  return "cpu (" + std::to_string(omp_get_max_threads()) + " threads)" + (spec == "auto" ? " (auto: no GPU)" : "");
+}
+
 }  // namespace
+
+std::optional<DType> amp_dtype(const io::Config& cfg) {
+  if (!cfg.train.amp) return std::nullopt;
+  return DType::bf16;  // config validation rejects every other train.amp_dtype
+}
 
 models::ViTConfig vit_config(const io::Config& cfg) {
   models::ViTConfig v = models::preset(cfg.model.name);
@@ -97,14 +116,20 @@ models::ViTConfig vit_config(const io::Config& cfg) {
   return v;
 }
 
-EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& batches) {
+EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& batches, Device device,
+                    std::optional<DType> amp) {
   NoGradGuard no_grad;
   EvalResult r;
   double loss_sum = 0;
   int64_t correct1 = 0, correct5 = 0;
   for (int64_t s = 0; s < batches.batches_per_epoch(); ++s) {
     data::Batch b = batches.get(0, s);
-    Tensor logits = model.forward(b.images);
+    Tensor logits;
+    {
+      nn::AutocastGuard autocast(amp);
+      logits = model.forward(b.images.to(device));
+    }
+    logits = logits.to(DType::f32).to(cpu());  // [B, classes]: small; the metrics below read it on the host
     const int64_t B = logits.size(0), C = logits.size(1);
     loss_sum += ops::cross_entropy(logits, b.labels).item() * static_cast<double>(B);
     auto top = ops::topk(logits, std::min<int64_t>(5, C), 1).second;  // [B, k]
@@ -136,10 +161,10 @@ TrainSummary train(const io::Config& cfg) {
     std::ofstream resolved(fs::path(cfg.train.output) / "config.yaml");
     resolved << io::to_yaml(cfg);
   }
-  if (cfg.train.device == "cuda")
-    VT_FAIL("[config] train.device=cuda: the CUDA training backend is not in this build yet; use cpu or auto");
-  log->info("device: cpu ({} threads){}", omp_get_max_threads(),
-            cfg.train.device == "auto" ? " (auto: no CUDA training backend yet)" : "");
+  const Device device = resolve_device(cfg.train.device);
+  const std::optional<DType> amp = amp_dtype(cfg);
+  summary.device = device.str();
+  log->info("device: {}", describe_device(device, amp, cfg.train.device));
 
   VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset,
            "' (known: fashion_mnist)");
@@ -150,9 +175,10 @@ TrainSummary train(const io::Config& cfg) {
   data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit), cfg.eval.batch_size,
                                   false, 0.0, kFashionMean, kFashionStd, 0);
 
-  models::VisionTransformer model(vit_config(cfg));
+  models::VisionTransformer model(vit_config(cfg));  // initialised on the host, so every device starts equal
   log->info("model {} ({} attention): {} parameters", cfg.model.name, cfg.model.attention.type,
             model.num_parameters());
+  model.to(device);  // parameters stay f32 (master weights)
   auto opt = make_optimizer(cfg, model);
   const int64_t steps_per_epoch = train_batches.batches_per_epoch(), total = steps_per_epoch * cfg.train.epochs;
   optim::LrSchedule sched(cfg.optim.lr, cfg.schedule.warmup_lr, cfg.schedule.min_lr,
@@ -167,40 +193,45 @@ TrainSummary train(const io::Config& cfg) {
   for (int64_t epoch = 0; epoch < cfg.train.epochs; ++epoch) {
     model.train();
     const auto t_epoch = Clock::now();
-    double loss_window = 0;
+    Tensor loss_window;  // sum of the window's losses, kept on the device: read only for a progress line
     int64_t window = 0, window_images = 0;
     auto t_window = Clock::now();
     for (int64_t s = 0; s < steps_per_epoch; ++s, ++step) {
       data::Batch b = train_batches.get(epoch, s);
+      const Tensor images = b.images.to(device), labels = b.labels.to(device);
       opt->lr = sched.lr_at(step);
-      Tensor loss = ops::cross_entropy(model.forward(b.images), b.labels, cfg.optim.smoothing);
-      const double loss_v = loss.item();
-      VT_CHECK(std::isfinite(loss_v), "[train] loss is ", loss_v, " at epoch ", epoch + 1, " step ", s,
-               ": stopping (lower optim.lr or enable optim.clip_grad)");
+      Tensor loss;
+      {
+        nn::AutocastGuard autocast(amp);  // forward and loss only; backward follows the recorded dtypes
+        loss = ops::cross_entropy(model.forward(images), labels, cfg.optim.smoothing);
+      }
       opt->zero_grad();
       loss.backward();
-      if (cfg.optim.clip_grad > 0) optim::clip_grad_norm(model.named_parameters(), cfg.optim.clip_grad);
+      if (cfg.optim.clip_grad > 0) opt->clip_grad_norm(cfg.optim.clip_grad);
       opt->step();
-      loss_window += loss_v;
+      loss_window = loss_window.defined() ? loss_window + loss.detach() : loss.detach();
       ++window;
-      window_images += b.images.size(0);
-      images_seen += b.images.size(0);
+      window_images += images.size(0);
+      images_seen += images.size(0);
       if ((s + 1) % cfg.train.log_interval == 0 || s + 1 == steps_per_epoch) {
+        const double loss_mean = loss_window.item() / static_cast<double>(window);  // the step's one host sync
+        VT_CHECK(std::isfinite(loss_mean), "[train] mean loss is ", loss_mean, " at epoch ", epoch + 1,
+                 " steps ", s + 2 - window, "..", s + 1, ": stopping (lower optim.lr or enable optim.clip_grad)");
         const double dt = seconds_since(t_window);
         const double ips = static_cast<double>(window_images) / dt;
         const double eta = static_cast<double>(total - step - 1) * static_cast<double>(cfg.train.batch_size) / ips;
-        log->info(io::progress_line(epoch + 1, cfg.train.epochs, s + 1, steps_per_epoch, loss_window / window,
-                                    opt->lr, ips, eta));
+        log->info(io::progress_line(epoch + 1, cfg.train.epochs, s + 1, steps_per_epoch, loss_mean, opt->lr, ips,
+                                    eta));
         metrics.log({{"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(step + 1)},
-                     {"train_loss", loss_window / window}, {"lr", opt->lr}, {"img_per_s", ips}});
-        loss_window = 0;
+                     {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips}});
+        loss_window = Tensor();
         window = window_images = 0;
         t_window = Clock::now();
       }
     }
     train_time += seconds_since(t_epoch);
     model.eval();
-    summary.test = evaluate(model, test_batches);
+    summary.test = evaluate(model, test_batches, device, amp);
     log->info("epoch {}/{}: test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images)", epoch + 1, cfg.train.epochs,
               summary.test.top1, summary.test.top5, summary.test.loss, summary.test.count);
     metrics.log({{"epoch", static_cast<double>(epoch + 1)}, {"test_top1", summary.test.top1},
@@ -209,7 +240,7 @@ TrainSummary train(const io::Config& cfg) {
   }
   summary.train_seconds = train_time;
   summary.train_img_per_s = static_cast<double>(images_seen) / train_time;
-  io::save_safetensors(summary.weights_path, model.state_dict(),
+  io::save_safetensors(summary.weights_path, host_state_dict(model),
                        {{"model", cfg.model.name}, {"attention", cfg.model.attention.type}});
   log->info("training: {:.1f} s, {:.0f} img/s; total {:.1f} s", train_time, summary.train_img_per_s,
             seconds_since(t_start));
@@ -249,6 +280,7 @@ WeightLoadReport load_weights_compatible(nn::Module& model, const io::NamedTenso
 
 EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_path) {
   set_threads(cfg.train.threads);
+  const Device device = resolve_device(cfg.train.device);
   models::VisionTransformer model(vit_config(cfg));
   const WeightLoadReport loaded = load_weights_compatible(model, io::load_safetensors(weights_path));
   auto joined = [](const std::vector<std::string>& v) {
@@ -262,12 +294,13 @@ EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_pa
   if (!loaded.ignored.empty())
     spdlog::warn("{}: ignoring {} tensor(s) that a {} attention model has no use for: {}", weights_path,
                  loaded.ignored.size(), cfg.model.attention.type, joined(loaded.ignored));
+  model.to(device);
   model.eval();
   VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset, "'");
   data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);
   data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit), cfg.eval.batch_size,
                                   false, 0.0, kFashionMean, kFashionStd, 0);
-  return evaluate(model, test_batches);
+  return evaluate(model, test_batches, device, amp_dtype(cfg));
 }
 
 }  // namespace vt::engine

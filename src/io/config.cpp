@@ -81,6 +81,8 @@ template <class V> void fields(TrainConfig& c, V& v) {
   v("batch_size", c.batch_size);
   v("seed", c.seed);
   v("device", c.device);
+  v("amp", c.amp);
+  v("amp_dtype", c.amp_dtype);
   v("threads", c.threads);
   v("output", c.output);
   v("log_interval", c.log_interval);
@@ -363,6 +365,10 @@ void TrainConfig::validate() const {
   require(epochs > 0, "train.epochs", "> 0", epochs);
   require(batch_size > 0, "train.batch_size", "> 0", batch_size);
   require(valid_device(device), "train.device", "auto, cpu, cuda or cuda:N", "'" + device + "'");
+  if (amp_dtype == "float16" || amp_dtype == "fp16" || amp_dtype == "f16" || amp_dtype == "half")
+    VT_FAIL("[config] train.amp_dtype '", amp_dtype, "' is not supported: only bfloat16 (float16 would need loss "
+            "scaling); set train.amp: false for f32");
+  require_one_of("train.amp_dtype", amp_dtype, {"bfloat16"});
   require(threads >= 0, "train.threads", ">= 0 (0: all cores)", threads);
   require(!output.empty(), "train.output", "non-empty", "''");
   require(log_interval > 0, "train.log_interval", "> 0", log_interval);

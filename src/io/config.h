@@ -75,7 +75,9 @@ struct TrainConfig {
   int epochs = 5;
   int batch_size = 128;
   int64_t seed = 42;
-  std::string device = "auto";  ///< "auto" (cuda if available, else cpu), "cpu", "cuda" or "cuda:N"
+  std::string device = "auto";  ///< "auto" (cuda:0 if a GPU is usable, else cpu), "cpu", "cuda" or "cuda:N"
+  bool amp = true;              ///< mixed precision on CUDA (timm's --amp); the CPU always computes in f32
+  std::string amp_dtype = "bfloat16";  ///< the autocast dtype; only bfloat16 (no loss scaling for float16)
   int threads = 0;              ///< CPU threads; 0: all cores
   std::string output = "runs/demo";
   int log_interval = 50;  ///< steps between progress lines

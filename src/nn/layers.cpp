@@ -1,5 +1,6 @@
 #include "nn/layers.h"
 
+#include "nn/autocast.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -11,14 +12,21 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen) {
   if (with_bias) bias = register_parameter("bias", Tensor::zeros({out}));
 }
 
-Tensor Linear::forward(const Tensor& x) const { return ops::linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x) const {
+  if (auto dt = autocast_dtype_for(x)) return ops::linear(cast_to(x, *dt), cast_to(weight, *dt), cast_to(bias, *dt));
+  return ops::linear(x, weight, bias);
+}
 
 LayerNorm::LayerNorm(int64_t dim, double eps_) : eps(eps_) {
   weight = register_parameter("weight", Tensor::ones({dim}));
   bias = register_parameter("bias", Tensor::zeros({dim}));
 }
 
-Tensor LayerNorm::forward(const Tensor& x) const { return ops::layer_norm(x, weight, bias, eps); }
+// Under autocast the statistics stay f32 (f32 weight and bias too); only the output is in the autocast dtype.
+Tensor LayerNorm::forward(const Tensor& x) const {
+  if (auto dt = autocast_dtype_for(x)) return ops::layer_norm(x, weight, bias, eps, *dt);
+  return ops::layer_norm(x, weight, bias, eps);
+}
 
 Conv2dPatch::Conv2dPatch(int64_t in_chans, int64_t out, int64_t patch, Generator& gen) {
   weight = register_parameter("weight", Tensor::empty({out, in_chans, patch, patch}));
@@ -27,7 +35,11 @@ Conv2dPatch::Conv2dPatch(int64_t in_chans, int64_t out, int64_t patch, Generator
   init::default_uniform(bias, in_chans * patch * patch, gen);
 }
 
-Tensor Conv2dPatch::forward(const Tensor& x) const { return ops::conv2d_patch(x, weight, bias); }
+Tensor Conv2dPatch::forward(const Tensor& x) const {
+  if (auto dt = autocast_dtype_for(x))
+    return ops::conv2d_patch(cast_to(x, *dt), cast_to(weight, *dt), cast_to(bias, *dt));
+  return ops::conv2d_patch(x, weight, bias);
+}
 
 PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch, int64_t in_chans, int64_t dim, Generator& gen)
     : img_size_(img_size), patch_(patch), in_chans_(in_chans) {

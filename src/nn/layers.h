@@ -1,4 +1,5 @@
-// Basic layers: Linear, LayerNorm, PatchEmbed, Mlp. Parameter names follow timm/PyTorch.
+// Basic layers: Linear, LayerNorm, PatchEmbed, Mlp. Parameter names follow timm/PyTorch. Linear, Conv2dPatch and
+// LayerNorm follow the autocast policy (nn/autocast.h) on CUDA inputs.
 #pragma once
 #include "core/rng.h"
 #include "nn/module.h"
@@ -9,13 +10,16 @@ namespace vt::nn {
 class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, bool bias, Generator& gen);
+  /// Under autocast (CUDA x): x, weight and bias cast to the autocast dtype, output in it.
   Tensor forward(const Tensor& x) const;
   Tensor weight, bias;
 };
 
+/// LayerNorm over the last dim with f32 weight [dim] and bias [dim].
 class LayerNorm : public Module {
  public:
   LayerNorm(int64_t dim, double eps);
+  /// Output in x's dtype, or in the autocast dtype under autocast (CUDA x); statistics are f32 either way.
   Tensor forward(const Tensor& x) const;
   Tensor weight, bias;
   double eps;
@@ -25,6 +29,7 @@ class LayerNorm : public Module {
 class Conv2dPatch : public Module {
  public:
   Conv2dPatch(int64_t in_chans, int64_t out, int64_t patch, Generator& gen);
+  /// Under autocast (CUDA x): x, weight and bias cast to the autocast dtype, output in it.
   Tensor forward(const Tensor& x) const;
   Tensor weight, bias;
 };

@@ -47,6 +47,18 @@ int64_t Module::num_parameters() const {
   return n;
 }
 
+void Module::to(Device device) {
+  for (auto& [name, t] : state_dict()) {
+    if (t.device() == device) continue;
+    Tensor moved = t.detach().to(device);  // contiguous copy on the device
+    TensorImpl& impl = t.impl();
+    impl.storage = moved.impl().storage;
+    impl.strides = moved.strides();
+    impl.offset = moved.offset();
+    impl.grad.reset();
+  }
+}
+
 void Module::train(bool on) {
   training_ = on;
   for (auto& [name, child] : children_) child->train(on);

@@ -25,6 +25,9 @@ class Module {
   /// naming the tensor (unexpected entries are ignored when !strict).
   void load_state_dict(const NamedTensors& state, bool strict = true);
   int64_t num_parameters() const;
+  /// Moves every parameter and buffer to `device` in place (dtypes unchanged, gradients dropped): the Tensor
+  /// handles held by layers keep working. Call it before building an optimizer over the parameters.
+  void to(Device device);
 
   void train(bool on = true);
   void eval() { train(false); }

@@ -1,12 +1,20 @@
 // Front-ends of the patch-embedding conv, the depth-wise 3×3 conv and adaptive average pooling, with their
 // backward nodes. The patch conv is im2col (patches never overlap) followed by GEMMs against the flattened weight.
+// On CUDA the im2col is one strided device copy of a view of x, and the GEMMs are those of a Linear layer on the
+// patches (ops/matmul.h: bias epilogue forward, fused bias gradient backward).
 #include "ops/conv.h"
 
 #include "autograd/node.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
+#include "ops/matmul.h"
 #include "ops/reduce.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/conv.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::ops {
 
@@ -16,12 +24,26 @@ const void* advance(const void* p, int64_t elems, DType dtype) {
   return static_cast<const char*>(p) + elems * static_cast<int64_t>(dtype_size(dtype));
 }
 
+// x [B, C, Gh·p, Gw·p] (any strides) seen as [B, Gh, Gw, C, p, p]: contiguous, this is the im2col matrix
+// [B·G, C·p·p] whose row (b, gy, gx) and column (c, ky, kx) match the flattened weight [D, C, p, p].
+Tensor patch_view(const Tensor& x, int64_t p) {
+  const auto& s = x.strides();
+  const int64_t Gh = x.size(2) / p, Gw = x.size(3) / p;
+  return make_view(x, {x.size(0), Gh, Gw, x.size(1), p, p}, {s[0], s[2] * p, s[3] * p, s[1], s[2], s[3]}, x.offset());
+}
+
+void check_cuda_float(const Tensor& x, const char* op) {
+  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16, "[", op, "] CUDA needs f32 or bf16, got ",
+           x.describe());
+}
+
 struct Conv2dPatchBackward : Node {
   Tensor cols;    // [B·G, K] patches of the input
   Tensor weight;  // [D, K] contiguous
   int64_t B, C, Gh, Gw, p;
   const char* name() const override { return "Conv2dPatchBackward"; }
   std::vector<Tensor> backward(const Tensor& g_in) override {
+    if (g_in.device().is_cuda()) return backward_cuda(g_in);
     const DType dt = g_in.dtype();
     const int64_t D = weight.size(0), K = weight.size(1), G = Gh * Gw;
     Tensor g = g_in.contiguous();  // [B, D, G]
@@ -47,6 +69,19 @@ struct Conv2dPatchBackward : Node {
     if (needs_grad(2)) gb = sum(g, {0, 2, 3});
     return {gx, gw, gb};
   }
+  // The Linear backward on the patches: g [B, D, Gh, Gw] → rows [B·G, D]; dcols goes back through patch_view.
+  std::vector<Tensor> backward_cuda(const Tensor& g_in) {
+    const int64_t D = weight.size(0), C_ = C, G = Gh * Gw;
+    Tensor g2 = g_in.permute({0, 2, 3, 1}).contiguous().reshape({B * G, D});
+    Tensor dcols, gx, gw, gb;
+    detail::linear_2d_backward_cuda(g2, cols, weight, needs_grad(0), needs_grad(1), needs_grad(2), dcols, gw, gb);
+    if (dcols.defined()) {
+      gx = Tensor::empty({B, C_, Gh * p, Gw * p}, weight.dtype(), g_in.device());
+      patch_view(gx, p).copy_(dcols.reshape({B, Gh, Gw, C_, p, p}));
+    }
+    if (gw.defined()) gw = gw.reshape({D, C_, p, p});
+    return {gx, gw, gb};
+  }
   void release() override { cols = weight = Tensor(); }
 };
 
@@ -54,15 +89,27 @@ struct DepthwiseConv3x3Backward : Node {
   Tensor x, weight;  // contiguous
   const char* name() const override { return "DepthwiseConv3x3Backward"; }
   std::vector<Tensor> backward(const Tensor& g_in) override {
-    const DType dt = g_in.dtype();
-    Tensor g = g_in.contiguous();
-    Tensor gx = needs_grad(0) ? Tensor::empty(x.shape(), dt) : Tensor();
-    Tensor gw = needs_grad(1) ? Tensor::empty(weight.shape(), dt) : Tensor();
-    Tensor gb = needs_grad(2) ? Tensor::empty({x.size(1)}, dt) : Tensor();
-    kernels::cpu::depthwise3x3_backward(dt, gx.defined() ? gx.raw_data() : nullptr,
-                                        gw.defined() ? gw.raw_data() : nullptr, gb.defined() ? gb.raw_data() : nullptr,
-                                        g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0), x.size(1), x.size(2),
-                                        x.size(3));
+    const Device dev = x.device();
+    const DType dt = dev.is_cuda() ? x.dtype() : g_in.dtype();
+    Tensor g = (g_in.dtype() == dt ? g_in : g_in.to(dt)).contiguous();
+    Tensor gx = needs_grad(0) ? Tensor::empty(x.shape(), dt, dev) : Tensor();
+    Tensor gw = needs_grad(1) ? Tensor::empty(weight.shape(), dt, dev) : Tensor();
+    Tensor gb = needs_grad(2) ? Tensor::empty({x.size(1)}, dt, dev) : Tensor();
+    void* dx = gx.defined() ? gx.raw_data() : nullptr;
+    void* dw = gw.defined() ? gw.raw_data() : nullptr;
+    void* db = gb.defined() ? gb.raw_data() : nullptr;
+    if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+      kernels::cuda::DeviceGuard guard(dev.index);
+      kernels::cuda::depthwise3x3_backward(dt, dx, dw, db, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
+                                           x.size(1), x.size(2), x.size(3), kernels::cuda::current_stream());
+#else
+      fail_without_cuda("depthwise_conv3x3", dev);
+#endif
+    } else {
+      kernels::cpu::depthwise3x3_backward(dt, dx, dw, db, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
+                                          x.size(1), x.size(2), x.size(3));
+    }
     return {gx, gw, gb};
   }
   void release() override { x = weight = Tensor(); }
@@ -70,13 +117,25 @@ struct DepthwiseConv3x3Backward : Node {
 
 struct AdaptiveAvgPoolBackward : Node {
   Shape input_shape;
+  DType dtype;           // the input's (gradients have it)
   int64_t H, W, oh, ow;  // 1-D pooling uses H = oh = 1
   const char* name() const override { return "AdaptiveAvgPoolBackward"; }
   std::vector<Tensor> backward(const Tensor& g_in) override {
-    Tensor g = g_in.contiguous();
-    Tensor gx = Tensor::empty(input_shape, g.dtype());
-    kernels::cpu::adaptive_avg_pool2d_backward(g.dtype(), gx.raw_data(), g.raw_data(), gx.numel() / (H * W), H, W, oh,
-                                               ow);
+    Tensor g = (g_in.dtype() == dtype ? g_in : g_in.to(dtype)).contiguous();
+    const Device dev = g.device();
+    Tensor gx = Tensor::empty(input_shape, g.dtype(), dev);
+    if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+      kernels::cuda::DeviceGuard guard(dev.index);
+      kernels::cuda::adaptive_avg_pool2d_backward(g.dtype(), gx.raw_data(), g.raw_data(), gx.numel() / (H * W), H, W,
+                                                  oh, ow, kernels::cuda::current_stream());
+#else
+      fail_without_cuda("adaptive_avg_pool", dev);
+#endif
+    } else {
+      kernels::cpu::adaptive_avg_pool2d_backward(g.dtype(), gx.raw_data(), g.raw_data(), gx.numel() / (H * W), H, W,
+                                                 oh, ow);
+    }
     return {gx};
   }
 };
@@ -89,17 +148,31 @@ void check_bias(const Tensor& bias, int64_t n, const Tensor& x, const char* op) 
 }
 
 Tensor pool_impl(const Tensor& x, int64_t H, int64_t W, int64_t oh, int64_t ow, Shape out_shape, const char* op) {
-  require_cpu(op, {&x});
+  const Device dev = common_device(op, {&x});
   VT_CHECK(H >= 1 && W >= 1, "[", op, "] cannot pool the empty input ", x.describe());
   VT_CHECK(oh >= 1 && ow >= 1, "[", op, "] output size must be positive, got ", oh, "x", ow);
-  VT_CHECK(is_floating(x.dtype()) && x.dtype() != DType::bf16, "[", op, "] needs f32 or f64, got ", x.describe());
+  if (dev.is_cuda())
+    check_cuda_float(x, op);
+  else
+    VT_CHECK(is_floating(x.dtype()) && x.dtype() != DType::bf16, "[", op, "] needs f32 or f64, got ", x.describe());
   Tensor xc = x.detach().contiguous();
-  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  kernels::cpu::adaptive_avg_pool2d_forward(x.dtype(), out.raw_data(), xc.raw_data(), x.numel() / (H * W), H, W, oh,
-                                            ow);
+  Tensor out = Tensor::empty(out_shape, x.dtype(), dev);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::adaptive_avg_pool2d_forward(x.dtype(), out.raw_data(), xc.raw_data(), x.numel() / (H * W), H, W,
+                                               oh, ow, kernels::cuda::current_stream());
+#else
+    fail_without_cuda(op, dev);
+#endif
+  } else {
+    kernels::cpu::adaptive_avg_pool2d_forward(x.dtype(), out.raw_data(), xc.raw_data(), x.numel() / (H * W), H, W, oh,
+                                              ow);
+  }
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<AdaptiveAvgPoolBackward>();
     node->input_shape = x.shape();
+    node->dtype = x.dtype();
     node->H = H;
     node->W = W;
     node->oh = oh;
@@ -112,7 +185,7 @@ Tensor pool_impl(const Tensor& x, int64_t H, int64_t W, int64_t oh, int64_t ow, 
 }  // namespace
 
 Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  require_cpu("conv2d_patch", {&x, &weight, &bias});
+  const Device dev = common_device("conv2d_patch", {&x, &weight, &bias});
   VT_CHECK(x.dim() == 4, "[conv2d_patch] input must be [B, C, H, W], got ", x.describe());
   VT_CHECK(weight.dim() == 4 && weight.size(2) == weight.size(3) && weight.size(2) >= 1,
            "[conv2d_patch] weight must be [D, C, p, p], got ", weight.describe());
@@ -126,6 +199,23 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
            " patches");
   check_bias(bias, D, x, "conv2d_patch");
   const int64_t Gh = H / p, Gw = W / p, G = Gh * Gw, K = C * p * p;
+
+  if (dev.is_cuda()) {
+    check_cuda_float(x, "conv2d_patch");
+    Tensor cols = Tensor::empty({B * G, K}, x.dtype(), dev);
+    if (cols.numel() > 0) cols.reshape({B, Gh, Gw, C, p, p}).copy_(patch_view(x.detach(), p));
+    Tensor w = weight.detach().contiguous().reshape({D, K});
+    Tensor rows = detail::linear_2d_cuda(cols, w, bias.defined() ? bias.detach() : Tensor());  // [B·G, D]
+    Tensor out = rows.reshape({B, Gh, Gw, D}).permute({0, 3, 1, 2}).contiguous();
+    if (any_requires_grad({&x, &weight, &bias})) {
+      auto node = std::make_shared<Conv2dPatchBackward>();
+      if (weight.requires_grad()) node->cols = cols;
+      node->weight = w;
+      node->B = B, node->C = C, node->Gh = Gh, node->Gw = Gw, node->p = p;
+      attach_node(out, node, {&x, &weight, &bias});
+    }
+    return out;
+  }
 
   Tensor xc = x.detach().contiguous();
   Tensor cols = Tensor::empty({B * G, K}, x.dtype(), x.device());
@@ -155,7 +245,7 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  require_cpu("depthwise_conv3x3", {&x, &weight, &bias});
+  const Device dev = common_device("depthwise_conv3x3", {&x, &weight, &bias});
   VT_CHECK(x.dim() == 4, "[depthwise_conv3x3] input must be [B, C, H, W], got ", x.describe());
   const int64_t C = x.size(1);
   VT_CHECK(weight.shape() == Shape({C, 1, 3, 3}), "[depthwise_conv3x3] weight ", weight.describe(), " should be [", C,
@@ -166,9 +256,21 @@ Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bi
   Tensor xc = x.detach().contiguous();
   Tensor wc = weight.detach().contiguous();
   Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  kernels::cpu::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(),
-                                     bc.defined() ? bc.raw_data() : nullptr, x.size(0), C, x.size(2), x.size(3));
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
+  const void* bp = bc.defined() ? bc.raw_data() : nullptr;
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    check_cuda_float(x, "depthwise_conv3x3");
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
+                                        x.size(2), x.size(3), kernels::cuda::current_stream());
+#else
+    fail_without_cuda("depthwise_conv3x3", dev);
+#endif
+  } else {
+    kernels::cpu::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
+                                       x.size(2), x.size(3));
+  }
   if (any_requires_grad({&x, &weight, &bias})) {
     auto node = std::make_shared<DepthwiseConv3x3Backward>();
     node->x = xc;

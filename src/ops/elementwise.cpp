@@ -1,9 +1,15 @@
-// Front-ends of the element-wise ops: broadcast, allocate, run the CPU kernel, record the backward node.
+// Front-ends of the element-wise ops: broadcast, promote (bf16 ⊕ f32 → f32), allocate, run the CPU or CUDA
+// kernel, record the backward node.
 #include "ops/elementwise.h"
 
 #include "autograd/node.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/reduce.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::ops {
 
@@ -22,30 +28,61 @@ const char* binary_name(BinaryOp op) {
   return "?";
 }
 
-void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
-  VT_CHECK(a.dtype() == b.dtype(), "[", op, "] dtypes differ: ", a.describe(), " and ", b.describe());
-  VT_CHECK(a.device() == b.device(), "[", op, "] devices differ: ", a.device().str(), " and ", b.device().str());
+// The dtype of a binary op's result: the common dtype, or f32 for bf16 ⊕ f32 (as PyTorch). Other pairs fail.
+DType result_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.dtype() == b.dtype()) return a.dtype();
+  const bool promotes = (a.dtype() == DType::bf16 && b.dtype() == DType::f32) ||
+                        (a.dtype() == DType::f32 && b.dtype() == DType::bf16);
+  VT_CHECK(promotes, "[", op, "] dtypes differ: ", a.describe(), " and ", b.describe(),
+           " (only bf16 and f32 mix, giving f32)");
+  return DType::f32;
+}
+
+Tensor as_dtype(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : t.to(dtype); }
+
+// out (contiguous, out's shape) = a op b with a and b broadcast to it; out may be a itself (in-place add).
+void run_binary(BinaryOp op, const char* name, const Tensor& out, const Tensor& a, const Tensor& b) {
+  Device dev = common_device(name, {&out, &a, &b});
+  if (dev.is_cuda()) {
+    Tensor ea = a.detach().expand(out.shape()), eb = b.detach().expand(out.shape());
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::binary_forward(op, out.dtype(), out.raw_data(), ea.dtype(), ea.raw_data(), ea.strides(),
+                                  eb.dtype(), eb.raw_data(), eb.strides(), out.shape(),
+                                  kernels::cuda::current_stream());
+#else
+    fail_without_cuda(name, dev);
+#endif
+  } else {
+    // The CPU kernels take one dtype: a bf16 operand of a promoted op is converted to f32 first.
+    Tensor ea = as_dtype(a.detach(), out.dtype()).expand(out.shape());
+    Tensor eb = as_dtype(b.detach(), out.dtype()).expand(out.shape());
+    kernels::cpu::binary_forward(op, out.dtype(), out.raw_data(), ea.raw_data(), ea.strides(), eb.raw_data(),
+                                 eb.strides(), out.shape());
+  }
 }
 
 Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
-  require_cpu(name, {&a, &b});
-  check_same_dtype(name, a, b);
+  Device dev = common_device(name, {&a, &b});
+  DType dtype = result_dtype(name, a, b);
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  Tensor ea = a.detach().expand(shape), eb = b.detach().expand(shape);
-  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-  kernels::cpu::binary_forward(op, a.dtype(), out.raw_data(), ea.raw_data(), ea.strides(), eb.raw_data(),
-                               eb.strides(), shape);
+  Tensor out = Tensor::empty(shape, dtype, dev);
+  run_binary(op, name, out, a, b);
   return out;
 }
 
 struct BinaryBackward : Node {
   BinaryOp op;
-  Tensor a, b;  // saved only for mul/div
+  Tensor a, b;  // saved only for mul/div, in their own dtypes
   Shape a_shape, b_shape;
+  DType a_dtype, b_dtype;
   const char* name() const override { return "BinaryBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor ga, gb;
+    // A promoted op (bf16 ⊕ f32) differentiates in f32: g is f32; saved operands are widened here.
+    const Tensor av = a.defined() ? as_dtype(a, g.dtype()) : Tensor();
+    const Tensor bv = b.defined() ? as_dtype(b, g.dtype()) : Tensor();
     switch (op) {
       case BinaryOp::add:
         if (needs_grad(0)) ga = g;
@@ -56,16 +93,16 @@ struct BinaryBackward : Node {
         if (needs_grad(1)) gb = neg(g);
         break;
       case BinaryOp::mul:
-        if (needs_grad(0)) ga = mul(g, b);
-        if (needs_grad(1)) gb = mul(g, a);
+        if (needs_grad(0)) ga = mul(g, bv);
+        if (needs_grad(1)) gb = mul(g, av);
         break;
       case BinaryOp::div:
-        if (needs_grad(0)) ga = div(g, b);
-        if (needs_grad(1)) gb = neg(div(mul(g, a), mul(b, b)));
+        if (needs_grad(0)) ga = div(g, bv);
+        if (needs_grad(1)) gb = neg(div(mul(g, av), mul(bv, bv)));
         break;
     }
-    if (ga.defined()) ga = sum_to(ga, a_shape);
-    if (gb.defined()) gb = sum_to(gb, b_shape);
+    if (ga.defined()) ga = as_dtype(sum_to(ga, a_shape), a_dtype);
+    if (gb.defined()) gb = as_dtype(sum_to(gb, b_shape), b_dtype);
     return {ga, gb};
   }
   void release() override { a = b = Tensor(); }
@@ -78,6 +115,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     node->op = op;
     node->a_shape = a.shape();
     node->b_shape = b.shape();
+    node->a_dtype = a.dtype();
+    node->b_dtype = b.dtype();
     if (op == BinaryOp::mul || op == BinaryOp::div) {
       node->a = a.detach();
       node->b = b.detach();
@@ -105,11 +144,26 @@ struct ScalarBackward : Node {
   void release() override { a = Tensor(); }
 };
 
+// out = x op s (or s op x), n contiguous elements; out may be x itself (in-place mul).
+void run_scalar(BinaryOp op, const char* name, const Tensor& out, const Tensor& x, double s, bool scalar_left) {
+  Device dev = common_device(name, {&out, &x});
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::binary_scalar(op, x.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, x.numel(),
+                                 kernels::cuda::current_stream());
+#else
+    fail_without_cuda(name, dev);
+#endif
+  } else {
+    kernels::cpu::binary_scalar(op, x.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, x.numel());
+  }
+}
+
 Tensor scalar_op(BinaryOp op, const Tensor& a, double s, bool scalar_left) {
-  require_cpu(binary_name(op), {&a});
   Tensor x = a.contiguous();
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-  kernels::cpu::binary_scalar(op, a.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, a.numel());
+  run_scalar(op, binary_name(op), out, x, s, scalar_left);
   if (any_requires_grad({&a})) {
     auto node = std::make_shared<ScalarBackward>();
     node->op = op;
@@ -128,8 +182,20 @@ struct UnaryBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor gc = g.contiguous();
     Tensor dx = Tensor::empty(gc.shape(), gc.dtype(), gc.device());
-    kernels::cpu::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), x.defined() ? x.raw_data() : nullptr,
-                                 y.defined() ? y.raw_data() : nullptr, gc.numel());
+    const void* px = x.defined() ? x.raw_data() : nullptr;
+    const void* py = y.defined() ? y.raw_data() : nullptr;
+    Device dev = common_device("unary_backward", {&gc, &x, &y});
+    if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+      kernels::cuda::DeviceGuard guard(dev.index);
+      kernels::cuda::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), px, py, gc.numel(),
+                                    kernels::cuda::current_stream());
+#else
+      fail_without_cuda("unary_backward", dev);
+#endif
+    } else {
+      kernels::cpu::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), px, py, gc.numel());
+    }
     return {dx};
   }
   void release() override { x = y = Tensor(); }
@@ -156,10 +222,21 @@ const char* unary_name(UnaryOp op) {
 }
 
 Tensor unary(UnaryOp op, const Tensor& in) {
-  require_cpu(unary_name(op), {&in});
+  const char* name = unary_name(op);
+  Device dev = common_device(name, {&in});
   Tensor x = in.contiguous();
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  kernels::cpu::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel());
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel(),
+                                 kernels::cuda::current_stream());
+#else
+    fail_without_cuda(name, dev);
+#endif
+  } else {
+    kernels::cpu::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel());
+  }
   if (any_requires_grad({&in})) {
     auto node = std::make_shared<UnaryBackward>();
     node->op = op;
@@ -193,18 +270,16 @@ Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
 Tensor square(const Tensor& x) { return unary(UnaryOp::square, x); }
 
 void add_(const Tensor& a, const Tensor& b) {
-  require_cpu("add_", {&a, &b});
-  check_same_dtype("add_", a, b);
+  common_device("add_", {&a, &b});
+  VT_CHECK(result_dtype("add_", a, b) == a.dtype(), "[add_] cannot add ", b.describe(), " into ", a.describe(),
+           " in place (the result would be f32)");
   VT_CHECK(a.is_contiguous(), "[add_] destination must be contiguous, got ", a.describe());
-  Tensor eb = b.detach().expand(a.shape());
-  kernels::cpu::binary_forward(BinaryOp::add, a.dtype(), a.raw_data(), a.raw_data(), a.strides(), eb.raw_data(),
-                               eb.strides(), a.shape());
+  run_binary(BinaryOp::add, "add_", a, a, b);
 }
 
 void mul_(const Tensor& a, double s) {
-  require_cpu("mul_", {&a});
   VT_CHECK(a.is_contiguous(), "[mul_] destination must be contiguous, got ", a.describe());
-  kernels::cpu::binary_scalar(BinaryOp::mul, a.dtype(), a.raw_data(), a.raw_data(), s, false, a.numel());
+  run_scalar(BinaryOp::mul, "mul_", a, a, s, false);
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {

@@ -1,19 +1,24 @@
-// Element-wise ops with NumPy broadcasting (binary) and their gradients.
+// Element-wise ops with NumPy broadcasting (binary) and their gradients, on the CPU (f32/f64) and CUDA (f32, bf16
+// with f32 math, f64). Binary ops promote bf16 ⊕ f32 to an f32 result (other mixed dtypes are an error); their
+// backward returns each input's gradient in that input's dtype.
 #pragma once
 #include "tensor/tensor.h"
 
 namespace vt::ops {
 
+/// a op b with broadcasting; bf16 ⊕ f32 gives f32.
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
+/// a + s, a · s, s − a, s / a (s rounded to a's math type, as on the CPU); result in a's dtype.
 Tensor add(const Tensor& a, double s);
 Tensor mul(const Tensor& a, double s);
 Tensor sub(double s, const Tensor& a);
 Tensor div(double s, const Tensor& a);
 Tensor neg(const Tensor& a);
 
+/// Unary maps; bf16 inputs compute in f32 and round the result to bf16.
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
@@ -24,7 +29,7 @@ Tensor gelu(const Tensor& x);  // exact (erf) GELU, as nn.GELU()
 Tensor silu(const Tensor& x);
 Tensor square(const Tensor& x);
 
-/// In place, no autograd: a += b (b broadcast to a's shape). a must be contiguous.
+/// In place, no autograd: a += b (b broadcast to a's shape; b may be bf16 when a is f32). a must be contiguous.
 void add_(const Tensor& a, const Tensor& b);
 /// In place, no autograd: a *= s.
 void mul_(const Tensor& a, double s);

@@ -1,11 +1,17 @@
 // Front-ends of concat / split / index_select / gather / scatter_add / topk and their backward nodes.
-// Index tensors are i64 and range-checked here, so the kernels can trust them.
+// Index tensors are i64 and range-checked here, so the kernels can trust them; CUDA index tensors are not (that
+// would synchronize the host): the CUDA kernels read 0 for / skip an out-of-range index (kernels/cuda/index.h).
 #include "ops/index.h"
 
 #include <numeric>
 
 #include "autograd/node.h"
 #include "kernels/cpu/index.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/index.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::ops {
 
@@ -16,6 +22,7 @@ Tensor checked_index(const Tensor& index, int64_t dim, int64_t bound, const char
   VT_CHECK(index.defined() && index.dtype() == DType::i64, "[", op, "] index must be i64, got ",
            index.defined() ? index.describe() : std::string("an undefined tensor"));
   Tensor ic = index.contiguous();
+  if (ic.device().is_cuda()) return ic;
   const int64_t* p = ic.data<int64_t>();
   for (int64_t i = 0; i < ic.numel(); ++i)
     VT_CHECK(p[i] >= 0 && p[i] < bound, "[", op, "] index ", p[i], " is out of range for dim ", dim, " of size ",
@@ -30,9 +37,44 @@ void outer_inner(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
   for (int64_t i = dim + 1; i < static_cast<int64_t>(s.size()); ++i) inner *= s[i];
 }
 
+#ifdef VT_WITH_CUDA
+void check_cuda_float(const Tensor& x, const char* op) {
+  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16, "[", op, "] CUDA needs f32 or bf16, got ",
+           x.describe());
+}
+
+// The f32 accumulator `acc` as a tensor of `dtype` (itself when that is f32).
+Tensor from_f32(const Tensor& acc, DType dtype) { return dtype == DType::f32 ? acc : acc.to(dtype); }
+
+// acc (f32, contiguous) += src scattered along dim at index (contiguous), on the device.
+void scatter_add_cuda(const Tensor& acc, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_cuda_float(src, "scatter_add");
+  kernels::cuda::DeviceGuard guard(acc.device().index);
+  kernels::cuda::scatter_add_strided(acc.data<float>(), acc.strides(), acc.size(dim), src.raw_data(), src.dtype(),
+                                     src.strides(), index.data<int64_t>(), index.shape(), dim,
+                                     kernels::cuda::current_stream());
+}
+
+// out (contiguous, index's shape) = x gathered along dim at index (contiguous), on the device.
+void gather_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
+  kernels::cuda::DeviceGuard guard(x.device().index);
+  kernels::cuda::gather_strided(x.dtype(), out.raw_data(), x.raw_data(), x.strides(), x.size(dim),
+                                index.data<int64_t>(), index.shape(), dim, kernels::cuda::current_stream());
+}
+#endif
+
 // A zero tensor of `shape` with src scattered-added into it along dim at `index` (contiguous, src's extent ≥ it).
 Tensor zeros_scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
-  require_cpu("scatter_add", {&index, &src});
+  const Device dev = common_device("scatter_add", {&index, &src});
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    Tensor acc = Tensor::zeros(shape, DType::f32, dev);
+    scatter_add_cuda(acc, dim, index, src);
+    return from_f32(acc, src.dtype());
+#else
+    fail_without_cuda("scatter_add", dev);
+#endif
+  }
   Tensor out = Tensor::zeros(shape, src.dtype(), src.device());
   kernels::cpu::scatter_add_strided(src.dtype(), out.raw_data(), out.strides(), src.raw_data(), src.strides(),
                                     index.data<int64_t>(), index.shape(), dim);
@@ -61,9 +103,21 @@ struct IndexSelectBackward : Node {
   const char* name() const override { return "IndexSelectBackward"; }
   std::vector<Tensor> backward(const Tensor& g_in) override {
     Tensor g = g_in.contiguous();
-    Tensor gx = Tensor::zeros(input_shape, g.dtype());
     int64_t outer, inner;
     outer_inner(input_shape, dim, outer, inner);
+    if (g.device().is_cuda()) {
+#ifdef VT_WITH_CUDA
+      check_cuda_float(g, "index_select");
+      Tensor acc = Tensor::zeros(input_shape, DType::f32, g.device());
+      kernels::cuda::DeviceGuard guard(g.device().index);
+      kernels::cuda::index_add_rows(acc.data<float>(), g.raw_data(), g.dtype(), index.data<int64_t>(), outer,
+                                    input_shape[dim], index.numel(), inner, kernels::cuda::current_stream());
+      return {from_f32(acc, g.dtype())};
+#else
+      fail_without_cuda("index_select", g.device());
+#endif
+    }
+    Tensor gx = Tensor::zeros(input_shape, g.dtype());
     kernels::cpu::index_add_rows(g.dtype(), gx.raw_data(), g.raw_data(), index.data<int64_t>(), outer,
                                  input_shape[dim], index.numel(), inner);
     return {gx};
@@ -89,13 +143,21 @@ struct ScatterAddBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor gsrc;
     if (needs_grad(1)) {
-      Tensor picked = Tensor::empty(index.shape(), g.dtype());
-      kernels::cpu::gather_strided(g.dtype(), picked.raw_data(), g.raw_data(), g.strides(), index.data<int64_t>(),
-                                   index.shape(), dim);
+      Tensor picked = Tensor::empty(index.shape(), g.dtype(), g.device());
+      if (g.device().is_cuda()) {
+#ifdef VT_WITH_CUDA
+        gather_cuda(picked, g, dim, index);
+#else
+        fail_without_cuda("scatter_add", g.device());
+#endif
+      } else {
+        kernels::cpu::gather_strided(g.dtype(), picked.raw_data(), g.raw_data(), g.strides(), index.data<int64_t>(),
+                                     index.shape(), dim);
+      }
       gsrc = picked;
       if (index.shape() != src_shape) {
         // src elements outside the index's extent never reach the output: their gradient is zero.
-        gsrc = Tensor::zeros(src_shape, g.dtype());
+        gsrc = Tensor::zeros(src_shape, g.dtype(), g.device());
         Tensor region = gsrc;
         for (int64_t d = 0; d < index.dim(); ++d) region = region.slice(d, 0, index.size(d));
         region.copy_(picked);
@@ -109,10 +171,10 @@ struct ScatterAddBackward : Node {
 }  // namespace
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
-  for (const Tensor& x : xs) require_cpu("concat", {&x});
   VT_CHECK(!xs.empty(), "[concat] needs at least one tensor");
   for (const Tensor& x : xs) VT_CHECK(x.defined(), "[concat] got an undefined tensor");
   const Tensor& first = xs[0];
+  for (const Tensor& x : xs) common_device("concat", {&first, &x});
   VT_CHECK(first.dim() >= 1, "[concat] cannot concatenate 0-d tensors");
   dim = wrap_dim(dim, first.dim(), "concat");
   Shape out_shape = first.shape();
@@ -168,7 +230,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  require_cpu("index_select", {&x, &index});
+  const Device dev = common_device("index_select", {&x, &index});
   VT_CHECK(x.dim() >= 1, "[index_select] cannot index a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "index_select");
   VT_CHECK(index.defined() && index.dim() == 1, "[index_select] index must be 1-D, got ",
@@ -179,9 +241,19 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   int64_t outer, inner;
   outer_inner(x.shape(), dim, outer, inner);
   Tensor xc = x.detach().contiguous();
-  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  kernels::cpu::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer, x.size(dim),
-                                  ic.numel(), inner);
+  Tensor out = Tensor::empty(out_shape, x.dtype(), dev);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer,
+                                     x.size(dim), ic.numel(), inner, kernels::cuda::current_stream());
+#else
+    fail_without_cuda("index_select", dev);
+#endif
+  } else {
+    kernels::cpu::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer, x.size(dim),
+                                    ic.numel(), inner);
+  }
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<IndexSelectBackward>();
     node->input_shape = x.shape();
@@ -193,7 +265,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  require_cpu("gather", {&x, &index});
+  const Device dev = common_device("gather", {&x, &index});
   VT_CHECK(x.dim() >= 1, "[gather] cannot index a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "gather");
   VT_CHECK(index.defined() && index.dim() == x.dim(), "[gather] index must have the rank of input ", x.describe(),
@@ -203,9 +275,17 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
              x.describe(), " in dim ", d);
   Tensor ic = checked_index(index, dim, x.size(dim), "gather");
   Tensor xd = x.detach();
-  Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
-  kernels::cpu::gather_strided(x.dtype(), out.raw_data(), xd.raw_data(), xd.strides(), ic.data<int64_t>(), ic.shape(),
-                               dim);
+  Tensor out = Tensor::empty(index.shape(), x.dtype(), dev);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    gather_cuda(out, xd, dim, ic);
+#else
+    fail_without_cuda("gather", dev);
+#endif
+  } else {
+    kernels::cpu::gather_strided(x.dtype(), out.raw_data(), xd.raw_data(), xd.strides(), ic.data<int64_t>(),
+                                 ic.shape(), dim);
+  }
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<GatherBackward>();
     node->input_shape = x.shape();
@@ -217,7 +297,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {
-  require_cpu("scatter_add", {&base, &index, &src});
+  const Device dev = common_device("scatter_add", {&base, &index, &src});
   VT_CHECK(base.dim() >= 1, "[scatter_add] cannot index a 0-d tensor");
   dim = wrap_dim(dim, base.dim(), "scatter_add");
   VT_CHECK(base.dtype() == src.dtype(), "[scatter_add] base ", base.describe(), " and src ", src.describe(),
@@ -233,11 +313,21 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
              " is larger than base ", base.describe(), " in dim ", d);
   }
   Tensor ic = checked_index(index, dim, base.size(dim), "scatter_add");
-  Tensor out = Tensor::empty(base.shape(), base.dtype(), base.device());
+  Tensor out = Tensor::empty(base.shape(), dev.is_cuda() ? DType::f32 : base.dtype(), dev);  // CUDA: f32 sums
   out.copy_(base.detach());
   Tensor sd = src.detach();
-  kernels::cpu::scatter_add_strided(out.dtype(), out.raw_data(), out.strides(), sd.raw_data(), sd.strides(),
-                                    ic.data<int64_t>(), ic.shape(), dim);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    check_cuda_float(base, "scatter_add");
+    scatter_add_cuda(out, dim, ic, sd);
+    out = from_f32(out, base.dtype());
+#else
+    fail_without_cuda("scatter_add", dev);
+#endif
+  } else {
+    kernels::cpu::scatter_add_strided(out.dtype(), out.raw_data(), out.strides(), sd.raw_data(), sd.strides(),
+                                      ic.data<int64_t>(), ic.shape(), dim);
+  }
   if (any_requires_grad({&base, &src})) {
     auto node = std::make_shared<ScatterAddBackward>();
     node->src_shape = src.shape();
@@ -249,7 +339,7 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
 }
 
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim) {
-  require_cpu("topk", {&x});
+  const Device dev = common_device("topk", {&x});
   VT_CHECK(x.dim() >= 1, "[topk] needs at least 1 dim, got ", x.describe());
   dim = wrap_dim(dim, x.dim(), "topk");
   const int64_t R = x.size(dim), n = x.dim();
@@ -265,10 +355,20 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim) {
   Shape moved = xc.shape();
   moved.back() = k;
   const int64_t outer = numel(moved) / std::max<int64_t>(k, 1);
-  Tensor values = Tensor::empty(moved, x.dtype(), x.device());
-  Tensor indices = Tensor::empty(moved, DType::i64, x.device());
-  if (k > 0)
+  Tensor values = Tensor::empty(moved, x.dtype(), dev);
+  Tensor indices = Tensor::empty(moved, DType::i64, dev);
+  if (k > 0 && dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    check_cuda_float(x, "topk");
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::topk_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), outer, R, k,
+                             kernels::cuda::current_stream());
+#else
+    fail_without_cuda("topk", dev);
+#endif
+  } else if (k > 0) {
     kernels::cpu::topk_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), outer, R, k);
+  }
   values = values.permute(back).contiguous();
   indices = indices.permute(back).contiguous();
   if (any_requires_grad({&x})) {

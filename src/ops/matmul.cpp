@@ -1,11 +1,19 @@
 // matmul / bmm / linear front-ends. Operands whose last two dims are a transposed view are passed to BLAS with
 // a transpose flag instead of being copied, so q·kᵀ and the backward products cost no extra memory traffic.
+// CUDA tensors take the same path to cuBLASLt (kernels/cuda/blas.h); Linear uses its bias epilogue forward and
+// its bias-gradient epilogue fused into the weight-gradient GEMM backward.
 #include "ops/matmul.h"
 
 #include "autograd/node.h"
 #include "kernels/cpu/gemm.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/bias_grad.h"
+#include "kernels/cuda/blas.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::ops {
 
@@ -43,10 +51,52 @@ Tensor as_batched3(const Tensor& x, const Shape& batch) {
   return make_view(e, {nb, x.size(-2), x.size(-1)}, {bstride, e.strides()[nd], e.strides()[nd + 1]}, e.offset());
 }
 
+#ifdef VT_WITH_CUDA
+// A 2-D matrix described for BLAS (see operand); `keep` holds the view or the copy the pointer refers to.
+GemmOperand operand2(const Tensor& m, Tensor& keep) {
+  keep = make_view(m, {1, m.size(0), m.size(1)}, {0, m.strides()[0], m.strides()[1]}, m.offset());
+  return operand(keep);
+}
+
+kernels::cuda::GemmLtOperand lt(const GemmOperand& o) { return {o.data, o.trans, o.ld, o.stride}; }
+
+kernels::cuda::GemmLtArgs lt_args(DType dt, int64_t batch, int64_t M, int64_t N, int64_t K, const GemmOperand& A,
+                                  const GemmOperand& B, void* C, int64_t ldc, int64_t stride_c) {
+  kernels::cuda::GemmLtArgs g;
+  g.in_dtype = g.out_dtype = dt;
+  g.batch = batch, g.M = M, g.N = N, g.K = K;
+  g.A = lt(A), g.B = lt(B);
+  g.C = C, g.ldc = ldc, g.stride_c = stride_c;
+  g.stream = kernels::cuda::current_stream();
+  return g;
+}
+#endif
+
+// C_b [M, N] = op(A_b)·op(B_b) for b < batch (C overwritten) on `dev`: OpenBLAS on the CPU, cuBLASLt on CUDA.
+void gemm_on(Device dev, DType dt, int64_t batch, int64_t M, int64_t N, int64_t K, const GemmOperand& A,
+             const GemmOperand& B, void* C, int64_t ldc, int64_t stride_c) {
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::gemm_lt(lt_args(dt, batch, M, N, K, A, B, C, ldc, stride_c));
+#else
+    fail_without_cuda("matmul", dev);
+#endif
+  } else {
+    kernels::cpu::gemm_batched(dt, batch, M, N, K, 1.0, A, B, 0.0, C, ldc, stride_c);
+  }
+}
+
+void check_cuda_dtype(const Tensor& x, const char* op) {
+  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16, "[", op, "] CUDA needs f32 or bf16, got ",
+           x.describe());
+}
+
 Tensor matmul_raw(const Tensor& a, const Tensor& b) {
-  require_cpu("matmul", {&a, &b});
+  const Device dev = common_device("matmul", {&a, &b});
   VT_CHECK(a.dim() >= 2 && b.dim() >= 2, "[matmul] needs ≥2-d operands, got ", a.describe(), " and ", b.describe());
   VT_CHECK(a.dtype() == b.dtype(), "[matmul] dtypes differ: ", a.describe(), " and ", b.describe());
+  if (dev.is_cuda()) check_cuda_dtype(a, "matmul");
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   VT_CHECK(b.size(-2) == K, "[matmul] inner dims differ: ", a.describe(), " @ ", b.describe());
   Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
@@ -54,20 +104,28 @@ Tensor matmul_raw(const Tensor& a, const Tensor& b) {
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  Tensor out = Tensor::empty(out_shape, a.dtype(), a.device());
+  if (dev.is_cuda() && K == 0) return Tensor::zeros(out_shape, a.dtype(), dev);  // cuBLASLt rejects K = 0
+  Tensor out = Tensor::empty(out_shape, a.dtype(), dev);
   const int64_t nb = numel(batch);
   // b shared by the whole batch and a row-contiguous: one GEMM with M·batch rows.
   if (bb.empty() && nb > 1 && a.is_contiguous()) {
     Tensor a2 = make_view(a, {1, nb * M, K}, {0, K, 1}, a.offset());
     Tensor b3 = make_view(b, {1, K, N}, {0, b.strides()[0], b.strides()[1]}, b.offset());
     GemmOperand A = operand(a2), B = operand(b3);
-    kernels::cpu::gemm_batched(a.dtype(), 1, nb * M, N, K, 1.0, A, B, 0.0, out.raw_data(), N, 0);
+    gemm_on(dev, a.dtype(), 1, nb * M, N, K, A, B, out.raw_data(), N, 0);
     return out;
   }
   Tensor a3 = as_batched3(a.detach(), batch), b3 = as_batched3(b.detach(), batch);
   GemmOperand A = operand(a3), B = operand(b3);
-  kernels::cpu::gemm_batched(a.dtype(), nb, M, N, K, 1.0, A, B, 0.0, out.raw_data(), N, M * N);
+  gemm_on(dev, a.dtype(), nb, M, N, K, A, B, out.raw_data(), N, M * N);
   return out;
+}
+
+// On CUDA, the gradient of a b shared by the whole batch (b's batch dims all 1, a not broadcast) is one GEMM over
+// the flattened rows, aᵀ [K, rows]·g [rows, N], instead of a batched product summed by sum_to.
+bool shared_b_grad_applies(const Tensor& a, const Tensor& b, const Tensor& g) {
+  if (!g.device().is_cuda() || numel(Shape(b.shape().begin(), b.shape().end() - 2)) != 1) return false;
+  return Shape(a.shape().begin(), a.shape().end() - 2) == Shape(g.shape().begin(), g.shape().end() - 2);
 }
 
 struct MatmulBackward : Node {
@@ -76,7 +134,12 @@ struct MatmulBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor ga, gb;
     if (needs_grad(0)) ga = sum_to(matmul_raw(g, b.transpose(-1, -2)), a.shape());
-    if (needs_grad(1)) gb = sum_to(matmul_raw(a.transpose(-1, -2), g), b.shape());
+    if (needs_grad(1) && shared_b_grad_applies(a, b, g)) {
+      const int64_t K = a.size(-1), N = g.size(-1), rows = a.numel() / std::max<int64_t>(K, 1);
+      gb = matmul_raw(a.reshape({rows, K}).transpose(0, 1), g.reshape({rows, N})).reshape(b.shape());
+    } else if (needs_grad(1)) {
+      gb = sum_to(matmul_raw(a.transpose(-1, -2), g), b.shape());
+    }
     return {ga, gb};
   }
   void release() override { a = b = Tensor(); }
@@ -90,6 +153,11 @@ struct LinearBackward : Node {
     const int64_t M = x2.size(0), in = x2.size(1), out = weight.size(0);
     Tensor g2 = g.contiguous().reshape({M, out});
     Tensor gx, gw, gb;
+    if (g.device().is_cuda()) {
+      detail::linear_2d_backward_cuda(g2, x2, weight, needs_grad(0), needs_grad(1), needs_grad(2), gx, gw, gb);
+      if (gx.defined()) gx = gx.reshape(input_shape);
+      return {gx, gw, gb};
+    }
     Tensor w = weight.contiguous();
     if (needs_grad(0)) {
       gx = Tensor::empty({M, in}, g.dtype());
@@ -128,7 +196,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  require_cpu("linear", {&x, &weight, &bias});
+  const Device dev = common_device("linear", {&x, &weight, &bias});
   VT_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "[linear] input ", x.describe(),
            " does not fit weight ", weight.describe());
   VT_CHECK(x.dtype() == weight.dtype(), "[linear] dtypes differ: ", x.describe(), " and ", weight.describe());
@@ -137,9 +205,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     VT_CHECK(bias.dim() == 1 && bias.size(0) == out_f && bias.dtype() == x.dtype(), "[linear] bias ", bias.describe(),
              " does not fit weight ", weight.describe());
   Tensor x2 = x.detach().contiguous().reshape({M, in});
-  Tensor w = weight.detach().contiguous();
   Shape out_shape = x.shape();
   out_shape.back() = out_f;
+  if (dev.is_cuda()) {
+    Tensor out = detail::linear_2d_cuda(x2, weight.detach(), bias.defined() ? bias.detach() : Tensor());
+    out = out.reshape(out_shape);
+    if (any_requires_grad({&x, &weight, &bias})) {
+      auto node = std::make_shared<LinearBackward>();
+      node->x2 = x2;
+      node->weight = weight.detach();
+      node->input_shape = x.shape();
+      attach_node(out, node, {&x, &weight, &bias});
+    }
+    return out;
+  }
+  Tensor w = weight.detach().contiguous();
   Tensor out = Tensor::empty({M, out_f}, x.dtype());
   double beta = 0.0;
   if (bias.defined()) {
@@ -163,5 +243,86 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   return out;
 }
+
+namespace detail {
+
+Tensor linear_2d_cuda(const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+#ifdef VT_WITH_CUDA
+  const Device dev = common_device("linear", {&x2, &weight, &bias});
+  VT_CHECK(dev.is_cuda(), "[linear] linear_2d_cuda needs CUDA tensors, got ", x2.describe(), " on ", dev.str());
+  check_cuda_dtype(x2, "linear");
+  VT_CHECK(x2.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x2.dtype()), "[linear] dtypes differ: ",
+           x2.describe(), ", ", weight.describe(), bias.defined() ? ", " + bias.describe() : std::string());
+  const int64_t M = x2.size(0), in = x2.size(1), out_f = weight.size(0);
+  Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+  if (in == 0) {  // cuBLASLt rejects K = 0: the product is zero
+    Tensor out = Tensor::zeros({M, out_f}, x2.dtype(), dev);
+    if (bc.defined()) out.copy_(bc.reshape({1, out_f}).expand({M, out_f}));
+    return out;
+  }
+  Tensor out = Tensor::empty({M, out_f}, x2.dtype(), dev);
+  Tensor wk;
+  const GemmOperand W = operand2(weight, wk);  // stored [out, in]; op(B) = Wᵀ
+  kernels::cuda::DeviceGuard guard(dev.index);
+  auto g = lt_args(x2.dtype(), 1, M, out_f, in, {x2.raw_data(), false, in, 0}, {W.data, !W.trans, W.ld, 0},
+                   out.raw_data(), out_f, 0);
+  if (bc.defined() && out_f > 0) {
+    g.epilogue = kernels::cuda::GemmEpilogue::bias;
+    g.bias = bc.raw_data();
+  }
+  kernels::cuda::gemm_lt(g);
+  return out;
+#else
+  (void)weight, (void)bias;
+  fail_without_cuda("linear", x2.device());
+#endif
+}
+
+void linear_2d_backward_cuda(const Tensor& g2, const Tensor& x2, const Tensor& weight, bool want_x, bool want_w,
+                             bool want_b, Tensor& gx, Tensor& gw, Tensor& gb) {
+#ifdef VT_WITH_CUDA
+  const Device dev = g2.device();
+  const DType dt = weight.dtype();
+  const int64_t M = g2.size(0), in = weight.size(1), out_f = weight.size(0);
+  const Tensor g = (g2.dtype() == dt ? g2 : g2.to(dt)).contiguous();
+  Tensor wk;
+  const GemmOperand W = operand2(weight, wk);  // op(B) = W [out, in] as stored
+  kernels::cuda::DeviceGuard guard(dev.index);
+  const cudaStream_t stream = kernels::cuda::current_stream();
+  if (want_x) {
+    // gx [M, in] = g [M, out] · W [out, in]
+    if (out_f == 0) {
+      gx = Tensor::zeros({M, in}, dt, dev);
+    } else {
+      gx = Tensor::empty({M, in}, dt, dev);
+      kernels::cuda::gemm_lt(lt_args(dt, 1, M, in, out_f, {g.raw_data(), false, out_f, 0}, W, gx.raw_data(), in, 0));
+    }
+  }
+  if (M == 0) {  // no rows: the sums are empty
+    if (want_w) gw = Tensor::zeros({out_f, in}, dt, dev);
+    if (want_b) gb = Tensor::zeros({out_f}, dt, dev);
+    return;
+  }
+  if (want_b) gb = Tensor::empty({out_f}, dt, dev);
+  if (want_w) {
+    // gw [out, in] = gᵀ [out, M] · x2 [M, in]; gb [out] = row sums of gᵀ, fused as cuBLASLt's BGRADB epilogue.
+    gw = Tensor::empty({out_f, in}, dt, dev);
+    auto args = lt_args(dt, 1, out_f, in, M, {g.raw_data(), true, out_f, 0}, {x2.raw_data(), false, in, 0},
+                        gw.raw_data(), in, 0);
+    if (want_b && out_f > 0) {
+      args.epilogue = kernels::cuda::GemmEpilogue::bias_grad_a;
+      args.bias_grad = gb.raw_data();
+    }
+    kernels::cuda::gemm_lt(args);
+  } else if (want_b) {
+    kernels::cuda::sum_rows_strided(gb.raw_data(), dt, g.raw_data(), dt, out_f, M, 1, out_f, stream);
+  }
+#else
+  (void)g2, (void)weight, (void)want_x, (void)want_w, (void)want_b, (void)gx, (void)gw, (void)gb;
+  fail_without_cuda("linear", x2.device());
+#endif
+}
+
+}  // namespace detail
 
 }  // namespace vt::ops

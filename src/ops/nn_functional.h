@@ -1,17 +1,27 @@
 // Fused neural-network ops: softmax, log_softmax, layer_norm and the losses.
 #pragma once
+#include <optional>
+
 #include "tensor/tensor.h"
 
 namespace vt::ops {
 
+/// Softmax along `dim`; output in x's dtype (on CUDA: f32 or bf16 with f32 math).
 Tensor softmax(const Tensor& x, int64_t dim = -1);
+/// Log-softmax along `dim`; output in x's dtype (on CUDA: f32 or bf16 with f32 math).
 Tensor log_softmax(const Tensor& x, int64_t dim = -1);
-/// LayerNorm over the last dim; weight/bias [C] may be undefined.
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+/// LayerNorm over the last dim; weight/bias [C] may be undefined. The output has dtype `out_dtype` (default:
+/// x's dtype). CPU: weight/bias in x's dtype. CUDA: x f32 or bf16, weight/bias f32, statistics in f32, the
+/// gradient of x in x's dtype and of weight/bias in f32.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                  std::optional<DType> out_dtype = {});
 /// Mean cross-entropy of logits [B, C] against i64 class indices [B], with label smoothing s
-/// (target = (1-s)·onehot + s/C, as torch.nn.CrossEntropyLoss(label_smoothing=s)).
+/// (target = (1-s)·onehot + s/C, as torch.nn.CrossEntropyLoss(label_smoothing=s)). The loss has the logits'
+/// dtype on the CPU and is f32 on CUDA (logits f32 or bf16), where an out-of-range target gives a NaN loss
+/// instead of an error (checking it would need a host sync).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_smoothing = 0.0);
 /// Mean over the batch of −Σ target·log_softmax(logits), target [B, C] rows summing to 1 (mixup targets).
+/// CPU: target in the logits' dtype. CUDA: logits f32 or bf16, target f32 or the logits' dtype, f32 loss.
 Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& target);
 
 }  // namespace vt::ops

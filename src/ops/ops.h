@@ -1,5 +1,6 @@
 // Every differentiable op, for code that builds models.
 #pragma once
+#include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"

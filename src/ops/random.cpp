@@ -5,23 +5,48 @@
 #include "autograd/node.h"
 #include "kernels/cpu/random.h"
 
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/random.h"
+#include "kernels/cuda/stream.h"
+#endif
+
 namespace vt::ops {
 
 namespace {
 
-// Runs fill(dtype, data, n) on t directly when it is a contiguous f32/f64 tensor, else through a contiguous
-// temporary (f64 for f64, f32 otherwise) copied back, so element i is always the i-th in row-major order.
+#ifdef VT_WITH_CUDA
+// The device made current and its current stream, for one CUDA kernel call.
+struct CudaScope {
+  explicit CudaScope(Device dev) : guard(dev.index), stream(kernels::cuda::current_stream()) {}
+  kernels::cuda::DeviceGuard guard;
+  cudaStream_t stream;
+};
+// Runs the kernels::cuda launcher `call` (which may use vt_scope_.stream) on `dev`; without CUDA, fails clearly.
+#define VT_RANDOM_ON_CUDA(op, dev, call) \
+  do {                                   \
+    CudaScope vt_scope_(dev);            \
+    kernels::cuda::call;                 \
+  } while (0)
+#else
+#define VT_RANDOM_ON_CUDA(op, dev, call) fail_without_cuda(op, dev)
+#endif
+
+// Runs fill(dtype, data, n, device) on t directly when it is contiguous in a dtype the device's kernels write
+// (CPU: f32/f64; CUDA: f32/f64/bf16), else through a contiguous temporary (f64 for f64, f32 otherwise) copied
+// back, so element i is always the i-th in row-major order and a CUDA bf16 fill equals the CPU's f32 -> bf16.
 template <typename F>
 void fill_tensor(const Tensor& t, const char* op, F&& fill) {
-  require_cpu(op, {&t});
+  const Device dev = common_device(op, {&t});
   VT_CHECK(is_floating(t.dtype()), "[", op, "] needs a floating tensor, got ", t.describe());
-  const bool direct = t.is_contiguous() && (t.dtype() == DType::f32 || t.dtype() == DType::f64);
+  const bool direct = t.is_contiguous() && (t.dtype() == DType::f32 || t.dtype() == DType::f64 ||
+                                            (dev.is_cuda() && t.dtype() == DType::bf16));
   if (direct) {
-    fill(t.dtype(), t.raw_data(), t.numel());
+    fill(t.dtype(), t.raw_data(), t.numel(), dev);
     return;
   }
-  Tensor tmp = Tensor::empty(t.shape(), t.dtype() == DType::f64 ? DType::f64 : DType::f32, t.device());
-  fill(tmp.dtype(), tmp.raw_data(), tmp.numel());
+  Tensor tmp = Tensor::empty(t.shape(), t.dtype() == DType::f64 ? DType::f64 : DType::f32, dev);
+  fill(tmp.dtype(), tmp.raw_data(), tmp.numel(), dev);
   t.copy_(tmp);
 }
 
@@ -39,7 +64,12 @@ struct MaskScaleBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor gc = g.contiguous();
     Tensor dx = Tensor::empty(gc.shape(), gc.dtype(), gc.device());
-    kernels::cpu::masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
+    if (gc.device().is_cuda())
+      VT_RANDOM_ON_CUDA(op_name, gc.device(),
+                        masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner,
+                                     scale, vt_scope_.stream));
+    else
+      kernels::cpu::masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
     return {dx};
   }
   void release() override { mask = Tensor(); }
@@ -48,15 +78,23 @@ struct MaskScaleBackward : Node {
 // y = x·mask[r]·scale over (rows, inner); mask[r] = 1 with probability 1 − p.
 Tensor masked_drop(const Tensor& x, double p, int64_t rows, int64_t inner, Generator& gen, const char* op,
                    const char* node_name) {
-  require_cpu(op, {&x});
-  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "[", op, "] needs f32 or f64, got ", x.describe());
-  Tensor mask = Tensor::empty({rows}, DType::u8, x.device());
+  const Device dev = common_device(op, {&x});
+  const bool bf16_ok = dev.is_cuda() && x.dtype() == DType::bf16;
+  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64 || bf16_ok, "[", op, "] needs f32 or f64",
+           dev.is_cuda() ? " or bf16" : "", ", got ", x.describe());
+  Tensor mask = Tensor::empty({rows}, DType::u8, dev);
   const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(rows));
-  kernels::cpu::bernoulli_fill(mask.data<uint8_t>(), rows, seed, offset, 1.0 - p);
-  const double scale = 1.0 / (1.0 - p);
+  const double keep = 1.0 - p, scale = 1.0 / (1.0 - p);
   Tensor xc = x.detach().contiguous();
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  kernels::cpu::masked_scale(x.dtype(), y.raw_data(), xc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
+  if (dev.is_cuda()) {
+    VT_RANDOM_ON_CUDA(op, dev,
+                      dropout_forward(x.dtype(), y.raw_data(), mask.data<uint8_t>(), xc.raw_data(), rows, inner,
+                                      seed, offset, keep, scale, vt_scope_.stream));
+  } else {
+    kernels::cpu::bernoulli_fill(mask.data<uint8_t>(), rows, seed, offset, keep);
+    kernels::cpu::masked_scale(x.dtype(), y.raw_data(), xc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
+  }
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<MaskScaleBackward>();
     node->op_name = node_name;
@@ -73,36 +111,50 @@ Tensor masked_drop(const Tensor& x, double p, int64_t rows, int64_t inner, Gener
 
 void uniform_(const Tensor& t, double lo, double hi, Generator& gen) {
   VT_CHECK(lo <= hi, "[uniform_] needs lo <= hi, got [", lo, ", ", hi, ")");
-  fill_tensor(t, "uniform_", [&](DType dt, void* p, int64_t n) {
+  fill_tensor(t, "uniform_", [&](DType dt, void* p, int64_t n, Device dev) {
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-    kernels::cpu::uniform_fill(dt, p, n, seed, offset, lo, hi);
+    if (dev.is_cuda())
+      VT_RANDOM_ON_CUDA("uniform_", dev, uniform_fill(dt, p, n, seed, offset, lo, hi, vt_scope_.stream));
+    else
+      kernels::cpu::uniform_fill(dt, p, n, seed, offset, lo, hi);
   });
 }
 
 void normal_(const Tensor& t, double mean, double std, Generator& gen) {
   VT_CHECK(std >= 0, "[normal_] std must be >= 0, got ", std);
-  fill_tensor(t, "normal_", [&](DType dt, void* p, int64_t n) {
+  fill_tensor(t, "normal_", [&](DType dt, void* p, int64_t n, Device dev) {
     // Box-Muller pairs: an odd n still reads uniform n, so reserve one more.
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n) + 1);
-    kernels::cpu::normal_fill(dt, p, n, seed, offset, mean, std);
+    if (dev.is_cuda())
+      VT_RANDOM_ON_CUDA("normal_", dev, normal_fill(dt, p, n, seed, offset, mean, std, vt_scope_.stream));
+    else
+      kernels::cpu::normal_fill(dt, p, n, seed, offset, mean, std);
   });
 }
 
 void trunc_normal_(const Tensor& t, double mean, double std, double a, double b, Generator& gen) {
   VT_CHECK(std > 0, "[trunc_normal_] std must be > 0, got ", std);
   VT_CHECK(a < b, "[trunc_normal_] needs a < b, got [", a, ", ", b, "]");
-  fill_tensor(t, "trunc_normal_", [&](DType dt, void* p, int64_t n) {
+  fill_tensor(t, "trunc_normal_", [&](DType dt, void* p, int64_t n, Device dev) {
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-    kernels::cpu::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b);
+    if (dev.is_cuda())
+      VT_RANDOM_ON_CUDA("trunc_normal_", dev,
+                        trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b, vt_scope_.stream));
+    else
+      kernels::cpu::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b);
   });
 }
 
-Tensor bernoulli(const Shape& shape, double p, Generator& gen) {
+Tensor bernoulli(const Shape& shape, double p, Generator& gen, Device device) {
   VT_CHECK(p >= 0 && p <= 1, "[bernoulli] p must be in [0, 1], got ", p);
-  Tensor out = Tensor::empty(shape, DType::u8);
+  Tensor out = Tensor::empty(shape, DType::u8, device);
   const int64_t n = out.numel();
   const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-  kernels::cpu::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p);
+  if (device.is_cuda())
+    VT_RANDOM_ON_CUDA("bernoulli", device,
+                      bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p, vt_scope_.stream));
+  else
+    kernels::cpu::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p);
   return out;
 }
 

@@ -1,4 +1,5 @@
-// Front-ends of the reductions and their backward nodes.
+// Front-ends of the reductions and their backward nodes. CPU kernels take [outer, R] or [R, inner] layouts; the
+// CUDA kernels take [outer, R, inner], so a contiguous input reduced over consecutive dims needs no copy.
 #include "ops/reduce.h"
 
 #include <algorithm>
@@ -7,6 +8,11 @@
 #include "autograd/node.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/elementwise.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/reduce.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::ops {
 
@@ -45,8 +51,48 @@ Tensor reduced_last(const Tensor& x, const std::vector<int64_t>& dims) {
   return x.permute(perm).contiguous();
 }
 
-Tensor sum_raw(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+// x viewed as [outer, R, inner] with `dims` (sorted) as R: a contiguous copy of x when the dims are consecutive
+// (no copy if x already is), else x with the reduced dims moved last (inner = 1).
+struct ReduceLayout {
+  Tensor data;
+  int64_t outer = 1, R = 1, inner = 1;
+};
+
+ReduceLayout reduce_layout(const Tensor& x, const std::vector<int64_t>& dims) {
+  ReduceLayout L;
+  for (int64_t d : dims) L.R *= x.shape()[d];
+  bool consecutive = true;
+  for (size_t k = 0; k < dims.size(); ++k) consecutive = consecutive && dims[k] == dims[0] + static_cast<int64_t>(k);
+  if (consecutive) {
+    L.data = x.detach().contiguous();
+    const int64_t first = dims.empty() ? x.dim() : dims.front();
+    const int64_t last = dims.empty() ? x.dim() : dims.back() + 1;
+    for (int64_t i = 0; i < first; ++i) L.outer *= x.shape()[i];
+    for (int64_t i = last; i < x.dim(); ++i) L.inner *= x.shape()[i];
+  } else {
+    L.data = reduced_last(x.detach(), dims);
+    L.outer = x.numel() / std::max<int64_t>(L.R, 1);
+  }
+  return L;
+}
+
+// scale · sum over dims (scale = 1/count for mean).
+Tensor sum_raw(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, double scale, const char* op) {
   Tensor out = Tensor::empty(reduced_shape(x.shape(), dims, keepdim), x.dtype(), x.device());
+  if (x.device().is_cuda()) {
+#ifdef VT_WITH_CUDA
+    ReduceLayout L = reduce_layout(x, dims);
+    kernels::cuda::DeviceGuard guard(x.device().index);
+    const int64_t ws_size = kernels::cuda::sum_workspace_size(L.outer, L.R, L.inner);
+    Tensor ws;
+    if (ws_size > 0) ws = Tensor::empty({ws_size}, x.dtype() == DType::f64 ? DType::f64 : DType::f32, x.device());
+    kernels::cuda::sum_forward(x.dtype(), out.raw_data(), L.data.raw_data(), L.outer, L.R, L.inner, scale,
+                               ws.defined() ? ws.raw_data() : nullptr, kernels::cuda::current_stream());
+#else
+    fail_without_cuda(op, x.device());
+#endif
+    return out;
+  }
   int64_t R = 1;
   for (int64_t d : dims) R *= x.shape()[d];
   const int64_t outer = x.numel() / std::max<int64_t>(R, 1);
@@ -58,6 +104,7 @@ Tensor sum_raw(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) 
     Tensor xc = reduced_last(x.detach(), dims);
     kernels::cpu::sum_rows(x.dtype(), out.raw_data(), xc.raw_data(), outer, R);
   }
+  if (scale != 1.0) mul_(out, scale);
   return out;
 }
 
@@ -73,12 +120,10 @@ struct SumBackward : Node {
 };
 
 Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim, bool mean, const char* op) {
-  require_cpu(op, {&x});
   std::vector<int64_t> dims = normalize_dims(x, dims_in, op);
   int64_t count = 1;
   for (int64_t d : dims) count *= x.shape()[d];
-  Tensor out = sum_raw(x, dims, keepdim);
-  if (mean) mul_(out, 1.0 / static_cast<double>(std::max<int64_t>(count, 1)));
+  Tensor out = sum_raw(x, dims, keepdim, mean ? 1.0 / static_cast<double>(std::max<int64_t>(count, 1)) : 1.0, op);
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<SumBackward>();
     node->input_shape = x.shape();
@@ -95,6 +140,7 @@ struct MaxBackward : Node {
   Tensor indices;  // i64, keepdim shape
   const char* name() const override { return "MaxBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
+    if (g.device().is_cuda()) return {backward_cuda(g)};
     // Build the gradient with `dim` moved last, then move it back.
     Shape moved;
     for (int64_t i = 0; i < static_cast<int64_t>(input_shape.size()); ++i)
@@ -114,6 +160,22 @@ struct MaxBackward : Node {
     for (int64_t i = 0; i < n; ++i) perm[i] = i < dim ? i : (i == dim ? n - 1 : i - 1);
     return {gm.permute(perm).contiguous()};
   }
+  // Scatters g into zeros of the input's shape, viewed as [outer, R, inner], at the arg-max of each (o, i).
+  Tensor backward_cuda(const Tensor& g) const {
+    Tensor dx = Tensor::zeros(input_shape, g.dtype(), g.device());
+#ifdef VT_WITH_CUDA
+    Tensor gc = g.contiguous();
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < dim; ++i) outer *= input_shape[i];
+    for (int64_t i = dim + 1; i < static_cast<int64_t>(input_shape.size()); ++i) inner *= input_shape[i];
+    kernels::cuda::DeviceGuard guard(g.device().index);
+    kernels::cuda::max_backward(g.dtype(), dx.raw_data(), gc.raw_data(), indices.data<int64_t>(), outer,
+                                input_shape[dim], inner, kernels::cuda::current_stream());
+#else
+    fail_without_cuda("max_backward", g.device());
+#endif
+    return dx;
+  }
   void release() override { indices = Tensor(); }
 };
 
@@ -128,16 +190,26 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
-  require_cpu("max", {&x});
   dim = wrap_dim(dim, x.dim(), "max");
   VT_CHECK(x.dim() > 0, "[max] needs a tensor with dims, got ", x.describe());
   VT_CHECK(x.shape()[dim] > 0, "[max] cannot reduce the empty dim ", dim, " of ", x.describe());
-  Tensor xc = reduced_last(x.detach(), {dim});
   Shape out_shape = reduced_shape(x.shape(), {dim}, keepdim);
   Tensor values = Tensor::empty(out_shape, x.dtype(), x.device());
   Tensor indices = Tensor::empty(out_shape, DType::i64, x.device());
   const int64_t R = x.shape()[dim];
-  kernels::cpu::max_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), x.numel() / R, R);
+  if (x.device().is_cuda()) {
+#ifdef VT_WITH_CUDA
+    ReduceLayout L = reduce_layout(x, {dim});
+    kernels::cuda::DeviceGuard guard(x.device().index);
+    kernels::cuda::max_forward(x.dtype(), values.raw_data(), indices.data<int64_t>(), L.data.raw_data(), L.outer, R,
+                               L.inner, kernels::cuda::current_stream());
+#else
+    fail_without_cuda("max", x.device());
+#endif
+  } else {
+    Tensor xc = reduced_last(x.detach(), {dim});
+    kernels::cpu::max_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), x.numel() / R, R);
+  }
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<MaxBackward>();
     node->input_shape = x.shape();

@@ -1,8 +1,16 @@
 // AdamW update loop (CPU, OpenMP over elements). Arithmetic is in double on the stored f32 values, which stays
-// within rounding of torch's float ops.
+// within rounding of torch's float ops. With flat buffers: one loop per group on the CPU, one fused kernel
+// launch for everything on CUDA (kernels/cuda/adamw.h).
 #include "optim/adamw.h"
 
 #include <cmath>
+
+#include "optim/flat_buffers.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::optim {
 
@@ -37,6 +45,10 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double bet
 
 void AdamW::step() {
   ++step_count_;
+  if (flat_) {
+    flat_step();
+    return;
+  }
   for_each_param([&](int64_t k, const ParamGroup& group, Tensor& p) {
     Tensor grad = p.grad();
     if (!grad.defined()) return;
@@ -56,6 +68,46 @@ void AdamW::step() {
                    s);
     });
   });
+}
+
+void AdamW::flat_step() {
+  const double t = static_cast<double>(begin_flat_step());
+  PendingClip clip = take_pending_clip();
+  Tensor& m = flat_slot("exp_avg");
+  Tensor& v = flat_slot("exp_avg_sq");
+  const double bias_correction1 = 1.0 - std::pow(beta1_, t);
+  const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2_, t));
+  const Tensor& p = flat_->params();
+  const Tensor& g = flat_->grads();
+  if (flat_->size() == 0) return;
+  if (flat_->device().is_cpu()) {
+    int64_t begin = 0;
+    for (const auto& [end, weight_decay] : flat_->group_ends()) {
+      AdamWStep s{lr, weight_decay, beta1_, beta2_, eps_, bias_correction1, bias_correction2_sqrt};
+      VT_DISPATCH_FLOAT(p.dtype(), "adamw", [&] {
+        adamw_update(p.data<scalar_t>() + begin, g.data<scalar_t>() + begin, m.data<scalar_t>() + begin,
+                     v.data<scalar_t>() + begin, end - begin, s);
+      });
+      begin = end;
+    }
+    return;
+  }
+#ifdef VT_WITH_CUDA
+  const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(flat_->group_ends());
+  const kernels::cuda::AdamWHyper hyper{static_cast<float>(lr),    static_cast<float>(beta1_),
+                                        static_cast<float>(beta2_), static_cast<float>(eps_),
+                                        static_cast<float>(1.0 - beta1_),
+                                        static_cast<float>(1.0 - beta2_),
+                                        static_cast<float>(bias_correction1),
+                                        static_cast<float>(bias_correction2_sqrt)};
+  kernels::cuda::DeviceClip device_clip;
+  if (clip.norm.defined()) device_clip = {clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
+  kernels::cuda::DeviceGuard guard(flat_->device().index);
+  kernels::cuda::adamw_flat_step(p.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), flat_->size(),
+                                 flat_groups, hyper, device_clip, kernels::cuda::current_stream());
+#else
+  fail_without_cuda("adamw", flat_->device());
+#endif
 }
 
 }  // namespace vt::optim

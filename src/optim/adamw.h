@@ -1,7 +1,8 @@
 // AdamW with decoupled weight decay, the same update as torch.optim.AdamW (amsgrad off):
 //   p -= lr·wd·p;  m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;
 //   p -= lr/(1-β1^t) · m / (sqrt(v)/sqrt(1-β2^t) + eps)
-// with t counted per parameter. The weight decay comes from each parameter's group.
+// with t counted per parameter. The weight decay comes from each parameter's group. With flat buffers (always on
+// CUDA) all parameters step together in one launch, and a clip from clip_grad_norm() scales g inside it.
 #pragma once
 #include "optim/optimizer.h"
 
@@ -18,6 +19,8 @@ class AdamW : public Optimizer {
   double eps() const { return eps_; }
 
  private:
+  void flat_step();
+
   double beta1_, beta2_, eps_;
 };
 

@@ -1,7 +1,15 @@
-// Global-norm gradient clipping. Squares are summed in double, per tensor, then across tensors.
+// Global-norm gradient clipping. Squares are summed in double, per tensor, then across tensors. With flat
+// buffers on CUDA the norm is computed on the device and the clip is applied by the next step().
 #include "optim/optimizer.h"
 
 #include <cmath>
+
+#include "optim/flat_buffers.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::optim {
 
@@ -30,6 +38,8 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   for (const auto& p : params) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
+    VT_CHECK(g.device().is_cpu(), "[clip_grad_norm] gradient ", g.describe(), " is on ", g.device().str(),
+             ": use Optimizer::clip_grad_norm, which clips on the device without synchronizing");
     VT_CHECK(g.is_contiguous(), "[clip_grad_norm] gradient ", g.describe(), " is not contiguous");
     total += VT_DISPATCH_FLOAT(g.dtype(), "clip_grad_norm", [&] { return sum_squares(g.data<scalar_t>(), g.numel()); });
     grads.push_back(g);
@@ -52,6 +62,25 @@ double clip_grad_norm(const NamedTensors& named_params, double max_norm) {
   std::vector<Tensor> params;
   for (const auto& [name, p] : named_params) params.push_back(p);
   return clip_grad_norm(params, max_norm);
+}
+
+Tensor Optimizer::clip_grad_norm(double max_norm) {
+  VT_CHECK(max_norm > 0.0, "[clip_grad_norm] max_norm must be > 0, got ", max_norm);
+  if (!flat_ || flat_->device().is_cpu()) return Tensor::scalar(optim::clip_grad_norm(groups, max_norm), DType::f64);
+#ifdef VT_WITH_CUDA
+  flat_->reattach_grads();
+  const Device device = flat_->device();
+  if (!norm_workspace_.defined())
+    norm_workspace_ = Tensor::empty({kernels::cuda::grad_norm_workspace_size()}, DType::f64, device);
+  Tensor norm = Tensor::empty({}, DType::f32, device);
+  kernels::cuda::DeviceGuard guard(device.index);
+  kernels::cuda::global_grad_norm(norm.data<float>(), norm_workspace_.data<double>(), flat_->grads().data<float>(),
+                                  flat_->size(), kernels::cuda::current_stream());
+  pending_clip_ = PendingClip{norm, max_norm};
+  return norm;
+#else
+  fail_without_cuda("clip_grad_norm", flat_->device());
+#endif
 }
 
 }  // namespace vt::optim

@@ -1,8 +1,10 @@
-// Optimizer base: gradient reset and the flat named-tensor state used by checkpoints.
+// Optimizer base: gradient reset, the flat-buffer mode, and the flat named-tensor state used by checkpoints.
 #include "optim/optimizer.h"
 
 #include <algorithm>
 #include <charconv>
+
+#include "optim/flat_buffers.h"
 
 namespace vt::optim {
 
@@ -17,7 +19,41 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups_in, double lr_in) : lr(lr_in
   }
   param_steps_.assign(static_cast<size_t>(num_params()), 0);
   slots_.resize(static_cast<size_t>(num_params()));
+  bool on_device = false;
+  for (const auto& g : groups)
+    for (const auto& p : g.params) on_device = on_device || !p.device().is_cpu();
+  if (on_device) use_flat_buffers();
 }
+
+Optimizer::~Optimizer() = default;
+
+void Optimizer::use_flat_buffers() {
+  if (flat_) return;
+  VT_CHECK(step_count_ == 0 && std::all_of(slots_.begin(), slots_.end(), [](const auto& m) { return m.empty(); }),
+           "[optimizer] use_flat_buffers() must come before the first step or load_state()");
+  VT_CHECK(groups.size() <= 8, "[optimizer] flat buffers support at most 8 parameter groups, got ", groups.size());
+  for (const auto& g : groups)
+    for (const auto& p : g.params)
+      VT_CHECK(p.device().is_cpu() || p.dtype() == DType::f32, "[optimizer] parameter ", p.describe(), " on ",
+               p.device().str(), ": device parameters must be f32 (master weights)");
+  flat_ = std::make_unique<FlatBuffers>(groups);
+}
+
+Tensor& Optimizer::flat_slot(const std::string& name) {
+  auto it = flat_slots_.find(name);
+  if (it != flat_slots_.end()) return it->second;
+  Tensor& buffer = flat_slots_.emplace(name, flat_->new_buffer()).first->second;
+  for (int64_t k = 0; k < flat_->num_params(); ++k) slots_[static_cast<size_t>(k)][name] = flat_->view(buffer, k);
+  return buffer;
+}
+
+int64_t Optimizer::begin_flat_step() {
+  flat_->reattach_grads();
+  for (auto& t : param_steps_) ++t;
+  return param_steps_.empty() ? step_count_ : param_steps_.front();
+}
+
+Optimizer::PendingClip Optimizer::take_pending_clip() { return std::exchange(pending_clip_, PendingClip{}); }
 
 int64_t Optimizer::num_params() const {
   int64_t n = 0;
@@ -26,6 +62,11 @@ int64_t Optimizer::num_params() const {
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
+  pending_clip_ = PendingClip{};
+  if (flat_) {
+    flat_->zero_grads();
+    return;
+  }
   for (auto& g : groups)
     for (auto& p : g.params) {
       Tensor grad = p.grad();
@@ -44,7 +85,7 @@ Tensor* Optimizer::find_slot(int64_t k, const std::string& name) {
 Tensor& Optimizer::slot(int64_t k, const std::string& name, const Tensor& param) {
   auto& m = slots_[static_cast<size_t>(k)];
   auto it = m.find(name);
-  if (it == m.end()) it = m.emplace(name, Tensor::zeros(param.shape(), param.dtype())).first;
+  if (it == m.end()) it = m.emplace(name, Tensor::zeros(param.shape(), param.dtype(), param.device())).first;
   return it->second;
 }
 
@@ -105,17 +146,34 @@ void Optimizer::load_state(const NamedTensors& state) {
              "'");
     VT_CHECK(t.shape() == params[k].shape(), "[load_state] '", key, "' is ", t.describe(), " but parameter ", k,
              " is ", params[k].describe());
-    Tensor copy = Tensor::empty(params[k].shape(), params[k].dtype());
+    Tensor copy = Tensor::empty(params[k].shape(), params[k].dtype(), params[k].device());
     copy.copy_(t);
     slots[k][slot_name] = copy;
   }
-  for (size_t k = 0; k < params.size(); ++k)
+  for (size_t k = 0; k < params.size(); ++k) {
     VT_CHECK(slots[k].empty() || steps[k] > 0, "[load_state] parameter ", k, " has state but no 'param.", k,
              ".step'");
+    VT_CHECK(!flat_ || steps[k] == steps.front(), "[load_state] parameter ", k, " has step ", steps[k],
+             " but parameter 0 has ", steps.front(), ": flat buffers keep one step count for all parameters");
+  }
   step_count_ = step_count;
   lr = new_lr;
   param_steps_ = std::move(steps);
-  slots_ = std::move(slots);
+  if (!flat_) {
+    slots_ = std::move(slots);
+    return;
+  }
+  // Flat mode: the loaded values go into the flat state buffers, which slots_ keeps viewing.
+  flat_slots_.clear();
+  for (auto& m : slots_) m.clear();
+  for (const std::string& name : names) {
+    bool any = false;
+    for (const auto& m : slots) any = any || m.count(name) > 0;
+    if (!any) continue;
+    Tensor& buffer = flat_slot(name);
+    for (size_t k = 0; k < params.size(); ++k)
+      if (auto it = slots[k].find(name); it != slots[k].end()) flat_->view(buffer, int64_t(k)).copy_(it->second);
+  }
 }
 
 }  // namespace vt::optim

@@ -1,9 +1,14 @@
 // Optimizer base: parameter groups, the learning rate, per-parameter state slots, and the flat named-tensor
 // form of that state used by checkpoints. Subclasses (AdamW, SGD) only write the update rule.
 // Also gradient clipping by global norm (clip_grad.cpp), which every training loop calls before step().
+//
+// Parameters on a CUDA device always use flat buffers (flat_buffers.h): the constructor re-points them into one
+// buffer, gradients are views of one gradient buffer, the state is flat too, and step() is one kernel launch
+// with no host synchronization. On the CPU the per-tensor path is the default; use_flat_buffers() opts in.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,18 +33,33 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 double clip_grad_norm(const std::vector<ParamGroup>& groups, double max_norm);
 double clip_grad_norm(const NamedTensors& named_params, double max_norm);
 
+class FlatBuffers;
+
 class Optimizer {
  public:
   Optimizer(std::vector<ParamGroup> groups, double lr);
-  virtual ~Optimizer() = default;
+  virtual ~Optimizer();
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// One update of every parameter that has a gradient (parameters without one are skipped, as in torch).
   virtual void step() = 0;
   /// Drops the gradients (torch's default set_to_none), or zero-fills them in place to keep views into a
-  /// flat gradient buffer valid.
+  /// flat gradient buffer valid. With flat buffers both forms zero the flat gradient buffer in one fill.
   void zero_grad(bool set_to_none = true);
+
+  /// Clips the gradients by their global L2 norm as clip_grad_norm() and returns the norm before clipping as a
+  /// 0-d tensor on the parameters' device. On CUDA the norm is computed on the device and the clip is applied
+  /// inside the next step() (the gradient buffer itself is left unscaled), with no host synchronization: read
+  /// the norm (item()) only when logging. Call it after backward and before step(); the last call counts.
+  Tensor clip_grad_norm(double max_norm);
+
+  /// Moves parameters, gradients and state into flat buffers (see flat_buffers.h); the constructor does it for
+  /// parameters on CUDA. Needs one device and dtype, at most 8 groups, and no state yet. Afterwards every
+  /// parameter takes part in every step (a missing gradient counts as zero, like torch with set_to_none=False).
+  void use_flat_buffers();
+  /// The flat buffers, or nullptr on the per-tensor path.
+  const FlatBuffers* flat() const { return flat_.get(); }
 
   /// A copy of the state as named tensors: "step" (i64), "lr" (f64), and per parameter k (numbered across
   /// groups in order) "param.k.step" (i64) and "param.k.<slot>" for each of slot_names().
@@ -71,9 +91,26 @@ class Optimizer {
   /// Checks that `param` can be updated in place from its gradient; `op` names the optimizer in errors.
   static void check_param(const char* op, int64_t k, const Tensor& param, const Tensor& grad);
 
+  /// The flat state buffer `name` (zero-filled on first use); parameter k's slot `name` is its view.
+  Tensor& flat_slot(const std::string& name);
+  /// True once flat_slot(name) exists.
+  bool has_flat_slot(const std::string& name) const { return flat_slots_.count(name) > 0; }
+  /// Before a flat step: gradients back in the flat buffer, every parameter's step count advanced; returns t.
+  int64_t begin_flat_step();
+  /// The device clip of the last clip_grad_norm() call (norm undefined when none), consumed by a step.
+  struct PendingClip {
+    Tensor norm;
+    double max_norm = 0.0;
+  };
+  PendingClip take_pending_clip();
+
   int64_t step_count_ = 0;
   std::vector<int64_t> param_steps_;                 // updates applied to each parameter
   std::vector<std::map<std::string, Tensor>> slots_;  // per parameter: slot name -> tensor
+  std::unique_ptr<FlatBuffers> flat_;
+  std::map<std::string, Tensor> flat_slots_;          // slot name -> flat buffer (flat mode)
+  PendingClip pending_clip_;
+  Tensor norm_workspace_;                             // partial sums of the device grad norm
 };
 
 }  // namespace vt::optim

@@ -1,5 +1,13 @@
-// SGD update loop (CPU, OpenMP over elements).
+// SGD update loop (CPU, OpenMP over elements); with flat buffers one loop per group on the CPU, one kernel
+// launch on CUDA.
 #include "optim/sgd.h"
+
+#include "optim/flat_buffers.h"
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::optim {
 
@@ -30,6 +38,10 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, bool nester
 
 void SGD::step() {
   ++step_count_;
+  if (flat_) {
+    flat_step();
+    return;
+  }
   for_each_param([&](int64_t k, const ParamGroup& group, Tensor& p) {
     Tensor grad = p.grad();
     if (!grad.defined()) return;
@@ -46,6 +58,43 @@ void SGD::step() {
                  p.numel(), lr, group.weight_decay, momentum_, nesterov_);
     });
   });
+}
+
+void SGD::flat_step() {
+  begin_flat_step();
+  PendingClip clip = take_pending_clip();
+  Tensor* buf = nullptr;
+  bool first = false;
+  if (momentum_ > 0.0) {
+    first = !has_flat_slot("momentum_buffer");
+    buf = &flat_slot("momentum_buffer");
+  }
+  const Tensor& p = flat_->params();
+  const Tensor& g = flat_->grads();
+  if (flat_->size() == 0) return;
+  if (flat_->device().is_cpu()) {
+    int64_t begin = 0;
+    for (const auto& [end, weight_decay] : flat_->group_ends()) {
+      VT_DISPATCH_FLOAT(p.dtype(), "sgd", [&] {
+        sgd_update(p.data<scalar_t>() + begin, g.data<scalar_t>() + begin,
+                   buf ? buf->data<scalar_t>() + begin : nullptr, first, end - begin, lr, weight_decay, momentum_,
+                   nesterov_);
+      });
+      begin = end;
+    }
+    return;
+  }
+#ifdef VT_WITH_CUDA
+  const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(flat_->group_ends());
+  kernels::cuda::DeviceClip device_clip;
+  if (clip.norm.defined()) device_clip = {clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
+  kernels::cuda::DeviceGuard guard(flat_->device().index);
+  kernels::cuda::sgd_flat_step(p.data<float>(), g.data<float>(), buf ? buf->data<float>() : nullptr, flat_->size(),
+                               flat_groups, static_cast<float>(lr), static_cast<float>(momentum_), nesterov_, first,
+                               device_clip, kernels::cuda::current_stream());
+#else
+  fail_without_cuda("sgd", flat_->device());
+#endif
 }
 
 }  // namespace vt::optim

@@ -16,6 +16,8 @@ class SGD : public Optimizer {
   bool nesterov() const { return nesterov_; }
 
  private:
+  void flat_step();
+
   double momentum_;
   bool nesterov_;
 };

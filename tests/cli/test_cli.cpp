@@ -94,4 +94,38 @@ TEST(Cli, UnreadableWeightsNamesTheFile) {
   expect_clean_failure(run("eval --weights " + w), "garbage.safetensors");
 }
 
+TEST(Cli, BenchOnTheCpuPrintsThroughputAndAJsonLine) {
+  const fs::path json = temp_dir() / "bench.jsonl";
+  fs::remove(json);
+  CliRun r = run("bench --model vit_micro --batch-size 4 --steps 2 --warmup 1 --device cpu --amp --infer "
+                 "--threads 1 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("train: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("infer: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("peak memory n/a"), std::string::npos) << r.output;  // not tracked on the CPU
+  EXPECT_NE(r.output.find("{\"impl\":\"vitrain\",\"model\":\"vit_micro\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"amp\":false"), std::string::npos) << "autocast is CUDA-only: " << r.output;
+  std::ifstream f(json);
+  std::string line;
+  ASSERT_TRUE(std::getline(f, line));
+  EXPECT_NE(line.find("\"train_img_per_s\":"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"train_peak_mem_gib\":null"), std::string::npos) << line;
+}
+
+TEST(Cli, BenchRejectsAnUnknownModel) {
+  expect_clean_failure(run("bench --model deit_gigantic --device cpu --steps 1"), "deit_gigantic");
+}
+
+TEST(Cli, BadDeviceIsAClearError) {
+  auto out = temp_dir() / "run_bad_device";
+  expect_clean_failure(run("train --device gpu --set train.output=" + out.string()), "train.device");
+  expect_clean_failure(run("bench --model vit_micro --device tpu --steps 1"), "unknown device 'tpu'");
+}
+
+TEST(Cli, HalfPrecisionAmpIsRejected) {
+  auto out = temp_dir() / "run_fp16";
+  expect_clean_failure(run("train --set train.amp_dtype=float16 --set train.output=" + out.string()),
+                       "only bfloat16");
+}
+
 }  // namespace

@@ -2,6 +2,7 @@
 // gradients by finite differences, f32 stability, and validation errors.
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "ops/op_harness.h"
 
@@ -159,6 +160,30 @@ TEST(NnFunctional, LayerNormParallelWeightGradMatchesSerialChunks) {
   expect_close(w.grad().to_vector(), dw, 1e-10, 1e-10, "dw");
   expect_close(b.grad().to_vector(), db, 1e-10, 1e-10, "db");
   expect_close(xg.grad().to_vector(), dx, 1e-12, 1e-10, "dx");
+}
+
+TEST(NnFunctional, LayerNormOutDtypeCastsOnlyTheOutput) {
+  // On the CPU out_dtype is layer_norm in x's dtype followed by a cast: the same values (rounded once) and, with
+  // a gradient of out_dtype, the same f32 gradients as the plain op given that gradient in f32.
+  Tensor x = random_tensor({5, 33}, 100, -2, 2).to(DType::f32);
+  Tensor w = random_tensor({33}, 101, 0.5, 1.5).to(DType::f32), b = random_tensor({33}, 102, -1, 1).to(DType::f32);
+  Tensor dy = random_tensor({5, 33}, 103).to(DType::bf16);
+  auto run = [&](std::optional<DType> out, const Tensor& g) {
+    Tensor xi = x.clone().set_requires_grad(true), wi = w.clone().set_requires_grad(true);
+    Tensor bi = b.clone().set_requires_grad(true);
+    Tensor y = ops::layer_norm(xi, wi, bi, 1e-5, out);
+    y.backward(g);
+    return std::array<Tensor, 4>{y, xi.grad(), wi.grad(), bi.grad()};
+  };
+  auto cast = run(DType::bf16, dy);
+  auto plain = run(std::nullopt, dy.to(DType::f32));
+  EXPECT_EQ(cast[0].dtype(), DType::bf16);
+  EXPECT_EQ(cast[0].to_vector(), plain[0].to(DType::bf16).to_vector());
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(cast[i].dtype(), DType::f32) << i;
+    EXPECT_EQ(cast[i].to_vector(), plain[i].to_vector()) << i;
+  }
+  EXPECT_EQ(ops::layer_norm(x, w, b, 1e-5, DType::f32).to_vector(), plain[0].to_vector());
 }
 
 TEST(NnFunctional, LayerNormRejectsMismatchedWeight) {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "memory/caching_allocator.h"
+#include "memory/host_block_cache.h"
 
 namespace vt::test {
 namespace {
@@ -378,6 +379,94 @@ TEST(CachingAllocator, DirectModeGoesStraightToTheBackend) {
   EXPECT_EQ(s.peak_allocated_bytes, 7u);
   be.capacity = 0;
   EXPECT_THROW(a.allocate(1), Error);
+}
+
+// ---- the pinned host cache's logic (memory::HostBlockCache) over the same fake backend ----
+
+using memory::HostBlockCache;
+
+TEST(HostBlockCache, RoundsToPowersOfTwoAndReusesOnlyTheSameSize) {
+  EXPECT_EQ(HostBlockCache::round_size(1), 4 * KiB);
+  EXPECT_EQ(HostBlockCache::round_size(4 * KiB), 4 * KiB);
+  EXPECT_EQ(HostBlockCache::round_size(4 * KiB + 1), 8 * KiB);
+  EXPECT_EQ(HostBlockCache::round_size(3 * MiB + 17), 4 * MiB);
+  FakeBackend be;
+  HostBlockCache c(be);
+  EXPECT_EQ(c.allocate(0), nullptr);
+  void* p = c.allocate(3 * MiB + 17);
+  void* q = c.allocate(5 * KiB);
+  EXPECT_EQ(be.allocs, (std::vector<size_t>{4 * MiB, 8 * KiB}));
+  c.free(p);
+  void* r = c.allocate(3 * MiB);  // same rounded size: cache hit
+  EXPECT_EQ(r, p);
+  void* t = c.allocate(9 * KiB);  // 16 KiB: the cached 8 KiB block does not fit, a new one
+  EXPECT_NE(t, q);
+  auto s = c.stats();
+  EXPECT_EQ(s.allocations, 4u);
+  EXPECT_EQ(s.raw_allocations, 3u);
+  EXPECT_EQ(s.cache_hits, 1u);
+  EXPECT_EQ(s.allocated_bytes, 4 * MiB + 8 * KiB + 16 * KiB);
+  EXPECT_EQ(s.reserved_bytes, s.allocated_bytes);
+  c.free(q);
+  c.free(r);
+  c.free(t);
+  EXPECT_THROW(c.free(r), Error);  // double free
+  int on_stack = 0;
+  EXPECT_THROW(c.free(&on_stack), Error);
+  EXPECT_EQ(c.stats().allocated_bytes, 0u);
+  EXPECT_EQ(c.stats().peak_allocated_bytes, 4 * MiB + 24 * KiB);
+  c.reset_peak_stats();
+  EXPECT_EQ(c.stats().peak_allocated_bytes, 0u);
+  c.empty_cache();
+  EXPECT_EQ(c.stats().reserved_bytes, 0u);
+  EXPECT_EQ(be.live, 0u);
+}
+
+TEST(HostBlockCache, RecordStreamDefersReuseUntilTheCopyCompletes) {
+  FakeBackend be;
+  HostBlockCache c(be);
+  const Stream copy_stream = 7;
+  void* p = c.allocate(64 * KiB);
+  c.record_stream(p, copy_stream);  // an async H2D copy reads p on copy_stream
+  c.free(p);
+  ASSERT_EQ(be.recorded.size(), 1u);
+  EXPECT_EQ(be.recorded[0].second, copy_stream);
+  EXPECT_EQ(c.stats().pending_event_blocks, 1u);
+  void* q = c.allocate(64 * KiB);  // copy not done: p must not be handed out
+  EXPECT_NE(q, p);
+  be.done.insert(be.recorded[0].first);
+  void* r = c.allocate(64 * KiB);
+  EXPECT_EQ(r, p);
+  EXPECT_EQ(be.released.size(), 1u);
+  EXPECT_EQ(c.stats().pending_event_blocks, 0u);
+  c.free(r);  // no stream uses any more: cached at once
+  EXPECT_EQ(be.recorded.size(), 1u);
+  c.free(q);
+  void* u = c.allocate(KiB);
+  c.record_stream(u, copy_stream);
+  c.free(u);
+  c.empty_cache();  // waits for the pending event, then releases everything
+  EXPECT_EQ(be.live, 0u);
+  EXPECT_EQ(c.stats().pending_event_blocks, 0u);
+}
+
+TEST(HostBlockCache, OutOfMemoryReleasesCachedBlocksThenRetries) {
+  FakeBackend be;
+  be.capacity = 16 * KiB;
+  HostBlockCache c(be);
+  c.free(c.allocate(8 * KiB));
+  c.free(c.allocate(4 * KiB));  // 12 KiB cached
+  void* big = c.allocate(16 * KiB);  // fails at first; fits once the cached blocks are released
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(be.frees.size(), 2u);
+  EXPECT_EQ(c.stats().reserved_bytes, 16 * KiB);
+  try {
+    c.allocate(KiB);
+    FAIL() << "expected out of memory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of page-locked host memory"), std::string::npos) << e.what();
+  }
+  c.free(big);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "test_util.h"
 #include "core/error.h"
+#include "engine/device.h"
 #include "io/config.h"
 #include "io_temp_dir.h"
 
@@ -56,6 +57,8 @@ TEST(Config, DefaultsMatchTheDocumentedValues) {
   EXPECT_EQ(c.train.batch_size, 128);
   EXPECT_EQ(c.train.seed, 42);
   EXPECT_EQ(c.train.device, "auto");
+  EXPECT_TRUE(c.train.amp);
+  EXPECT_EQ(c.train.amp_dtype, "bfloat16");
   EXPECT_EQ(c.train.threads, 0);
   EXPECT_EQ(c.train.output, "runs/demo");
   EXPECT_EQ(c.train.log_interval, 50);
@@ -295,6 +298,10 @@ TEST(Config, ValidateRejectsOutOfRangeValues) {
       {"train: {batch_size: 0}", "train.batch_size"},
       {"train: {device: gpu}", "train.device"},
       {"train: {device: 'cuda:'}", "train.device"},
+      {"train: {device: 'cuda:x'}", "train.device"},
+      {"train: {device: 'cuda:-1'}", "train.device"},
+      {"train: {amp: maybe}", "train.amp"},
+      {"train: {amp_dtype: float32}", "train.amp_dtype"},
       {"train: {log_interval: 0}", "train.log_interval"},
       {"eval: {batch_size: -3}", "eval.batch_size"},
   };
@@ -334,6 +341,28 @@ TEST(Config, ToYamlRoundTripsExactly) {
   EXPECT_EQ(r.train.seed, -7);
   EXPECT_EQ(r.train.output, "runs/a#b");
   EXPECT_EQ(io::to_yaml(r), y);
+}
+
+TEST(Config, AmpDtypeOnlyBfloat16) {
+  Config c = io::config_from_yaml_string("train: {amp: false, amp_dtype: bfloat16}");
+  EXPECT_FALSE(c.train.amp);
+  for (const char* half : {"float16", "fp16"}) {
+    const std::string err = error_of([&] { io::config_from_yaml_string(std::string("train: {amp_dtype: ") + half + "}"); });
+    EXPECT_CONTAINS(err, "train.amp_dtype");
+    EXPECT_CONTAINS(err, "only bfloat16");
+  }
+}
+
+TEST(Config, ResolveDeviceNamesWhatIsWrong) {
+  EXPECT_TRUE(engine::resolve_device("cpu").is_cpu());
+  const Device a = engine::resolve_device("auto");  // cuda:0 on a GPU machine, else the CPU
+  EXPECT_TRUE(a.is_cpu() || (a.is_cuda() && a.index == 0));
+  EXPECT_CONTAINS(error_of([] { engine::resolve_device("tpu"); }), "unknown device 'tpu'");
+  EXPECT_CONTAINS(error_of([] { engine::resolve_device("cuda:1x"); }), "unknown device");
+  // No machine we run on has 100 GPUs: either "not available" or "no CUDA backend" (a build without CUDA).
+  const std::string err = error_of([] { engine::resolve_device("cuda:99"); });
+  EXPECT_TRUE(err.find("cuda:99 is not available") != std::string::npos ||
+              err.find("no CUDA backend") != std::string::npos) << err;
 }
 
 }  // namespace

@@ -8,9 +8,11 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "optim/adamw.h"
+#include "optim/flat_buffers.h"
 #include "optim/lr_schedule.h"
 #include "optim/param_groups.h"
 #include "optim/sgd.h"
+#include "test_util.h"
 
 namespace vt::optim {
 namespace {
@@ -359,6 +361,183 @@ TEST(ClipGradNorm, ScalesByGlobalNormAndReturnsIt) {
   EXPECT_NEAR(clip_grad_norm(named, 0.5), 1.0, 1e-5);
   EXPECT_NEAR(clip_grad_norm(named, 10.0), 0.5, 1e-5);  // the clipped norm
   EXPECT_THROW(clip_grad_norm(std::vector<Tensor>{a}, 0.0), Error);
+}
+
+// ---- flat buffers (CPU opt-in; always on for CUDA parameters) ----
+
+// Parameters of odd sizes in two groups; `seed` varies the values.
+std::vector<Tensor> odd_params(double seed) {
+  std::vector<Tensor> ps;
+  const std::vector<Shape> shapes = {{5}, {3, 7}, {1}, {2, 3, 5}};
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    std::vector<double> v(static_cast<size_t>(numel(shapes[k])));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(seed + 1.7 * double(k) + 0.37 * double(i));
+    ps.push_back(make_param(v, shapes[k]));
+  }
+  return ps;
+}
+
+std::vector<ParamGroup> two_groups(const std::vector<Tensor>& ps) { return {{{ps[0], ps[2]}, 0.0}, {{ps[1], ps[3]}, 0.05}}; }
+
+std::vector<double> grad_values(const Tensor& p, int step) {
+  std::vector<double> g(static_cast<size_t>(p.numel()));
+  for (size_t i = 0; i < g.size(); ++i) g[i] = std::cos(0.9 * step + 0.53 * double(i) + double(p.numel()));
+  return g;
+}
+
+TEST(FlatBuffers, RepointsParametersAndGradientsIntoAlignedSlices) {
+  std::vector<Tensor> ps = odd_params(0.0);
+  std::vector<std::vector<double>> before;
+  for (auto& p : ps) before.push_back(p.to_vector());
+  give_grad(ps[1], grad_values(ps[1], 0));
+  Tensor alias = ps[3];  // another handle of the same parameter (as a module holds it)
+  AdamW opt(two_groups(ps), 0.1);
+  opt.use_flat_buffers();
+  const FlatBuffers* flat = opt.flat();
+  ASSERT_NE(flat, nullptr);
+  // Group order: {ps0, ps2} then {ps1, ps3}, each starting on a multiple of kAlign.
+  EXPECT_EQ(flat->offset(0), 0);
+  EXPECT_EQ(flat->offset(1), 16);
+  EXPECT_EQ(flat->offset(2), 32);
+  EXPECT_EQ(flat->offset(3), 64);
+  EXPECT_EQ(flat->size(), 96);
+  EXPECT_EQ(flat->group_ends(), (std::vector<std::pair<int64_t, double>>{{32, 0.0}, {96, 0.05}}));
+  const float* base = flat->params().data<float>();
+  const std::vector<size_t> order = {0, 2, 1, 3};
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Tensor& p = ps[order[k]];
+    EXPECT_EQ(p.to_vector(), before[order[k]]) << "values kept";
+    EXPECT_EQ(p.data<float>(), base + flat->offset(int64_t(k)));
+    EXPECT_EQ(p.grad().data<float>(), flat->grads().data<float>() + flat->offset(int64_t(k)));
+  }
+  EXPECT_EQ(alias.data<float>(), ps[3].data<float>());
+  expect_near_all(ps[1].grad().to_vector(), grad_values(ps[1], 0), 1e-6, "existing gradient kept");
+  for (double v : flat->params().to_vector()) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_EQ(flat->params().to_vector()[5], 0.0) << "padding is zero";
+  EXPECT_NO_THROW(opt.use_flat_buffers()) << "already flat: a no-op";
+}
+
+TEST(FlatBuffers, BackwardAccumulatesIntoTheFlatBufferAndZeroGradKeepsViews) {
+  std::vector<Tensor> ps = odd_params(1.0);
+  SGD opt(two_groups(ps), 0.1);
+  opt.use_flat_buffers();
+  Tensor x = Tensor::from_vector(grad_values(ps[1], 3), ps[1].shape());
+  for (int pass = 0; pass < 2; ++pass) {  // two backward passes accumulate
+    Tensor loss = ops::sum(ops::mul(ps[1], x));
+    loss.backward();
+  }
+  const float* grad_base = opt.flat()->grads().data<float>();
+  EXPECT_EQ(ps[1].grad().data<float>(), grad_base + opt.flat()->offset(2));
+  std::vector<double> twice;
+  for (double v : x.to_vector()) twice.push_back(2 * v);
+  expect_near_all(ps[1].grad().to_vector(), twice, 1e-6, "accumulated in place");
+  opt.zero_grad();  // set_to_none is ignored with flat buffers: one fill, views stay
+  for (double v : opt.flat()->grads().to_vector()) EXPECT_EQ(v, 0.0);
+  for (auto& p : ps) EXPECT_TRUE(p.grad().defined());
+  EXPECT_EQ(ps[1].grad().data<float>(), grad_base + opt.flat()->offset(2));
+}
+
+TEST(FlatBuffers, ReplacedOrDroppedGradientsAreCopiedBackBeforeAStep) {
+  std::vector<Tensor> ps = odd_params(2.0);
+  SGD opt(two_groups(ps), 0.5);
+  opt.use_flat_buffers();
+  const std::vector<double> p3 = ps[3].to_vector(), p0 = ps[0].to_vector();
+  give_grad(ps[3], grad_values(ps[3], 1));  // replaces the view
+  ps[0].set_grad(Tensor());                 // dropped: counts as zero
+  opt.step();
+  const float* grad_base = opt.flat()->grads().data<float>();
+  EXPECT_EQ(ps[3].grad().data<float>(), grad_base + opt.flat()->offset(3));
+  std::vector<double> want;
+  const std::vector<double> g = grad_values(ps[3], 1);
+  for (size_t i = 0; i < p3.size(); ++i) want.push_back(p3[i] - 0.5 * (g[i] + 0.05 * p3[i]));
+  expect_near_all(ps[3].to_vector(), want, 1e-6, "sgd with the replaced gradient");
+  EXPECT_EQ(ps[0].to_vector(), p0);
+}
+
+// Same updates as the per-tensor path (same double arithmetic per element: bit-exact).
+template <class MakeOpt>
+void expect_flat_matches_per_tensor(MakeOpt make_opt) {
+  std::vector<Tensor> a = odd_params(3.0), b = odd_params(3.0);
+  auto opt_a = make_opt(two_groups(a));
+  auto opt_b = make_opt(two_groups(b));
+  opt_b->use_flat_buffers();
+  for (int s = 0; s < 4; ++s) {
+    opt_b->zero_grad();
+    for (size_t k = 0; k < a.size(); ++k) {
+      give_grad(a[k], grad_values(a[k], s));
+      b[k].grad().copy_(Tensor::from_vector(grad_values(b[k], s), b[k].shape()));
+    }
+    opt_a->lr = opt_b->lr = 0.01 * (s + 1);
+    opt_a->step();
+    opt_b->step();
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_EQ(a[k].to_vector(), b[k].to_vector()) << "param " << k << " step " << s;
+  }
+  NamedTensors sa = opt_a->state(), sb = opt_b->state();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_EQ(sa[i].first, sb[i].first);
+    EXPECT_EQ(sa[i].second.to_vector(), sb[i].second.to_vector()) << sa[i].first;
+  }
+}
+
+TEST(FlatBuffers, AdamWAndSGDMatchThePerTensorPathExactly) {
+  expect_flat_matches_per_tensor([](std::vector<ParamGroup> g) { return std::make_unique<AdamW>(g, 0.01); });
+  expect_flat_matches_per_tensor([](std::vector<ParamGroup> g) { return std::make_unique<SGD>(g, 0.01); });
+  expect_flat_matches_per_tensor([](std::vector<ParamGroup> g) { return std::make_unique<SGD>(g, 0.01, 0.9); });
+  expect_flat_matches_per_tensor([](std::vector<ParamGroup> g) { return std::make_unique<SGD>(g, 0.01, 0.9, true); });
+}
+
+TEST(FlatBuffers, StateMovesBetweenFlatAndPerTensorOptimizers) {
+  std::vector<Tensor> a = odd_params(4.0), b = odd_params(4.0), c = odd_params(4.0);
+  AdamW opt_a(two_groups(a), 0.02), opt_b(two_groups(b), 0.02), opt_c(two_groups(c), 0.02);
+  opt_b.use_flat_buffers();
+  for (size_t k = 0; k < a.size(); ++k) give_grad(a[k], grad_values(a[k], 0));
+  opt_a.step();
+  opt_b.load_state(opt_a.state());  // per-tensor -> flat
+  for (size_t k = 0; k < a.size(); ++k) b[k].detach().copy_(a[k]);
+  EXPECT_EQ(opt_b.step_count(), 1);
+  for (size_t k = 0; k < a.size(); ++k) {
+    give_grad(a[k], grad_values(a[k], 1));
+    b[k].grad().copy_(a[k].grad());
+  }
+  opt_a.step();
+  opt_b.step();
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_EQ(a[k].to_vector(), b[k].to_vector()) << k;
+  opt_c.load_state(opt_b.state());  // flat -> per-tensor
+  NamedTensors sa = opt_a.state(), sc = opt_c.state();
+  ASSERT_EQ(sa.size(), sc.size());
+  for (size_t i = 0; i < sa.size(); ++i) EXPECT_EQ(sa[i].second.to_vector(), sc[i].second.to_vector()) << sa[i].first;
+
+  // Flat buffers keep one step count: per-parameter counts that differ are refused.
+  NamedTensors uneven = opt_a.state();
+  for (auto& [name, t] : uneven)
+    if (name == "param.2.step") t = Tensor::scalar(7, DType::i64);
+  EXPECT_NE(vt::test::error_of([&] { opt_b.load_state(uneven); }).find("one step count"), std::string::npos);
+}
+
+TEST(FlatBuffers, RejectsMixedDtypesAndDuplicates) {
+  Tensor a = make_param({1.0, 2.0}), b = make_param({1.0}, {1}, DType::f64);
+  AdamW mixed({{{a, b}, 0.0}}, 0.1);
+  EXPECT_NE(vt::test::error_of([&] { mixed.use_flat_buffers(); }).find("one dtype"), std::string::npos);
+  AdamW twice({{{a}, 0.0}, {{a}, 0.1}}, 0.1);
+  EXPECT_NE(vt::test::error_of([&] { twice.use_flat_buffers(); }).find("twice"), std::string::npos);
+  give_grad(a, {1.0, 1.0});
+  AdamW stepped({{{a}, 0.0}}, 0.1);
+  stepped.step();
+  EXPECT_NE(vt::test::error_of([&] { stepped.use_flat_buffers(); }).find("before the first step"), std::string::npos);
+}
+
+TEST(ClipGradNorm, OptimizerMethodOnTheCpuIsTheFreeFunction) {
+  Tensor a = make_param({0, 0}), b = make_param({0});
+  give_grad(a, {3.0, 4.0});
+  give_grad(b, {12.0});
+  SGD opt({{{a}, 0.0}, {{b}, 0.0}}, 0.1);
+  Tensor norm = opt.clip_grad_norm(6.5);
+  EXPECT_EQ(norm.dim(), 0);
+  EXPECT_NEAR(norm.item(), 13.0, 1e-9);
+  const double c = 6.5 / (13.0 + 1e-6);
+  expect_near_all(a.grad().to_vector(), {3 * c, 4 * c}, 1e-6, "a");
+  EXPECT_THROW(opt.clip_grad_norm(0.0), Error);
 }
 
 }  // namespace

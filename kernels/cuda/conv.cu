@@ -1,0 +1,216 @@
+// Depth-wise 3×3 conv and adaptive average pooling on the GPU (see conv.h). Element-wise parts use one thread per
+// output element with a grid-stride loop; the weight/bias gradients use one block per channel that walks the
+// channel's B·H·W positions and reduces its 10 partial sums (9 taps + bias) through warp shuffles.
+#include "kernels/cuda/conv.h"
+
+#include <algorithm>
+
+#include <cuda_bf16.h>
+
+#include "core/error.h"
+#include "kernels/cuda/check.h"
+
+namespace vt::kernels::cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+int grid_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kBlock - 1) / kBlock, 1 << 20)); }
+
+__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
+
+template <typename F>
+void by_float(DType dtype, const char* op, F&& f) {
+  if (dtype == DType::f32) return f(float{});
+  if (dtype == DType::bf16) return f(__nv_bfloat16{});
+  VT_FAIL("[", op, "] needs f32 or bf16 on CUDA, got ", dtype_name(dtype));
+}
+
+// ---- depth-wise 3×3 ----
+template <typename T>
+__global__ void dw_forward_kernel(T* out, const T* x, const T* w, const T* bias, int64_t C, int64_t H, int64_t W,
+                                  int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t xx = i % W, y = (i / W) % H, plane = i / (H * W), c = plane % C;
+    const int64_t base = plane * H * W;
+    float acc = bias ? load(bias, c) : 0.0f;
+#pragma unroll
+    for (int ky = 0; ky < 3; ++ky) {
+      const int64_t yy = y + ky - 1;
+      if (yy < 0 || yy >= H) continue;
+#pragma unroll
+      for (int kx = 0; kx < 3; ++kx) {
+        const int64_t xi = xx + kx - 1;
+        if (xi < 0 || xi >= W) continue;
+        acc += load(w, c * 9 + ky * 3 + kx) * load(x, base + yy * W + xi);
+      }
+    }
+    store(out, i, acc);
+  }
+}
+
+// dx[y, x] = Σ_taps w[ky, kx] · g[y − ky + 1, x − kx + 1].
+template <typename T>
+__global__ void dw_dx_kernel(T* dx, const T* g, const T* w, int64_t C, int64_t H, int64_t W, int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t xx = i % W, y = (i / W) % H, plane = i / (H * W), c = plane % C;
+    const int64_t base = plane * H * W;
+    float acc = 0.0f;
+#pragma unroll
+    for (int ky = 0; ky < 3; ++ky) {
+      const int64_t yy = y - ky + 1;
+      if (yy < 0 || yy >= H) continue;
+#pragma unroll
+      for (int kx = 0; kx < 3; ++kx) {
+        const int64_t xo = xx - kx + 1;
+        if (xo < 0 || xo >= W) continue;
+        acc += load(w, c * 9 + ky * 3 + kx) * load(g, base + yy * W + xo);
+      }
+    }
+    store(dx, i, acc);
+  }
+}
+
+// One block per channel c: dweight[c, tap] = Σ_{b, y, x} g · x[y + ky − 1, x + kx − 1], dbias[c] = Σ g.
+template <typename T>
+__global__ void dw_dweight_kernel(T* dw, T* db, const T* g, const T* x, int64_t B, int64_t C, int64_t H, int64_t W) {
+  const int64_t c = blockIdx.x, HW = H * W, n = B * HW;
+  float part[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const int64_t b = j / HW, pos = j % HW, y = pos / W, xx = pos % W;
+    const int64_t base = (b * C + c) * HW;
+    const float gv = load(g, base + pos);
+    part[9] += gv;
+#pragma unroll
+    for (int ky = 0; ky < 3; ++ky) {
+      const int64_t yy = y + ky - 1;
+      if (yy < 0 || yy >= H) continue;
+#pragma unroll
+      for (int kx = 0; kx < 3; ++kx) {
+        const int64_t xi = xx + kx - 1;
+        if (xi < 0 || xi >= W) continue;
+        part[ky * 3 + kx] += gv * load(x, base + yy * W + xi);
+      }
+    }
+  }
+  __shared__ float warp_sums[kBlock / 32][10];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int t = 0; t < 10; ++t) {
+    float v = part[t];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0) warp_sums[warp][t] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < 10) {
+    float s = 0.0f;
+    for (int k = 0; k < kBlock / 32; ++k) s += warp_sums[k][threadIdx.x];
+    if (threadIdx.x < 9 && dw) store(dw, c * 9 + threadIdx.x, s);
+    if (threadIdx.x == 9 && db) store(db, c, s);
+  }
+}
+
+// ---- adaptive average pooling ----
+__device__ __forceinline__ int64_t bin_start(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
+__device__ __forceinline__ int64_t bin_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+
+template <typename T>
+__global__ void pool_forward_kernel(T* out, const T* x, int64_t H, int64_t W, int64_t oh, int64_t ow, int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = i % ow, r = (i / ow) % oh, n = i / (oh * ow);
+    const int64_t y0 = bin_start(r, H, oh), y1 = bin_end(r, H, oh), x0 = bin_start(j, W, ow), x1 = bin_end(j, W, ow);
+    const T* plane = x + n * H * W;
+    float acc = 0.0f;
+    for (int64_t y = y0; y < y1; ++y)
+      for (int64_t k = x0; k < x1; ++k) acc += load(plane, y * W + k);
+    store(out, i, acc / static_cast<float>((y1 - y0) * (x1 - x0)));
+  }
+}
+
+// Bins of `out` over `in` that contain position p: i in [lo, hi] with start(i) ≤ p < end(i) (checked by callers).
+__device__ __forceinline__ void candidate_bins(int64_t p, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = max(int64_t(0), (p * out) / in - 1);
+  hi = min(out - 1, ((p + 1) * out) / in);
+}
+
+template <typename T>
+__global__ void pool_backward_kernel(T* dx, const T* g, int64_t H, int64_t W, int64_t oh, int64_t ow, int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t xx = i % W, y = (i / W) % H, n = i / (H * W);
+    int64_t r0, r1, c0, c1;
+    candidate_bins(y, H, oh, r0, r1);
+    candidate_bins(xx, W, ow, c0, c1);
+    const T* gp = g + n * oh * ow;
+    float acc = 0.0f;
+    for (int64_t r = r0; r <= r1; ++r) {
+      const int64_t y0 = bin_start(r, H, oh), y1 = bin_end(r, H, oh);
+      if (y < y0 || y >= y1) continue;
+      for (int64_t j = c0; j <= c1; ++j) {
+        const int64_t x0 = bin_start(j, W, ow), x1 = bin_end(j, W, ow);
+        if (xx < x0 || xx >= x1) continue;
+        acc += load(gp, r * ow + j) / static_cast<float>((y1 - y0) * (x1 - x0));
+      }
+    }
+    store(dx, i, acc);
+  }
+}
+
+}  // namespace
+
+void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
+                          int64_t C, int64_t H, int64_t W, cudaStream_t stream) {
+  const int64_t total = B * C * H * W;
+  if (total == 0) return;
+  by_float(dtype, "depthwise_conv3x3", [&](auto t) {
+    using T = decltype(t);
+    dw_forward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x),
+                                                                 static_cast<const T*>(weight),
+                                                                 static_cast<const T*>(bias), C, H, W, total);
+  });
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
+                           const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, cudaStream_t stream) {
+  const int64_t total = B * C * H * W;
+  by_float(dtype, "depthwise_conv3x3", [&](auto t) {
+    using T = decltype(t);
+    if (dx && total > 0)
+      dw_dx_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g),
+                                                              static_cast<const T*>(weight), C, H, W, total);
+    if ((dweight || dbias) && C > 0)
+      dw_dweight_kernel<T><<<static_cast<unsigned>(C), kBlock, 0, stream>>>(
+          static_cast<T*>(dweight), static_cast<T*>(dbias), static_cast<const T*>(g), static_cast<const T*>(x), B, C,
+          H, W);
+  });
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void adaptive_avg_pool2d_forward(DType dtype, void* out, const void* x, int64_t N, int64_t H, int64_t W, int64_t oh,
+                                 int64_t ow, cudaStream_t stream) {
+  const int64_t total = N * oh * ow;
+  if (total == 0) return;
+  by_float(dtype, "adaptive_avg_pool", [&](auto t) {
+    using T = decltype(t);
+    pool_forward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x), H,
+                                                                   W, oh, ow, total);
+  });
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void adaptive_avg_pool2d_backward(DType dtype, void* dx, const void* g, int64_t N, int64_t H, int64_t W, int64_t oh,
+                                  int64_t ow, cudaStream_t stream) {
+  const int64_t total = N * H * W;
+  if (total == 0) return;
+  by_float(dtype, "adaptive_avg_pool", [&](auto t) {
+    using T = decltype(t);
+    pool_backward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g), H,
+                                                                    W, oh, ow, total);
+  });
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace vt::kernels::cuda

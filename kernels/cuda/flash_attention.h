@@ -1,0 +1,52 @@
+// Fused flash attention (FlashAttention-2 scheme) on bf16 tensors with f32 softmax statistics, for sm_90.
+// Operands are [B, H, N, d] views given by a pointer and three element strides (batch, head, row; the last dim is
+// contiguous), so q/k/v can be slices of one qkv tensor and out/dq/dk/dv can be laid out [B, N, H, d].
+// Head dims 32, 64 and 128. Forward: flash_attention_fwd.cu; backward: flash_attention_bwd.cu.
+#pragma once
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace vt::kernels::cuda {
+
+/// A bf16 [B, H, N, d] operand: data points at element (0, 0, 0, 0); strides are in elements.
+/// Pointers and strides must be multiples of 16 bytes (8 elements) apart: rows are moved with 16-byte copies.
+struct AttentionView {
+  const void* data = nullptr;
+  int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
+};
+
+/// Sizes shared by every attention launcher.
+struct AttentionShape {
+  int64_t B = 0, H = 0, N = 0, d = 0;
+  float scale = 1.0f;  // the logits are scale·q·kᵀ
+};
+
+/// True when the fused kernels handle head dim d (32, 64, 128).
+bool flash_attention_supports(int64_t d);
+
+/// True when `view` meets the kernels' 16-byte alignment needs (pointer and all three strides).
+bool flash_attention_aligned(const AttentionView& view);
+
+/// out = softmax(scale·q·kᵀ)·v per (batch, head), bf16; lse[b, h, i] = ln Σ_j exp(scale·q_i·k_j) in f32,
+/// contiguous [B, H, N]. `out.data` is written (it is const only so one view type serves inputs and outputs).
+void flash_attention_forward(const AttentionView& out, float* lse, const AttentionView& q, const AttentionView& k,
+                             const AttentionView& v, const AttentionShape& shape, cudaStream_t stream);
+
+/// How flash_attention_backward forms dq: a second pass over the keys that recomputes P and dS (deterministic),
+/// or f32 atomics from the dK/dV pass into a scratch accumulator (one pass, last bits vary from run to run).
+enum class FlashDqMode { separate_pass, atomics };
+
+/// f32 elements of scratch memory flash_attention_backward needs (the rows' dO·O, and the dq accumulator).
+int64_t flash_attention_backward_workspace(const AttentionShape& shape, FlashDqMode mode = FlashDqMode::separate_pass);
+
+/// Gradients of flash_attention_forward: dq, dk, dv (bf16, written through their views) from dout, the inputs,
+/// the forward's out and lse. `workspace` holds flash_attention_backward_workspace(shape, mode) floats,
+/// 16-byte aligned.
+void flash_attention_backward(const AttentionView& dq, const AttentionView& dk, const AttentionView& dv,
+                              const AttentionView& dout, const AttentionView& q, const AttentionView& k,
+                              const AttentionView& v, const AttentionView& out, const float* lse, float* workspace,
+                              const AttentionShape& shape, cudaStream_t stream,
+                              FlashDqMode mode = FlashDqMode::separate_pass);
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,218 @@
+// Flash attention forward (FlashAttention-2): one CTA of 4 warps takes 64 query rows of one (batch, head), each
+// warp 16 rows; K/V tiles of 64 keys stream through double-buffered shared memory with cp.async while the
+// previous tile is used. Scores and P·V run on bf16 tensor cores with f32 accumulation; the online softmax is in
+// f32 in the log2 domain (scale·log2 e folded into one multiply, exp2f). Keys past N are masked to −inf, query
+// rows past N are computed on zeros and not stored.
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/flash_attention.h"
+#include "kernels/cuda/flash_attention_device.cuh"
+
+namespace vt::kernels::cuda {
+
+using flash::bf16;
+
+namespace {
+
+constexpr int kBlockM = 64, kBlockN = 64, kThreads = 128;
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+struct FwdParams {
+  const bf16 *q, *k, *v;
+  bf16* out;
+  float* lse;
+  int64_t q_b, q_h, q_n, k_b, k_h, k_n, v_b, v_h, v_n, o_b, o_h, o_n;
+  int H, N, m_blocks;
+  float scale_log2;
+};
+
+template <int D>
+constexpr int fwd_smem_bytes() {
+  return (kBlockM + 4 * kBlockN) * (D + flash::kPad) * static_cast<int>(sizeof(bf16));
+}
+
+// ---- kernels ----
+
+template <int D>
+__global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const FwdParams p) {
+  using namespace flash;
+  constexpr int LD = D + kPad;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  bf16* sQ = reinterpret_cast<bf16*>(smem_raw);  // [kBlockM][LD]
+  bf16* sK = sQ + kBlockM * LD;                  // [2][kBlockN][LD]
+  bf16* sV = sK + 2 * kBlockN * LD;              // [2][kBlockN][LD]
+
+  const int64_t bh = blockIdx.x / p.m_blocks;
+  const int m0 = static_cast<int>(blockIdx.x % p.m_blocks) * kBlockM;
+  const int64_t b = bh / p.H, h = bh % p.H;
+  const bf16* q = p.q + b * p.q_b + h * p.q_h;
+  const bf16* k = p.k + b * p.k_b + h * p.k_h;
+  const bf16* v = p.v + b * p.v_b + h * p.v_h;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int N = p.N, n_tiles = (N + kBlockN - 1) / kBlockN;
+
+  load_tile<D, kBlockM, kThreads>(sQ, q, p.q_n, m0, N, tid);
+  load_tile<D, kBlockN, kThreads>(sK, k, p.k_n, 0, N, tid);
+  load_tile<D, kBlockN, kThreads>(sV, v, p.v_n, 0, N, tid);
+  cp_async_commit();
+
+  uint32_t qf[D / 16][4];
+  float o[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};  // rows g and g+8; sums are per thread
+
+  for (int j = 0; j < n_tiles; ++j) {
+    if (j + 1 < n_tiles) {  // prefetch the next tile into the other buffer
+      const int nb = (j + 1) & 1;
+      load_tile<D, kBlockN, kThreads>(sK + nb * kBlockN * LD, k, p.k_n, (j + 1) * kBlockN, N, tid);
+      load_tile<D, kBlockN, kThreads>(sV + nb * kBlockN * LD, v, p.v_n, (j + 1) * kBlockN, N, tid);
+    }
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    if (j == 0) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], a_rows(sQ, LD, warp * 16, kk * 16, lane));
+    }
+    const bf16* kt = sK + (j & 1) * kBlockN * LD;
+    const bf16* vt = sV + (j & 1) * kBlockN * LD;
+
+    // S = Q Kᵀ (16 × 64 per warp)
+    float s[kBlockN / 8][4];
+#pragma unroll
+    for (int i = 0; i < kBlockN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+      for (int nn = 0; nn < kBlockN / 16; ++nn) {
+        uint32_t bfr[4];
+        ldmatrix_x4(bfr, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
+        mma_bf16(s[2 * nn], qf[kk], bfr[0], bfr[1]);
+        mma_bf16(s[2 * nn + 1], qf[kk], bfr[2], bfr[3]);
+      }
+    }
+
+    // online softmax in the log2 domain
+    const int key0 = j * kBlockN;
+    float mx[2] = {row_max[0], row_max[1]};
+#pragma unroll
+    for (int nt = 0; nt < kBlockN / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = key0 + nt * 8 + 2 * t + (e & 1);
+        s[nt][e] = col < N ? s[nt][e] * p.scale_log2 : -INFINITY;
+        mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    }
+    // Tile 0 always holds key 0, so mx is finite from the first tile on and exp2f(−inf − mx) = 0.
+    const float alpha[2] = {exp2f(row_max[0] - mx[0]), exp2f(row_max[1] - mx[1])};
+    row_max[0] = mx[0];
+    row_max[1] = mx[1];
+    row_sum[0] *= alpha[0];
+    row_sum[1] *= alpha[1];
+#pragma unroll
+    for (int nt = 0; nt < kBlockN / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = exp2f(s[nt][e] - mx[e / 2]);
+        row_sum[e / 2] += s[nt][e];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      o[i][0] *= alpha[0];
+      o[i][1] *= alpha[0];
+      o[i][2] *= alpha[1];
+      o[i][3] *= alpha[1];
+    }
+
+    // O += P V, P (bf16) straight from the S accumulators
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
+                             pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dn = 0; dn < D / 16; ++dn) {
+        uint32_t bfr[4];
+        ldmatrix_x4_trans(bfr, b_rows_kn(vt, LD, kk * 16, dn * 16, lane));
+        mma_bf16(o[2 * dn], a, bfr[0], bfr[1]);
+        mma_bf16(o[2 * dn + 1], a, bfr[2], bfr[3]);
+      }
+    }
+    __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
+  }
+
+  // epilogue: finish the row sums across the quad, normalise, store out (bf16) and lse (natural log)
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+  }
+  bf16* out = p.out + b * p.o_b + h * p.o_h;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = m0 + warp * 16 + g + 8 * r;
+    if (row >= N) continue;
+    const float inv = 1.f / row_sum[r];
+    bf16* dst = out + row * p.o_n;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i)
+      *reinterpret_cast<__nv_bfloat162*>(dst + i * 8 + 2 * t) =
+          __floats2bfloat162_rn(o[i][2 * r] * inv, o[i][2 * r + 1] * inv);
+    if (t == 0) p.lse[bh * N + row] = row_max[r] * kLn2 + logf(row_sum[r]);
+  }
+}
+
+template <int D>
+void launch_forward(const FwdParams& p, int64_t blocks, cudaStream_t stream) {
+  constexpr int smem = fwd_smem_bytes<D>();
+  VT_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_fwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  flash_attention_fwd_kernel<D><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(p);
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+// ---- launchers ----
+
+bool flash_attention_supports(int64_t d) { return d == 32 || d == 64 || d == 128; }
+
+bool flash_attention_aligned(const AttentionView& view) {
+  return reinterpret_cast<uintptr_t>(view.data) % 16 == 0 && view.batch_stride % 8 == 0 &&
+         view.head_stride % 8 == 0 && view.row_stride % 8 == 0;
+}
+
+void flash_attention_forward(const AttentionView& out, float* lse, const AttentionView& q, const AttentionView& k,
+                             const AttentionView& v, const AttentionShape& s, cudaStream_t stream) {
+  VT_CHECK(flash_attention_supports(s.d), "[flash_attention] head dim ", s.d, " not supported (32, 64, 128)");
+  VT_CHECK(flash_attention_aligned(q) && flash_attention_aligned(k) && flash_attention_aligned(v) &&
+               flash_attention_aligned(out),
+           "[flash_attention] operands must be 16-byte aligned with strides that are multiples of 8");
+  VT_CHECK(s.N < (int64_t{1} << 31), "[flash_attention] N = ", s.N, " too large");
+  if (s.B * s.H * s.N == 0) return;
+  FwdParams p{static_cast<const bf16*>(q.data), static_cast<const bf16*>(k.data), static_cast<const bf16*>(v.data),
+              static_cast<bf16*>(const_cast<void*>(out.data)), lse,
+              q.batch_stride, q.head_stride, q.row_stride, k.batch_stride, k.head_stride, k.row_stride,
+              v.batch_stride, v.head_stride, v.row_stride, out.batch_stride, out.head_stride, out.row_stride,
+              static_cast<int>(s.H), static_cast<int>(s.N), static_cast<int>((s.N + kBlockM - 1) / kBlockM),
+              s.scale * kLog2e};
+  const int64_t blocks = s.B * s.H * p.m_blocks;
+  VT_CHECK(blocks < (int64_t{1} << 31), "[flash_attention] grid of ", blocks, " blocks too large");
+  switch (s.d) {
+    case 32: return launch_forward<32>(p, blocks, stream);
+    case 64: return launch_forward<64>(p, blocks, stream);
+    default: return launch_forward<128>(p, blocks, stream);
+  }
+}
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,27 @@
+// Host-visible launchers of the fused CUDA LayerNorm over the last dim of a contiguous (rows, C) tensor.
+// x and y may each be f32 or bf16 (an f32 residual stream can produce a bf16 normalised output directly);
+// weight/bias and the saved statistics are f32. Used by ops::layer_norm on CUDA tensors.
+#pragma once
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "core/dtype.h"
+
+namespace vt::kernels::cuda {
+
+/// y = (x − mean)·rstd·w + b per row, statistics in f32; w, b may be null (1 and 0); mean, rstd: f32 [rows].
+void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, float* rstd, const void* x,
+                        const float* w, const float* b, int64_t rows, int64_t C, double eps, cudaStream_t stream);
+
+/// Number of f32 scratch elements layer_norm_backward needs for its per-block dw/db partial sums.
+int64_t layer_norm_backward_scratch(int64_t rows, int64_t C);
+
+/// dx (x_dtype) = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·w; dw = Σ_rows dy·x̂, db = Σ_rows dy (f32, summed
+/// per block then across blocks in a fixed order: deterministic, no atomics). dx, dw, db may each be null;
+/// w may be null. `scratch` holds layer_norm_backward_scratch(rows, C) floats (unused when dw and db are null).
+void layer_norm_backward(DType x_dtype, DType dy_dtype, void* dx, float* dw, float* db, const void* dy,
+                         const void* x, const float* mean, const float* rstd, const float* w, int64_t rows,
+                         int64_t C, float* scratch, cudaStream_t stream);
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,45 @@
+// Throughput benchmark on synthetic data (what `vitrain bench` runs): training steps (forward + loss + backward +
+// AdamW) and optionally inference, timed with the device synchronized only at the ends of each timed region.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/device.h"
+#include "models/attention.h"
+
+namespace vt::engine {
+
+struct BenchOptions {
+  std::string model = "deit_small_patch16_224";  ///< registry preset (224², 1000 classes for the DeiT presets)
+  models::AttentionConfig attention;             ///< dense unless asked otherwise
+  int64_t batch_size = 256;
+  int64_t steps = 50;   ///< timed steps
+  int64_t warmup = 10;  ///< untimed steps before them
+  std::string device = "auto";
+  bool amp = false;     ///< bf16 autocast (CUDA only; ignored on the CPU)
+  bool infer = false;   ///< also time inference (eval mode, no grad)
+  int threads = 0;      ///< CPU threads; 0: all cores
+  double smoothing = 0.1;
+};
+
+struct BenchResult {
+  std::string device;  ///< "cpu" or "cuda:N"
+  bool amp = false;    ///< whether bf16 autocast was in effect
+  int64_t params = 0;
+  double train_img_per_s = 0, train_step_ms = 0, last_loss = 0;
+  std::optional<PeakMemory> train_peak;
+  bool has_infer = false;
+  double infer_img_per_s = 0, infer_batch_ms = 0;
+  std::optional<PeakMemory> infer_peak;
+};
+
+/// Builds the model on the device and runs the benchmark; throws on bad options (unknown model, device, ...).
+BenchResult run_bench(const BenchOptions& opt);
+
+/// One JSON object on one line with the options and results (keys shared with scripts/bench_timm.py:
+/// impl, model, batch_size, amp, device, train_img_per_s, train_step_ms, train_peak_mem_gib, infer_img_per_s,
+/// infer_peak_mem_gib; a value that was not measured is null).
+std::string bench_json(const BenchOptions& opt, const BenchResult& r);
+
+}  // namespace vt::engine

@@ -1,0 +1,38 @@
+// Autocast: a thread-local mixed-precision policy that the nn modules read (ops never do). Under
+// `AutocastGuard guard(DType::bf16)`, on CUDA tensors, Linear and the patch-embedding conv cast input, weight and
+// bias to bf16 with the differentiable to(DType) (so f32 master weights get f32 gradients) and return bf16;
+// LayerNorm returns bf16 normalized activations while its statistics stay f32; residual adds promote
+// bf16 + f32 -> f32, so the residual stream stays f32 (timm/PyTorch AMP). CPU tensors ignore the policy: the CPU
+// path stays f32 and bit-identical with or without a guard.
+#pragma once
+#include <optional>
+
+#include "tensor/tensor.h"
+
+namespace vt::nn {
+
+/// RAII: sets the calling thread's autocast dtype for the scope (std::nullopt turns autocast off) and restores
+/// the previous policy afterwards. Only bf16 is supported: f16 would need loss scaling, which we do not have.
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(std::optional<DType> dtype);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  std::optional<DType> previous_;
+};
+
+/// The calling thread's autocast dtype, std::nullopt when autocast is off.
+std::optional<DType> autocast_dtype();
+
+/// The dtype a module should compute in for input `x`: the autocast dtype when it is on and x is a CUDA tensor,
+/// else std::nullopt (compute in x's own dtype).
+std::optional<DType> autocast_dtype_for(const Tensor& x);
+
+/// `t` cast to `dtype` (differentiable); an undefined tensor (a missing bias) and one already in `dtype` pass
+/// through unchanged.
+Tensor cast_to(const Tensor& t, DType dtype);
+
+}  // namespace vt::nn
