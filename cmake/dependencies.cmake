@@ -23,7 +23,7 @@ find_path(OPENCV_INCLUDE_DIR opencv2/core.hpp PATHS /usr/include/opencv4 REQUIRE
 find_library(OPENCV_CORE_LIB opencv_core REQUIRED)
 find_library(OPENCV_IMGPROC_LIB opencv_imgproc REQUIRED)
 add_library(vt_opencv INTERFACE)
-target_include_directories(vt_opencv INTERFACE ${OPENCV_INCLUDE_DIR})
+target_include_directories(vt_opencv SYSTEM INTERFACE ${OPENCV_INCLUDE_DIR})
 target_link_libraries(vt_opencv INTERFACE ${OPENCV_IMGPROC_LIB} ${OPENCV_CORE_LIB})
 
 if(VT_BUILD_TESTS)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "nn/init.h"
+#include "nn/autocast.h"
 #include "ops/ops.h"
 
 namespace vt::models {
@@ -63,7 +64,8 @@ std::pair<Tensor, Tensor> agent_bias_terms(const AgentBiases& b, int64_t G) {
   const int64_t H = b.an.size(0), n = b.an.size(1), P = G * G;
   VT_CHECK(b.ah.size(3) == G && b.ha.size(2) == G, "[agent_attention] biases are sized for a ", b.ah.size(3), "x",
            b.ah.size(3), " patch grid, the input has ", G, "x", G);
-  const Tensor resize_t = bilinear_resize_matrix(kBiasBase, G, b.an.dtype()).transpose(0, 1);  // [49, G²]
+  const Tensor resize_t =
+      bilinear_resize_matrix(kBiasBase, G, b.an.dtype()).to(b.an.device()).transpose(0, 1);  // [49, G²]
   // Agents' logits over [CLS | patches]: ac, then resized an + ah (by row) + aw (by column).
   Tensor an = ops::matmul(b.an.reshape({H * n, kBiasBase * kBiasBase}), resize_t).reshape({H, n, P});
   Tensor a_patch = an + (b.ah + b.aw).reshape({H, n, P});
@@ -101,9 +103,9 @@ Tensor agent_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b
                        const Tensor& proj_b, const AgentOptions& o, const AgentBiases* biases) {
   VT_CHECK(x.dim() == 3, "[agent_attention] x must be [B, N, C], got ", x.describe());
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
-  Tensor qkv = ops::linear(x, qkv_w, qkv_b).reshape({B, N, 3, C});
+  Tensor qkv = nn::autocast_linear(x, qkv_w, qkv_b).reshape({B, N, 3, C});
   Tensor q = qkv.slice(2, 0, 1).squeeze(2), k = qkv.slice(2, 1, 2).squeeze(2), v = qkv.slice(2, 2, 3).squeeze(2);
-  return ops::linear(agent_core(q, k, v, o, biases), proj_w, proj_b);
+  return nn::autocast_linear(agent_core(q, k, v, o, biases), proj_w, proj_b);
 }
 
 AgentAttention::AgentAttention(int64_t dim, const AgentOptions& o, int64_t grid, double proj_drop, Generator& gen)

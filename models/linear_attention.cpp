@@ -1,6 +1,7 @@
 // Linear attention as a composition of differentiable ops (autograd supplies the backward). See linear_attention.h.
 #include "models/linear_attention.h"
 
+#include "nn/autocast.h"
 #include "ops/ops.h"
 
 namespace vt::models {
@@ -9,11 +10,6 @@ namespace {
 
 constexpr double kNormEps = 1e-6;   // RMSNorm eps
 constexpr double kDenomEps = 1e-6;  // added to the normaliser φ(q)·Σφ(k)
-
-template <typename T> void positive_mask(const T* x, T* mask, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) mask[i] = x[i] > T(0) ? T(1) : T(0);
-}
 
 // RMSNorm over the last dim: t / sqrt(mean(t²) + eps) · w.
 Tensor rms_norm(const Tensor& t, const Tensor& w) {
@@ -28,14 +24,6 @@ struct NormWeight : nn::Module {
 
 }  // namespace
 
-Tensor relu(const Tensor& x) {
-  // x · 1[x > 0]: the mask is a constant, so the product's backward is the ReLU derivative.
-  VT_CHECK(x.device().is_cpu(), "[relu] only the CPU path exists so far, got a tensor on ", x.device().str());
-  Tensor xc = x.detach().contiguous();
-  Tensor mask = Tensor::empty(x.shape(), x.dtype());
-  VT_DISPATCH_FLOAT(x.dtype(), "relu", [&] { positive_mask(xc.data<scalar_t>(), mask.data<scalar_t>(), x.numel()); });
-  return x * mask;
-}
 
 Tensor linear_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b, const Tensor& q_norm_w,
                         const Tensor& k_norm_w, const Tensor& proj_w, const Tensor& proj_b, int64_t heads) {
@@ -43,10 +31,10 @@ Tensor linear_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
   VT_CHECK(heads > 0 && C % heads == 0, "[linear_attention] C = ", C, " is not divisible by ", heads, " heads");
   const int64_t d = C / heads;
-  Tensor qkv = ops::linear(x, qkv_w, qkv_b).reshape({B, N, 3, C});
+  Tensor qkv = nn::autocast_linear(x, qkv_w, qkv_b).reshape({B, N, 3, C});
   // φ = ReLU is element-wise, so it is applied before the head split, on the contiguous normalised q and k.
-  Tensor q = relu(rms_norm(qkv.slice(2, 0, 1).squeeze(2), q_norm_w));
-  Tensor k = relu(rms_norm(qkv.slice(2, 1, 2).squeeze(2), k_norm_w));
+  Tensor q = ops::relu(rms_norm(qkv.slice(2, 0, 1).squeeze(2), q_norm_w));
+  Tensor k = ops::relu(rms_norm(qkv.slice(2, 1, 2).squeeze(2), k_norm_w));
   Tensor v = qkv.slice(2, 2, 3).squeeze(2);
   auto heads_of = [&](const Tensor& t) { return t.reshape({B, N, heads, d}).transpose(1, 2); };  // [B, H, N, d]
   Tensor fq = heads_of(q), fk = heads_of(k), vh = heads_of(v);
@@ -54,7 +42,7 @@ Tensor linear_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_
   Tensor k_sum = ops::sum(fk, {2}, true);                                                // [B, H, 1, d]
   Tensor denom = ops::matmul(fq, k_sum.transpose(-2, -1)) + kDenomEps;                  // [B, H, N, 1]
   Tensor out = (ops::matmul(fq, kv) / denom).transpose(1, 2).reshape({B, N, C});
-  return proj_w.defined() ? ops::linear(out, proj_w, proj_b) : out;
+  return proj_w.defined() ? nn::autocast_linear(out, proj_w, proj_b) : out;
 }
 
 LinearAttention::LinearAttention(int64_t dim, int64_t heads, double proj_drop, Generator& gen)

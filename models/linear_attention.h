@@ -16,8 +16,6 @@ namespace vt::models {
 Tensor linear_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b, const Tensor& q_norm_w,
                         const Tensor& k_norm_w, const Tensor& proj_w, const Tensor& proj_b, int64_t heads);
 
-/// max(x, 0), differentiable (gradient 0 at x <= 0, as torch.relu).
-Tensor relu(const Tensor& x);
 
 class LinearAttention : public Attention {
  public:

@@ -82,6 +82,11 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
              t->defined() ? t->describe() : std::string("an undefined tensor"));
   VT_CHECK(q.shape() == k.shape() && q.shape() == v.shape(), "[mita] q ", q.describe(), ", k ", k.describe(),
            " and v ", v.describe(), " must have the same shape");
+  // bf16 activations (autocast on the GPU): this composite runs in f32; fused bf16 kernels are issue 5's.
+  if (q.dtype() == DType::bf16 && k.dtype() == DType::bf16 && v.dtype() == DType::bf16 &&
+      landmarks.dtype() == DType::bf16)
+    return mita_core_with_landmarks(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32),
+                                    landmarks.to(DType::f32), o, debug);
   VT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == landmarks.dtype() &&
                (q.dtype() == DType::f32 || q.dtype() == DType::f64),
            "[mita] q, k, v and landmarks must all be f32 or all f64, got ", q.describe(), ", ", k.describe(), ", ",
@@ -114,11 +119,14 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
   }
 
   // Routed slot t·k + i of query n reads key I_{e_t(n)}[i]; rows index the flattened [B·H·N, d] K and V.
+  // Built on the host: for CUDA tensors this copies the indices back (a synchronisation per layer, as the
+  // official code's .item(); the fused kernels of issue 5 remove it).
   Tensor routed_keys = Tensor::empty({B, H, N, P}, DType::i64);
   Tensor rows = Tensor::empty({B * H * N * P}, DType::i64);
   {
-    const int64_t* ek = expert_keys.data<int64_t>();
-    const int64_t* ex = experts.data<int64_t>();
+    const Tensor ek_host = expert_keys.to(cpu()), ex_host = experts.to(cpu());
+    const int64_t* ek = ek_host.data<int64_t>();
+    const int64_t* ex = ex_host.data<int64_t>();
     int64_t* rk = routed_keys.data<int64_t>();
     int64_t* rw = rows.data<int64_t>();
     for (int64_t bh = 0; bh < B * H; ++bh)
@@ -132,6 +140,8 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
           }
         }
   }
+  routed_keys = routed_keys.to(q.device());
+  rows = rows.to(q.device());
   Tensor K_sel = ops::index_select(K.reshape({B * H * N, d}), 0, rows).reshape({B, H, N, P, d});
   Tensor V_sel = ops::index_select(V.reshape({B * H * N, d}), 0, rows).reshape({B, H, N, P, d});
   // b_i = (q_n · k_i)/√d over the routed slots.

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "nn/autocast.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -26,7 +27,12 @@ DepthwiseConv3x3::DepthwiseConv3x3(int64_t channels, Generator& gen) {
   nn::init::default_uniform(bias, 9, gen);
 }
 
-Tensor DepthwiseConv3x3::forward(const Tensor& x) const { return ops::depthwise_conv3x3(x, weight, bias); }
+Tensor DepthwiseConv3x3::forward(const Tensor& x) const {
+  // Under autocast x arrives in bf16; the f32 master weights follow it (as Linear's do).
+  if (x.dtype() != weight.dtype())
+    return ops::depthwise_conv3x3(x, nn::cast_to(weight, x.dtype()), nn::cast_to(bias, x.dtype()));
+  return ops::depthwise_conv3x3(x, weight, bias);
+}
 
 MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
   VT_CHECK(cfg.type == "mita" || cfg.type == "mita_route", "[model] model.attention.type '", cfg.type,

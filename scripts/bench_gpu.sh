@@ -8,7 +8,7 @@
 # `bash scripts/gpu_check.sh bash scripts/bench_gpu.sh "$OUT"/bench`.
 # Writes OUT_DIR/bench.jsonl (one line per implementation and model) and OUT_DIR/table.md.
 # Env: STEPS (default 50), WARMUP (10), BATCH (256), MODELS ("deit_tiny_patch16_224 deit_small_patch16_224"),
-#      TIMM_MODES ("eager compile"), VITRAIN_ARGS (extra `vitrain bench` options, e.g. "--attention mita").
+#      TIMM_MODES ("eager compile"; timm uses fused AdamW, as anchors.md measured), VITRAIN_ARGS (extra `vitrain bench` options, e.g. "--attention mita").
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,7 +45,7 @@ done
 echo "== timm ($TIMM_MODES)"
 # shellcheck disable=SC2086
 "${PY[@]}" scripts/bench_timm.py --models $MODELS --modes $TIMM_MODES --batch-size "$BATCH" --steps "$STEPS" \
-  --warmup "$WARMUP" --out "$JSONL" || { echo "bench_timm.py FAILED" >&2; status=1; }
+  --warmup "$WARMUP" --fused-adamw --out "$JSONL" || { echo "bench_timm.py FAILED" >&2; status=1; }
 
 "${PY[@]}" - "$JSONL" "$(cat "$OUT/gpu.txt" 2>/dev/null || true)" >"$OUT/table.md" <<'PYEOF'
 import json, sys

@@ -94,6 +94,7 @@ void unary_forward(UnaryOp op, DType dtype, void* y, const void* x, int64_t n) {
       case UnaryOp::silu: parallel_map<T>(n, [&](int64_t i) { o[i] = in[i] / (T(1) + std::exp(-in[i])); }); break;
       case UnaryOp::square: parallel_map<T>(n, [&](int64_t i) { o[i] = in[i] * in[i]; }); break;
       case UnaryOp::neg: parallel_map<T>(n, [&](int64_t i) { o[i] = -in[i]; }); break;
+      case UnaryOp::relu: parallel_map<T>(n, [&](int64_t i) { o[i] = in[i] > T(0) ? in[i] : T(0); }); break;
     }
   });
 }
@@ -131,6 +132,7 @@ void unary_backward(UnaryOp op, DType dtype, void* dx, const void* dy, const voi
         break;
       case UnaryOp::square: parallel_map<T>(n, [&](int64_t i) { g[i] = go[i] * T(2) * in[i]; }); break;
       case UnaryOp::neg: parallel_map<T>(n, [&](int64_t i) { g[i] = -go[i]; }); break;
+      case UnaryOp::relu: parallel_map<T>(n, [&](int64_t i) { g[i] = in[i] > T(0) ? go[i] : T(0); }); break;
     }
   });
 }

@@ -74,11 +74,13 @@ struct UnaryFn {
     else if constexpr (Op == UnaryOp::gelu) return C(0.5) * x * (C(1) + m_erf(x * C(kInvSqrt2)));
     else if constexpr (Op == UnaryOp::silu) return x / (C(1) + m_exp(-x));
     else if constexpr (Op == UnaryOp::square) return x * x;
+    else if constexpr (Op == UnaryOp::relu) return x > C(0) ? x : C(0);
     else return -x;
   }
 };
 
-// dx = f(dy, s) where s is y (exp, sqrt, rsqrt, tanh, sigmoid) or x (log, gelu, silu, square); unused for neg.
+// dx = f(dy, s) where s is y (exp, sqrt, rsqrt, tanh, sigmoid) or x (log, gelu, silu, square, relu); unused for
+// neg.
 template <UnaryOp Op>
 struct UnaryGradFn {
   template <typename C>
@@ -97,12 +99,14 @@ struct UnaryGradFn {
       const C sg = C(1) / (C(1) + m_exp(-s));
       return dy * (sg + s * sg * (C(1) - sg));
     } else if constexpr (Op == UnaryOp::square) return dy * C(2) * s;
+    else if constexpr (Op == UnaryOp::relu) return s > C(0) ? dy : C(0);
     else return -dy;
   }
 };
 
 bool uses_input_in_backward(UnaryOp op) {
-  return op == UnaryOp::log || op == UnaryOp::gelu || op == UnaryOp::silu || op == UnaryOp::square;
+  return op == UnaryOp::log || op == UnaryOp::gelu || op == UnaryOp::silu || op == UnaryOp::square ||
+         op == UnaryOp::relu;
 }
 
 // ---- kernels ----
@@ -215,6 +219,7 @@ void dispatch_unary_op(UnaryOp op, F&& f) {
     case UnaryOp::silu: return f(std::integral_constant<UnaryOp, UnaryOp::silu>());
     case UnaryOp::square: return f(std::integral_constant<UnaryOp, UnaryOp::square>());
     case UnaryOp::neg: return f(std::integral_constant<UnaryOp, UnaryOp::neg>());
+    case UnaryOp::relu: return f(std::integral_constant<UnaryOp, UnaryOp::relu>());
   }
 }
 

@@ -27,7 +27,7 @@ void binary_scalar(BinaryOp op, DType dtype, void* out, const void* a, double s,
 /// y = f(x) over n contiguous elements.
 void unary_forward(UnaryOp op, DType dtype, void* y, const void* x, int64_t n, cudaStream_t stream);
 /// dx = dy · f'(x), reading x or y as the CPU kernel does (exp, sqrt, rsqrt, tanh, sigmoid read y; log, gelu,
-/// silu, square read x; neg reads neither).
+/// silu, square, relu read x; neg reads neither).
 void unary_backward(UnaryOp op, DType dtype, void* dx, const void* dy, const void* x, const void* y, int64_t n,
                     cudaStream_t stream);
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/bench_command.h"
+#include "cli/data_command.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   vt::cli::BenchCommand bench_cmd;
   auto* bench = vt::cli::add_bench_command(app, bench_cmd);
 
+  vt::cli::add_data_command(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench) {

@@ -1,5 +1,7 @@
 #include "nn/autocast.h"
 
+#include "ops/matmul.h"
+
 namespace vt::nn {
 
 namespace {
@@ -22,5 +24,10 @@ std::optional<DType> autocast_dtype_for(const Tensor& x) {
 }
 
 Tensor cast_to(const Tensor& t, DType dtype) { return t.defined() ? t.to(dtype) : t; }
+
+Tensor autocast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (auto dt = autocast_dtype_for(x)) return ops::linear(cast_to(x, *dt), cast_to(weight, *dt), cast_to(bias, *dt));
+  return ops::linear(x, weight, bias);
+}
 
 }  // namespace vt::nn

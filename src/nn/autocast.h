@@ -35,4 +35,8 @@ std::optional<DType> autocast_dtype_for(const Tensor& x);
 /// through unchanged.
 Tensor cast_to(const Tensor& t, DType dtype);
 
+/// ops::linear under the autocast policy (what nn::Linear runs): x, weight and bias cast to the autocast dtype
+/// for CUDA inputs, unchanged otherwise. For attention kinds that hold their projection weights themselves.
+Tensor autocast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
 }  // namespace vt::nn

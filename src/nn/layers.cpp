@@ -12,10 +12,7 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen) {
   if (with_bias) bias = register_parameter("bias", Tensor::zeros({out}));
 }
 
-Tensor Linear::forward(const Tensor& x) const {
-  if (auto dt = autocast_dtype_for(x)) return ops::linear(cast_to(x, *dt), cast_to(weight, *dt), cast_to(bias, *dt));
-  return ops::linear(x, weight, bias);
-}
+Tensor Linear::forward(const Tensor& x) const { return autocast_linear(x, weight, bias); }
 
 LayerNorm::LayerNorm(int64_t dim, double eps_) : eps(eps_) {
   weight = register_parameter("weight", Tensor::ones({dim}));

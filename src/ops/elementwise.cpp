@@ -202,7 +202,8 @@ struct UnaryBackward : Node {
 };
 
 bool backward_uses_input(UnaryOp op) {
-  return op == UnaryOp::log || op == UnaryOp::gelu || op == UnaryOp::silu || op == UnaryOp::square;
+  return op == UnaryOp::log || op == UnaryOp::gelu || op == UnaryOp::silu || op == UnaryOp::square ||
+         op == UnaryOp::relu;
 }
 
 const char* unary_name(UnaryOp op) {
@@ -217,6 +218,7 @@ const char* unary_name(UnaryOp op) {
     case UnaryOp::silu: return "silu";
     case UnaryOp::square: return "square";
     case UnaryOp::neg: return "neg";
+    case UnaryOp::relu: return "relu";
   }
   return "?";
 }
@@ -267,6 +269,7 @@ Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
 Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
 Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
 Tensor square(const Tensor& x) { return unary(UnaryOp::square, x); }
 
 void add_(const Tensor& a, const Tensor& b) {

@@ -27,6 +27,8 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor gelu(const Tensor& x);  // exact (erf) GELU, as nn.GELU()
 Tensor silu(const Tensor& x);
+/// max(x, 0); the gradient at 0 is 0 (as torch).
+Tensor relu(const Tensor& x);
 Tensor square(const Tensor& x);
 
 /// In place, no autograd: a += b (b broadcast to a's shape; b may be bf16 when a is f32). a must be contiguous.

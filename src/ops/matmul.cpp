@@ -179,6 +179,11 @@ struct LinearBackward : Node {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  // bf16 with f32 promotes to f32, as the element-wise ops do (a bf16 activation meeting an f32 one under
+  // autocast); the differentiable to() returns the bf16 operand's gradient in bf16.
+  const bool promote = (a.dtype() == DType::bf16 && b.dtype() == DType::f32) ||
+                       (a.dtype() == DType::f32 && b.dtype() == DType::bf16);
+  if (promote) return matmul(a.to(DType::f32), b.to(DType::f32));
   Tensor out = matmul_raw(a, b);
   if (any_requires_grad({&a, &b})) {
     auto node = std::make_shared<MatmulBackward>();

@@ -5,7 +5,8 @@
 
 namespace vt::ops {
 
-/// a [..., M, K] @ b [..., K, N]; batch dims broadcast; 1-D operands are not supported.
+/// a [..., M, K] @ b [..., K, N]; batch dims broadcast; 1-D operands are not supported. bf16 with f32 computes in
+/// f32 (promotion, as the element-wise ops).
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// a [B, M, K] @ b [B, K, N].
 Tensor bmm(const Tensor& a, const Tensor& b);

@@ -46,6 +46,7 @@ const UnaryCase kUnary[] = {
     {"tanh", UnaryOp::tanh, ops::tanh, -4, 4},       {"sigmoid", UnaryOp::sigmoid, ops::sigmoid, -8, 8},
     {"gelu", UnaryOp::gelu, ops::gelu, -6, 6},       {"silu", UnaryOp::silu, ops::silu, -8, 8},
     {"square", UnaryOp::square, ops::square, -3, 3}, {"neg", UnaryOp::neg, ops::neg, -3, 3},
+    {"relu", UnaryOp::relu, ops::relu, -3, 3},
 };
 
 /// Uniform [lo, hi) values as a CPU tensor of `dtype`.

@@ -33,6 +33,7 @@ TEST(Elementwise, UnaryOpsMatchReferenceAndGradcheck) {
       unary_case("silu", ops::silu, [](double x) { return x / (1 + std::exp(-x)); }, -3, 3),
       unary_case("square", ops::square, [](double x) { return x * x; }, -2, 2),
       unary_case("neg", ops::neg, [](double x) { return -x; }, -2, 2),
+      unary_case("relu", ops::relu, [](double x) { return x > 0 ? x : 0.0; }, -2, 2),
   };
   for (const auto& c : cases) run_op_case(c);
 }

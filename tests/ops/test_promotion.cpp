@@ -48,6 +48,18 @@ TEST(Promotion, BackwardReturnsEachGradientInItsInputsDtype) {
   }
 }
 
+// matmul promotes too: the result equals the f32 product, and the bf16 operand's gradient comes back in bf16.
+TEST(Promotion, MatmulOfBf16AndF32IsTheF32Product) {
+  Tensor a = random_tensor({3, 4}, 6, -1.0, 1.0, DType::bf16).set_requires_grad(true);
+  Tensor b = random_tensor({4, 2}, 7, -1.0, 1.0, DType::f32).set_requires_grad(true);
+  Tensor out = ops::matmul(a, b);
+  ASSERT_EQ(out.dtype(), DType::f32);
+  EXPECT_EQ(out.to_vector(), ops::matmul(a.detach().to(DType::f32), b.detach()).to_vector());
+  ops::sum(out).backward();
+  EXPECT_EQ(a.grad().dtype(), DType::bf16);
+  EXPECT_EQ(b.grad().dtype(), DType::f32);
+}
+
 TEST(Promotion, OtherMixedPairsAndNarrowingInPlaceAddAreErrors) {
   expect_error([] { ops::add(Tensor::zeros({2}, DType::f64), Tensor::zeros({2}, DType::f32)); }, "dtypes differ");
   expect_error([] { ops::mul(Tensor::zeros({2}, DType::bf16), Tensor::zeros({2}, DType::f64)); }, "dtypes differ");

@@ -1,0 +1,180 @@
+#include "data/image_decode.h"
+
+#include <png.h>
+#include <turbojpeg.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <opencv2/imgproc.hpp>
+
+#include "core/error.h"
+
+namespace vt::data {
+namespace {
+
+// tjhandle is not thread-safe: one per thread, created on first use.
+tjhandle thread_decompressor() {
+  struct Handle {
+    tjhandle h = tjInitDecompress();
+    ~Handle() {
+      if (h) tjDestroy(h);
+    }
+  };
+  thread_local Handle handle;
+  VT_CHECK(handle.h != nullptr, "[data] tjInitDecompress failed: ", tjGetErrorStr2(nullptr));
+  return handle.h;
+}
+
+ImageFormat sniff(const std::vector<uint8_t>& b) {
+  if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return ImageFormat::jpeg;
+  static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  if (b.size() >= 8 && std::memcmp(b.data(), png_sig, 8) == 0) return ImageFormat::png;
+  return ImageFormat::unknown;
+}
+
+struct JpegHeader {
+  int width, height, subsamp, colorspace;
+};
+
+JpegHeader jpeg_header(tjhandle tj, const std::vector<uint8_t>& bytes, const std::string& path) {
+  JpegHeader h{};
+  if (tjDecompressHeader3(tj, bytes.data(), bytes.size(), &h.width, &h.height, &h.subsamp, &h.colorspace) != 0)
+    VT_FAIL("[data] ", path, ": bad JPEG header: ", tjGetErrorStr2(tj));
+  return h;
+}
+
+// The smallest scale m/8 (m = 1..8) that keeps both sides at least the requested minimum (none: full size).
+tjscalingfactor pick_scale(int width, int height, int min_width, int min_height) {
+  if (min_width <= 0 && min_height <= 0) return {1, 1};
+  int n = 0;
+  tjscalingfactor* factors = tjGetScalingFactors(&n);
+  tjscalingfactor best{1, 1};
+  double best_value = 1.0;
+  for (int i = 0; i < n; ++i) {
+    const tjscalingfactor f = factors[i];
+    const double value = static_cast<double>(f.num) / f.denom;
+    if (value > 1.0 || value >= best_value) continue;
+    if (TJSCALED(width, f) >= min_width && TJSCALED(height, f) >= min_height) {
+      best = f;
+      best_value = value;
+    }
+  }
+  return best;
+}
+
+void check_decompress(int rc, tjhandle tj, const std::string& path) {
+  if (rc == 0) return;
+  const std::string msg = tjGetErrorStr2(tj);
+  // A warning means libjpeg finished the image. Pillow fails only on truncation, so we do too.
+  if (tjGetErrorCode(tj) == TJERR_WARNING && msg.find("Premature end") == std::string::npos) return;
+  VT_FAIL("[data] ", path, ": corrupt JPEG: ", msg);
+}
+
+cv::Mat decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& path, int min_width, int min_height) {
+  tjhandle tj = thread_decompressor();
+  const JpegHeader h = jpeg_header(tj, bytes, path);
+  const tjscalingfactor f = pick_scale(h.width, h.height, min_width, min_height);
+  const int w = TJSCALED(h.width, f), ht = TJSCALED(h.height, f);
+  if (h.colorspace == TJCS_CMYK || h.colorspace == TJCS_YCCK) {
+    // libjpeg cannot convert CMYK to RGB. TurboJPEG returns Adobe-inverted CMYK (255 = no ink), so Pillow's
+    // (255-c)(255-k)/255 on un-inverted values becomes C*K/255 here.
+    cv::Mat cmyk(ht, w, CV_8UC4);
+    check_decompress(tjDecompress2(tj, bytes.data(), bytes.size(), cmyk.data, w, 0, ht, TJPF_CMYK, 0), tj, path);
+    cv::Mat rgb(ht, w, CV_8UC3);
+    for (int y = 0; y < ht; ++y) {
+      const uint8_t* s = cmyk.ptr<uint8_t>(y);
+      uint8_t* d = rgb.ptr<uint8_t>(y);
+      for (int x = 0; x < w; ++x, s += 4, d += 3) {
+        const int k = s[3];
+        for (int c = 0; c < 3; ++c) d[c] = static_cast<uint8_t>((s[c] * k + 127) / 255);
+      }
+    }
+    return rgb;
+  }
+  cv::Mat rgb(ht, w, CV_8UC3);
+  check_decompress(tjDecompress2(tj, bytes.data(), bytes.size(), rgb.data, w, 0, ht, TJPF_RGB, 0), tj, path);
+  return rgb;
+}
+
+struct PngImage {
+  png_image image;
+  PngImage() {
+    std::memset(&image, 0, sizeof(image));
+    image.version = PNG_IMAGE_VERSION;
+  }
+  ~PngImage() { png_image_free(&image); }
+};
+
+void png_begin(PngImage& p, const std::vector<uint8_t>& bytes, const std::string& path) {
+  if (!png_image_begin_read_from_memory(&p.image, bytes.data(), bytes.size()))
+    VT_FAIL("[data] ", path, ": bad PNG header: ", p.image.message);
+}
+
+cv::Mat decode_png(const std::vector<uint8_t>& bytes, const std::string& path, uint32_t format, int cv_type) {
+  PngImage p;
+  png_begin(p, bytes, path);
+  p.image.format = format;
+  cv::Mat out(static_cast<int>(p.image.height), static_cast<int>(p.image.width), cv_type);
+  // Alpha is dropped the way Pillow's convert("RGB") does it only for opaque images; a translucent PNG is
+  // composited onto black by libpng (ImageNet and ADE20K have none).
+  if (!png_image_finish_read(&p.image, nullptr, out.data, static_cast<png_int_32>(out.step[0]), nullptr))
+    VT_FAIL("[data] ", path, ": corrupt PNG: ", p.image.message);
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  VT_CHECK(in.good(), "[data] cannot open ", path);
+  const std::streamsize size = in.tellg();
+  VT_CHECK(size >= 0, "[data] cannot read ", path);
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  in.seekg(0);
+  VT_CHECK(in.read(reinterpret_cast<char*>(bytes.data()), size).good() || size == 0, "[data] cannot read ", path);
+  return bytes;
+}
+
+ImageInfo peek_image(const std::vector<uint8_t>& bytes, const std::string& path) {
+  ImageInfo info;
+  info.format = sniff(bytes);
+  if (info.format == ImageFormat::jpeg) {
+    const JpegHeader h = jpeg_header(thread_decompressor(), bytes, path);
+    info.width = h.width;
+    info.height = h.height;
+  } else if (info.format == ImageFormat::png) {
+    PngImage p;
+    png_begin(p, bytes, path);
+    info.width = static_cast<int>(p.image.width);
+    info.height = static_cast<int>(p.image.height);
+  } else {
+    VT_FAIL("[data] ", path, ": not a JPEG or PNG file (", bytes.size(), " bytes)");
+  }
+  return info;
+}
+
+cv::Mat decode_rgb(const std::vector<uint8_t>& bytes, const std::string& path, int min_width, int min_height) {
+  switch (sniff(bytes)) {
+    case ImageFormat::jpeg: return decode_jpeg(bytes, path, min_width, min_height);
+    case ImageFormat::png: return decode_png(bytes, path, PNG_FORMAT_RGB, CV_8UC3);
+    default: VT_FAIL("[data] ", path, ": not a JPEG or PNG file (", bytes.size(), " bytes)");
+  }
+}
+
+cv::Mat load_rgb(const std::string& path) { return decode_rgb(read_file_bytes(path), path); }
+
+cv::Mat load_label_png(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  VT_CHECK(sniff(bytes) == ImageFormat::png, "[data] ", path, ": a label map must be a PNG");
+  PngImage p;
+  png_begin(p, bytes, path);
+  // The simplified API would map palette entries to colours; labels need the raw indices.
+  const bool palette = (p.image.format & PNG_FORMAT_FLAG_COLORMAP) != 0;
+  const bool gray = (p.image.format & PNG_FORMAT_FLAG_COLOR) == 0;
+  VT_CHECK(!palette && gray, "[data] ", path, ": a label map must be a single-channel gray PNG");
+  return decode_png(bytes, path, PNG_FORMAT_GRAY, CV_8UC1);
+}
+
+}  // namespace vt::data

@@ -1,0 +1,50 @@
+#include "cli/data_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "data/check.h"
+
+namespace vt::cli {
+namespace {
+
+struct CheckArgs {
+  std::string dir;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+};
+
+int run_check(const CheckArgs& a) {
+  const data::DataCheckReport r = data::check_images(a.dir, a.threads);
+  for (const auto& b : r.bad) std::printf("bad: %s\n", b.error.c_str());
+  std::printf("checked %lld images under %s: %zu bad\n", static_cast<long long>(r.checked), a.dir.c_str(),
+              r.bad.size());
+  return r.bad.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_data_command(CLI::App& app) {
+  auto* data = app.add_subcommand("data", "inspect datasets");
+  data->require_subcommand(1);
+  auto args = std::make_shared<CheckArgs>();
+  auto* check = data->add_subcommand("check", "decode every image below DIR and list each bad file");
+  check->add_option("dir", args->dir, "dataset folder (ImageFolder, ADE20K or any tree of images)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  check->add_option("-j,--threads", args->threads, "decoding threads")->check(CLI::PositiveNumber);
+  check->callback([args] {
+    int rc = 1;
+    try {
+      rc = run_check(*args);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+    }
+    std::fflush(stdout);
+    if (rc == 0) throw CLI::Success();
+    throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace vt::cli

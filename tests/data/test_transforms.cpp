@@ -1,0 +1,164 @@
+// Transforms: Pillow parity (golden bytes from fixtures/make_pil_golden.py), RandomResizedCrop box statistics,
+// flip symmetry, RandomErasing area and aspect ranges, normalization.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "data/transforms.h"
+#include "image_writers.h"
+
+namespace vt::test {
+namespace {
+
+using data::CropBox;
+using data::SampleRng;
+
+cv::Mat golden_input() {
+  const int W = 61, H = 47;
+  cv::Mat m(H, W, CV_8UC3);
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x)
+      for (int c = 0; c < 3; ++c)
+        m.at<cv::Vec3b>(y, x)[c] = static_cast<uint8_t>((x * 7 + y * 13 + c * 50 + ((x * y) % 17) * 5) % 256);
+  return m;
+}
+
+std::map<std::string, cv::Mat> read_golden() {
+  std::ifstream in(std::string(VT_SOURCE_DIR) + "/tests/data/fixtures/pil_golden.txt");
+  std::map<std::string, cv::Mat> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream head(line);
+    std::string name;
+    int w = 0, h = 0;
+    head >> name >> w >> h;
+    std::string hex;
+    std::getline(in, hex);
+    cv::Mat m(h, w, CV_8UC3);
+    for (int i = 0; i < w * h * 3; ++i) m.data[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    out[name] = m;
+  }
+  return out;
+}
+
+TEST(Transforms, MatchPillowBitForBit) {
+  const auto golden = read_golden();
+  ASSERT_EQ(golden.size(), 5u) << "fixture missing";
+  const cv::Mat img = golden_input();
+  EXPECT_EQ(max_abs_diff_u8(data::eval_resize_crop(img, 24, 0.875), golden.at("eval_24_0.875")), 0);
+  EXPECT_EQ(max_abs_diff_u8(data::eval_resize_crop(img, 40, 0.9), golden.at("eval_40_0.9")), 0);
+  EXPECT_EQ(max_abs_diff_u8(data::crop_and_resize(img, {5, 3, 40, 30}, 24), golden.at("crop_5_3_40_30_to_24")), 0);
+  EXPECT_EQ(max_abs_diff_u8(data::crop_and_resize(img, {10, 10, 12, 9}, 24), golden.at("crop_10_10_12_9_to_24")), 0);
+  EXPECT_EQ(max_abs_diff_u8(data::pil_resize(img, 20, 33, data::PilFilter::bilinear),
+                            golden.at("bilinear_61x47_to_20x33")),
+            0);
+}
+
+TEST(Transforms, RandomResizedCropBoxStatistics) {
+  const int W = 400, H = 400, draws = 20000;
+  double sum_log_aspect = 0, sum_cx = 0, sum_cy = 0, min_frac = 1, max_frac = 0;
+  for (int i = 0; i < draws; ++i) {
+    SampleRng rng(7, 0, i);
+    const CropBox b = data::random_resized_crop_box(W, H, rng);
+    ASSERT_GE(b.x, 0);
+    ASSERT_GE(b.y, 0);
+    ASSERT_LE(b.x + b.width, W);
+    ASSERT_LE(b.y + b.height, H);
+    const double aspect = static_cast<double>(b.width) / b.height;
+    // Rounding w and h to integers can push the ratio slightly past 3/4..4/3.
+    ASSERT_GT(aspect, 0.75 * 0.97);
+    ASSERT_LT(aspect, 4.0 / 3.0 * 1.03);
+    const double frac = static_cast<double>(b.width) * b.height / (W * H);
+    min_frac = std::min(min_frac, frac);
+    max_frac = std::max(max_frac, frac);
+    sum_log_aspect += std::log(aspect);
+    sum_cx += b.x + b.width / 2.0;
+    sum_cy += b.y + b.height / 2.0;
+  }
+  EXPECT_GT(min_frac, 0.08 * 0.95);
+  EXPECT_LT(min_frac, 0.085);
+  EXPECT_GT(max_frac, 0.95);
+  EXPECT_NEAR(sum_log_aspect / draws, 0.0, 0.01);  // a square image: log-aspect symmetric
+  EXPECT_NEAR(sum_cx / draws, W / 2.0, 2.0);
+  EXPECT_NEAR(sum_cy / draws, H / 2.0, 2.0);
+  // Deterministic from the stream.
+  SampleRng a(3, 1, 2), b(3, 1, 2);
+  const CropBox ba = data::random_resized_crop_box(500, 375, a), bb = data::random_resized_crop_box(500, 375, b);
+  EXPECT_EQ(ba.x, bb.x);
+  EXPECT_EQ(ba.width, bb.width);
+}
+
+TEST(Transforms, RandomResizedCropFallsBackToTheCentralCrop) {
+  SampleRng rng(1, 0, 0);
+  const CropBox b = data::random_resized_crop_box(1000, 10, rng);  // no try fits: the clamped centre crop
+  EXPECT_EQ(b.height, 10);
+  EXPECT_EQ(b.width, 13);  // round(10 * 4/3)
+  EXPECT_EQ(b.x, (1000 - 13) / 2);
+  EXPECT_EQ(b.y, 0);
+}
+
+TEST(Transforms, FlipIsAMirrorAndAnInvolution) {
+  const cv::Mat img = pattern_rgb(13, 7, 2);
+  const cv::Mat f = data::hflip(img);
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x) ASSERT_EQ(f.at<cv::Vec3b>(y, x), img.at<cv::Vec3b>(y, img.cols - 1 - x));
+  EXPECT_EQ(max_abs_diff_u8(data::hflip(f), img), 0);
+}
+
+TEST(Transforms, NormalizeIsTorchvisionToTensorThenNormalize) {
+  cv::Mat img(2, 3, CV_8UC3, cv::Scalar(255, 0, 128));
+  std::vector<float> out(3 * 2 * 3);
+  data::to_normalized_chw(img, {}, out.data());
+  EXPECT_FLOAT_EQ(out[0], (1.0f - 0.485f) / 0.229f);
+  EXPECT_FLOAT_EQ(out[6], (0.0f - 0.456f) / 0.224f);
+  EXPECT_FLOAT_EQ(out[17], (128.0f / 255.0f - 0.406f) / 0.225f);
+}
+
+TEST(Transforms, RandomErasingAreaAspectAndProbability) {
+  const int C = 3, H = 56, W = 48, draws = 3000;
+  data::RandomErasingParams always;
+  always.probability = 1.0;
+  double sum = 0, sum_sq = 0;
+  int64_t count = 0;
+  for (int i = 0; i < draws; ++i) {
+    std::vector<float> img(C * H * W, 100.0f);
+    SampleRng rng(5, 0, i);
+    const CropBox b = data::random_erase(img.data(), C, H, W, rng, always);
+    ASSERT_GT(b.width, 0);  // with these sizes a try always succeeds early
+    const double frac = static_cast<double>(b.width) * b.height / (H * W);
+    ASSERT_GT(frac, 0.02 * 0.8);
+    ASSERT_LT(frac, 1.0 / 3.0 * 1.2);
+    const double aspect = static_cast<double>(b.height) / b.width;
+    ASSERT_GT(aspect, 0.3 * 0.7);
+    ASSERT_LT(aspect, 1 / 0.3 * 1.4);
+    for (int c = 0; c < C; ++c)
+      for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+          const float v = img[(c * H + y) * W + x];
+          const bool inside = x >= b.x && x < b.x + b.width && y >= b.y && y < b.y + b.height;
+          if (!inside) {
+            ASSERT_EQ(v, 100.0f);
+          } else {
+            sum += v;
+            sum_sq += v * v;
+            ++count;
+          }
+        }
+  }
+  EXPECT_NEAR(sum / count, 0.0, 0.01);  // pixel mode: N(0, 1) per value
+  EXPECT_NEAR(sum_sq / count, 1.0, 0.02);
+  int erased = 0;
+  for (int i = 0; i < draws; ++i) {
+    std::vector<float> img(C * H * W, 0.0f);
+    SampleRng rng(6, 0, i);
+    erased += data::random_erase(img.data(), C, H, W, rng).width > 0;
+  }
+  EXPECT_NEAR(erased / static_cast<double>(draws), 0.25, 0.03);
+}
+
+}  // namespace
+}  // namespace vt::test
