@@ -3,17 +3,19 @@
 // most 8 (merged) dims; a contiguous-to-contiguous copy takes a plain loop. Conversions mirror
 // kernels/cpu/copy.cpp exactly (static_cast, bf16 through f32 with round-to-nearest-even and NaN kept quiet), so a
 // device conversion is bit-identical to the host one.
-#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/copy.h"
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <type_traits>
 
 #include <cuda_runtime.h>
 
 #include "kernels/cpu/strided.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/pinned_memory.h"
 
 namespace vt::kernels::cuda {
 namespace {
@@ -174,7 +176,13 @@ void memset_zero(int device, void* dst, size_t nbytes) {
 void copy_host_to_device(int device, void* dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(device);
-  VT_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice));
+  // Staged through a pinned block: a cudaMemcpy from pageable memory waits for all queued work (a host
+  // synchronisation in every training step that uploads a batch), an async copy from pinned memory does not.
+  // The source is copied before we return, so the caller may free it at once, as before.
+  PinnedBuffer staging(nbytes);
+  std::memcpy(staging.data(), src, nbytes);
+  VT_CUDA_CHECK(cudaMemcpyAsync(dst, staging.data(), nbytes, cudaMemcpyHostToDevice, nullptr));
+  staging.record_stream(nullptr);  // the block is reused only after this copy has run
 }
 
 void copy_device_to_host(int device, void* dst, const void* src, size_t nbytes) {

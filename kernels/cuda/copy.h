@@ -4,8 +4,8 @@
 //
 // Streams: for now all work is queued on the legacy default stream (stream 0), which orders it with every other
 // blocking stream on the device; this is also the stream device tensors are allocated on, so the caching
-// allocator can reuse a freed block immediately. Host<->device transfers are synchronous: when they return, the
-// host buffer may be freed or read.
+// allocator can reuse a freed block immediately. Host->device copies go through a pinned staging block and do
+// not wait for queued device work; the host source may be freed when they return. Device->host copies wait.
 #pragma once
 #include <cstddef>
 #include <cstdint>

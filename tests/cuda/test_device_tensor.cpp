@@ -16,6 +16,7 @@
 #include "ops/ops.h"
 #include "tensor/tensor.h"
 #include "cuda/device_test_util.h"
+#include "cuda/stream_gate.h"
 
 namespace vt::test {
 namespace {
@@ -214,6 +215,25 @@ TEST(DeviceTensor, ToDeviceIsDifferentiable) {
   ASSERT_TRUE(leaf.grad().defined());
   EXPECT_TRUE(leaf.grad().device() == kGpu);
   EXPECT_EQ(leaf.grad().to_vector(), g.to_vector());
+}
+
+// Uploading a batch must not wait for the work already queued (the training step's only upload): with the
+// default stream held shut, to(kGpu) returns, and the values arrive once the stream runs; the host source may be
+// freed right away.
+TEST(DeviceTensor, HostToDeviceCopyDoesNotWaitForQueuedWork) {
+  VT_REQUIRE_DEVICE();
+  Tensor host = random_f32({257, 33}, 9);
+  const std::vector<double> want = host.to_vector();
+  host.to(kGpu).to(cpu());  // warm the device and pinned caches: no cudaMalloc/cudaHostAlloc behind the gate
+  Tensor dev;
+  {
+    StreamGate gate(nullptr);
+    dev = host.to(kGpu);
+    host = Tensor();  // the staging copy was taken before to() returned
+    EXPECT_FALSE(gate.passed()) << "to(cuda) waited for the device";
+    gate.open();
+  }
+  EXPECT_EQ(dev.to(cpu()).to_vector(), want);
 }
 
 TEST(DeviceTensor, OpsOnTensorsOfTwoDevicesNameBoth) {
