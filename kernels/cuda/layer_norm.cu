@@ -8,6 +8,8 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
+#include "kernels/cuda/device/row_reductions.cuh"
 #include "kernels/cuda/layer_norm.h"
 
 namespace vt::kernels::cuda {
@@ -21,19 +23,9 @@ constexpr int64_t kSharedAccMax = 48 * 1024 / (2 * sizeof(float));  // C up to w
 
 // ---- kernels ----
 
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
+using device::from_acc;
+using device::to_acc;
+using device::warp_sum;
 
 template <typename Tx, typename Ty>
 __global__ void layer_norm_fwd_kernel(Ty* y, float* mean, float* rstd, const Tx* x, const float* w, const float* b,
@@ -44,20 +36,20 @@ __global__ void layer_norm_fwd_kernel(Ty* y, float* mean, float* rstd, const Tx*
   const Tx* xr = x + row * C;
   Ty* yr = y + row * C;
   float s = 0.f;
-  for (int64_t c = lane; c < C; c += 32) s += to_f32(xr[c]);
+  for (int64_t c = lane; c < C; c += 32) s += to_acc(xr[c]);
   const float mu = warp_sum(s) / static_cast<float>(C);
   float v = 0.f;
   for (int64_t c = lane; c < C; c += 32) {
-    const float d = to_f32(xr[c]) - mu;
+    const float d = to_acc(xr[c]) - mu;
     v += d * d;
   }
   const float rs = rsqrtf(warp_sum(v) / static_cast<float>(C) + eps);
   if (lane == 0) mean[row] = mu, rstd[row] = rs;
   for (int64_t c = lane; c < C; c += 32) {
-    float o = (to_f32(xr[c]) - mu) * rs;
+    float o = (to_acc(xr[c]) - mu) * rs;
     if (w) o *= w[c];
     if (b) o += b[c];
-    yr[c] = from_f32<Ty>(o);
+    yr[c] = from_acc<Ty>(o);
   }
 }
 
@@ -82,15 +74,15 @@ __global__ void layer_norm_bwd_kernel(Tx* dx, float* partial, const Tdy* dy, con
       const float m = mean[row], r = rstd[row];
       float sg = 0.f, sgx = 0.f;  // Σ g, Σ g·x̂
       for (int64_t c = lane; c < C; c += 32) {
-        const float g = to_f32(dyr[c]) * (w ? w[c] : 1.f);
+        const float g = to_acc(dyr[c]) * (w ? w[c] : 1.f);
         sg += g;
-        sgx += g * ((to_f32(xr[c]) - m) * r);
+        sgx += g * ((to_acc(xr[c]) - m) * r);
       }
       const float a = warp_sum(sg) / static_cast<float>(C), bq = warp_sum(sgx) / static_cast<float>(C);
       Tx* dxr = dx + row * C;
       for (int64_t c = lane; c < C; c += 32) {
-        const float g = to_f32(dyr[c]) * (w ? w[c] : 1.f);
-        dxr[c] = from_f32<Tx>(r * (g - a - (to_f32(xr[c]) - m) * r * bq));
+        const float g = to_acc(dyr[c]) * (w ? w[c] : 1.f);
+        dxr[c] = from_acc<Tx>(r * (g - a - (to_acc(xr[c]) - m) * r * bq));
       }
     }
     if (acc) {
@@ -98,8 +90,8 @@ __global__ void layer_norm_bwd_kernel(Tx* dx, float* partial, const Tdy* dy, con
       for (int64_t c = threadIdx.x; c < C; c += kThreads) {
         float sw = acc[c], sb = acc[C + c];
         for (int64_t row2 = r0; row2 < r1; ++row2) {
-          const float g = to_f32(dy[row2 * C + c]);
-          sw += g * ((to_f32(x[row2 * C + c]) - mean[row2]) * rstd[row2]);
+          const float g = to_acc(dy[row2 * C + c]);
+          sw += g * ((to_acc(x[row2 * C + c]) - mean[row2]) * rstd[row2]);
           sb += g;
         }
         acc[c] = sw, acc[C + c] = sb;

@@ -9,6 +9,8 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
+#include "kernels/cuda/device/row_reductions.cuh"
 #include "kernels/cuda/loss.h"
 
 namespace vt::kernels::cuda {
@@ -17,41 +19,13 @@ namespace {
 
 // ---- kernels ----
 
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-struct MaxSum {
-  float m, s;  // running max and Σ exp(x − m)
-};
-
-__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
-  const float m = fmaxf(a.m, b.m);
-  if (m == -INFINITY) return {m, 0.f};
-  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
-}
-
-__device__ __forceinline__ MaxSum add_value(MaxSum a, float v) {
-  if (v > a.m) return {v, a.s * expf(a.m - v) + 1.f};
-  if (!(v == -INFINITY)) a.s += expf(v - a.m);
-  return a;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ __forceinline__ MaxSum warp_maxsum(MaxSum v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v = combine(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
-  return v;
-}
+using device::from_acc;
+using device::to_acc;
+using device::add_value;
+using device::combine;
+using device::MaxSum;
+using device::warp_maxsum;
+using device::warp_sum;
 
 // Reductions over a group of G threads (a warp, or the whole block when G = blockDim.x); all threads get the
 // result. `slot` separates the shared buffers of successive calls in one kernel.
@@ -92,7 +66,7 @@ __global__ void ce_fwd_kernel(float* row_loss, float* lse, const T* x, const int
   MaxSum a{-INFINITY, 0.f};
   float sum_x = 0.f;
   for (int64_t c = t; c < C; c += G) {
-    const float v = to_f32(xr[c]);
+    const float v = to_acc(xr[c]);
     a = add_value(a, v);
     sum_x += v;
   }
@@ -102,7 +76,7 @@ __global__ void ce_fwd_kernel(float* row_loss, float* lse, const T* x, const int
   const float l = a.m + logf(a.s);
   lse[b] = l;
   const int64_t k = target[b];
-  float loss = (k >= 0 && k < C) ? (1.f - s) * (l - to_f32(xr[k])) : NAN;
+  float loss = (k >= 0 && k < C) ? (1.f - s) * (l - to_acc(xr[k])) : NAN;
   if (s != 0.f) loss += s * (l - sum_x / static_cast<float>(C));
   row_loss[b] = loss;
 }
@@ -115,11 +89,11 @@ __global__ void soft_ce_fwd_kernel(float* row_loss, float* lse, const T* x, cons
   const T* xr = x + b * C;
   const Tt* tr = target + b * C;
   MaxSum a{-INFINITY, 0.f};
-  for (int64_t c = t; c < C; c += G) a = add_value(a, to_f32(xr[c]));
+  for (int64_t c = t; c < C; c += G) a = add_value(a, to_acc(xr[c]));
   a = group_maxsum<G>(a);
   const float l = a.m + logf(a.s);
   float acc = 0.f;
-  for (int64_t c = t; c < C; c += G) acc += to_f32(tr[c]) * (to_f32(xr[c]) - l);
+  for (int64_t c = t; c < C; c += G) acc += to_acc(tr[c]) * (to_acc(xr[c]) - l);
   acc = group_sum<G>(acc);
   if (t == 0) lse[b] = l, row_loss[b] = -acc;
 }
@@ -141,9 +115,9 @@ __global__ void ce_bwd_kernel(T* dx, const T* x, const float* lse, const int64_t
   const int64_t n = B * C;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t b = i / C, c = i - b * C;
-    float d = expf(to_f32(x[i]) - lse[b]) * k - off;
+    float d = expf(to_acc(x[i]) - lse[b]) * k - off;
     if (c == target[b]) d -= on;
-    dx[i] = from_f32<T>(d);
+    dx[i] = from_acc<T>(d);
   }
 }
 
@@ -158,13 +132,13 @@ __global__ void soft_ce_bwd_kernel(T* dx, Tt* dt, const T* x, const Tt* target, 
   const Tt* tr = target + b * C;
   if (dx) {
     float st = 0.f;  // Σ target: 1 for proper distributions, kept general so the gradient is exact
-    for (int64_t c = t; c < C; c += G) st += to_f32(tr[c]);
+    for (int64_t c = t; c < C; c += G) st += to_acc(tr[c]);
     st = group_sum<G>(st);
     for (int64_t c = t; c < C; c += G)
-      dx[b * C + c] = from_f32<T>((expf(to_f32(xr[c]) - l) * st - to_f32(tr[c])) * k);
+      dx[b * C + c] = from_acc<T>((expf(to_acc(xr[c]) - l) * st - to_acc(tr[c])) * k);
   }
   if (dt)
-    for (int64_t c = t; c < C; c += G) dt[b * C + c] = from_f32<Tt>(-(to_f32(xr[c]) - l) * k);
+    for (int64_t c = t; c < C; c += G) dt[b * C + c] = from_acc<Tt>(-(to_acc(xr[c]) - l) * k);
 }
 
 // ---- launchers ----

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
+#include "kernels/cuda/device/row_reductions.cuh"
 #include "kernels/cuda/softmax.h"
 
 namespace vt::kernels::cuda {
@@ -13,42 +15,13 @@ namespace {
 
 // ---- kernels ----
 
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-// Running max m and Σ exp(x − m) of a part of a row.
-struct MaxSum {
-  float m, s;
-};
-
-__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
-  const float m = fmaxf(a.m, b.m);
-  if (m == -INFINITY) return {m, 0.f};  // both parts empty or all -inf: avoid exp(-inf - -inf)
-  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
-}
-
-__device__ __forceinline__ MaxSum add_value(MaxSum a, float v) {
-  if (v > a.m) return {v, a.s * expf(a.m - v) + 1.f};
-  if (!(v == -INFINITY)) a.s += expf(v - a.m);  // NaN goes in, so it reaches the whole row as on the CPU
-  return a;
-}
-
-__device__ __forceinline__ MaxSum warp_maxsum(MaxSum v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v = combine(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
-  return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
+using device::from_acc;
+using device::to_acc;
+using device::add_value;
+using device::combine;
+using device::MaxSum;
+using device::warp_maxsum;
+using device::warp_sum;
 
 // Reductions over a group of G threads: a warp (G = 32) or the whole block (G = blockDim.x). Every thread of the
 // group gets the result.
@@ -87,14 +60,14 @@ __global__ void softmax_rows_fwd_kernel(T* y, const T* x, int64_t rows, int64_t 
   const T* xr = x + row * R;
   T* yr = y + row * R;
   MaxSum a{-INFINITY, 0.f};
-  for (int64_t i = t; i < R; i += G) a = add_value(a, to_f32(xr[i]));
+  for (int64_t i = t; i < R; i += G) a = add_value(a, to_acc(xr[i]));
   a = group_maxsum<G>(a);
   if (log) {
     const float lse = a.m + logf(a.s);
-    for (int64_t i = t; i < R; i += G) yr[i] = from_f32<T>(to_f32(xr[i]) - lse);
+    for (int64_t i = t; i < R; i += G) yr[i] = from_acc<T>(to_acc(xr[i]) - lse);
   } else {
     const float inv = 1.f / a.s;
-    for (int64_t i = t; i < R; i += G) yr[i] = from_f32<T>(expf(to_f32(xr[i]) - a.m) * inv);
+    for (int64_t i = t; i < R; i += G) yr[i] = from_acc<T>(expf(to_acc(xr[i]) - a.m) * inv);
   }
 }
 
@@ -107,11 +80,11 @@ __global__ void softmax_rows_bwd_kernel(T* dx, const T* dy, const T* y, int64_t 
   const T* yr = y + row * R;
   T* dxr = dx + row * R;
   float s = 0.f;
-  for (int64_t i = t; i < R; i += G) s += log ? to_f32(dyr[i]) : to_f32(dyr[i]) * to_f32(yr[i]);
+  for (int64_t i = t; i < R; i += G) s += log ? to_acc(dyr[i]) : to_acc(dyr[i]) * to_acc(yr[i]);
   s = group_sum<G>(s);
   for (int64_t i = t; i < R; i += G) {
-    const float g = to_f32(dyr[i]), v = to_f32(yr[i]);
-    dxr[i] = from_f32<T>(log ? g - expf(v) * s : v * (g - s));
+    const float g = to_acc(dyr[i]), v = to_acc(yr[i]);
+    dxr[i] = from_acc<T>(log ? g - expf(v) * s : v * (g - s));
   }
 }
 
@@ -122,11 +95,11 @@ __global__ void softmax_strided_fwd_kernel(T* y, const T* x, int64_t outer, int6
   if (idx >= outer * inner) return;
   const int64_t base = (idx / inner) * R * inner + idx % inner;
   MaxSum a{-INFINITY, 0.f};
-  for (int64_t r = 0; r < R; ++r) a = add_value(a, to_f32(x[base + r * inner]));
+  for (int64_t r = 0; r < R; ++r) a = add_value(a, to_acc(x[base + r * inner]));
   const float lse = a.m + logf(a.s), inv = 1.f / a.s;
   for (int64_t r = 0; r < R; ++r) {
-    const float v = to_f32(x[base + r * inner]);
-    y[base + r * inner] = from_f32<T>(log ? v - lse : expf(v - a.m) * inv);
+    const float v = to_acc(x[base + r * inner]);
+    y[base + r * inner] = from_acc<T>(log ? v - lse : expf(v - a.m) * inv);
   }
 }
 
@@ -139,12 +112,12 @@ __global__ void softmax_strided_bwd_kernel(T* dx, const T* dy, const T* y, int64
   float s = 0.f;
   for (int64_t r = 0; r < R; ++r) {
     const int64_t k = base + r * inner;
-    s += log ? to_f32(dy[k]) : to_f32(dy[k]) * to_f32(y[k]);
+    s += log ? to_acc(dy[k]) : to_acc(dy[k]) * to_acc(y[k]);
   }
   for (int64_t r = 0; r < R; ++r) {
     const int64_t k = base + r * inner;
-    const float g = to_f32(dy[k]), v = to_f32(y[k]);
-    dx[k] = from_f32<T>(log ? g - expf(v) * s : v * (g - s));
+    const float g = to_acc(dy[k]), v = to_acc(y[k]);
+    dx[k] = from_acc<T>(log ? g - expf(v) * s : v * (g - s));
   }
 }
 
