@@ -1,10 +1,15 @@
 // vitrain: the command line. `train` and `eval` read a YAML config (timm-style keys) with --set overrides;
-// `bench` measures throughput on synthetic data. Every error surfaces here as one line and a non-zero exit code.
+// `bench` measures throughput on synthetic data; `plot` draws a run's curves; `data check` inspects datasets;
+// `convert` adapts timm weights (pos-embed resize, head drop).
+// Every error surfaces here as one line and a non-zero exit code.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "cli/bench_command.h"
+#include "cli/convert_command.h"
 #include "cli/data_command.h"
+#include "cli/eval_output.h"
+#include "cli/plot_command.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 
@@ -24,23 +29,29 @@ int main(int argc, char** argv) {
   CLI::App app{"vitrain: train and evaluate vision transformers (dense and MiTA attention)"};
   app.require_subcommand(1);
 
-  std::string config_path, weights, device;
+  std::string config_path, weights, device, resume;
   std::vector<std::string> sets;
   auto* train = app.add_subcommand("train", "train a model from a YAML config, evaluating after each epoch");
   train->add_option("-c,--config", config_path, "YAML config file")->check(CLI::ExistingFile);
   train->add_option("--set", sets, "override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
   train->add_option("--device", device, "cuda:0 | cpu | auto (overrides train.device)");
+  train->add_option("--resume", resume, "checkpoint to resume from, or 'auto' (the newest of last/recovery in "
+                                        "train.output); overrides train.resume");
 
   auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split");
   eval->add_option("-c,--config", config_path, "YAML config file")->check(CLI::ExistingFile);
   eval->add_option("-w,--weights", weights, "weights (.safetensors)")->required();
   eval->add_option("--set", sets, "override a config key (repeatable)");
   eval->add_option("--device", device, "cuda:0 | cpu | auto (overrides train.device)");
+  vt::cli::EvalOutputOptions eval_out;
+  vt::cli::add_eval_output_options(*eval, eval_out);
 
   vt::cli::BenchCommand bench_cmd;
   auto* bench = vt::cli::add_bench_command(app, bench_cmd);
 
   vt::cli::add_data_command(app);
+  vt::cli::add_plot_command(app);
+  vt::cli::add_convert_command(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench) {
@@ -48,9 +59,15 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!device.empty()) sets.push_back("train.device=" + device);  // last, so it wins over --set
+    if (!resume.empty()) sets.push_back("train.resume=" + resume);
     vt::io::Config cfg = load(config_path, sets);
     if (*train) {
       auto s = vt::engine::train(cfg);
+      if (s.stopped_at_max_steps) {
+        std::printf("stopped after %lld updates (train.max_steps); resume with --resume auto\n",
+                    static_cast<long long>(s.steps));
+        return 0;
+      }
       std::printf("test top-1 %.2f%%  top-5 %.2f%%  (%lld images)\n", s.test.top1, s.test.top5,
                   static_cast<long long>(s.test.count));
       std::printf("training speed %.0f img/s over %.1f s\n", s.train_img_per_s, s.train_seconds);
@@ -58,8 +75,10 @@ int main(int argc, char** argv) {
                   s.weights_path.c_str());
     } else if (*eval) {
       auto r = vt::engine::evaluate_weights(cfg, weights);
-      std::printf("test top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%lld images)\n", r.top1, r.top5, r.loss,
-                  static_cast<long long>(r.count));
+      const int64_t img_size = vt::engine::vit_config(cfg).img_size;
+      vt::cli::print_eval_results({cfg.model.name, r.top1, r.top5, r.loss, r.params, img_size, 0.875, "bicubic",
+                                   r.count, r.img_per_s},
+                                  eval_out);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

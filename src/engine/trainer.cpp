@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,14 +15,17 @@
 
 #include "autograd/node.h"
 #include "data/idx.h"
+#include "engine/checkpoint.h"
 #include "engine/device.h"
+#include "engine/ema.h"
+#include "engine/recipe.h"
+#include "engine/timm_weights.h"
 #include "io/metrics.h"
 #include "io/safetensors.h"
 #include "models/registry.h"
 #include "nn/autocast.h"
 #include "ops/ops.h"
 #include "optim/adamw.h"
-#include "optim/lr_schedule.h"
 #include "optim/param_groups.h"
 #include "optim/sgd.h"
 
@@ -148,98 +153,266 @@ EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& 
   return r;
 }
 
-TrainSummary train(const io::Config& cfg) {
+namespace {
+
+// Checkpoint bookkeeping of one run: what to save, where, and which files to keep.
+struct RunFiles {
+  std::filesystem::path dir;
+  std::string path(const std::string& name) const { return (dir / name).string(); }
+  std::string epoch_path(int64_t epoch) const { return path("checkpoint-" + std::to_string(epoch) + ".safetensors"); }
+
+  // Deletes all but the newest `keep` checkpoint-<epoch> files.
+  void prune_epoch_checkpoints(int keep) const {
+    std::vector<int64_t> epochs;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("checkpoint-", 0) != 0 || e.path().extension() != ".safetensors") continue;
+      const std::string num = n.substr(11, n.size() - 11 - 12);
+      if (!num.empty() && num.find_first_not_of("0123456789") == std::string::npos) epochs.push_back(std::stoll(num));
+    }
+    std::sort(epochs.rbegin(), epochs.rend());
+    for (size_t i = static_cast<size_t>(keep); i < epochs.size(); ++i) std::filesystem::remove(epoch_path(epochs[i]));
+  }
+};
+
+bool higher_is_better(const std::string& metric) { return metric.find("top1") != std::string::npos; }
+
+// The value of eval.best_metric among this evaluation's results.
+double metric_value(const std::string& metric, const EvalResult& raw, const std::optional<EvalResult>& ema) {
+  const bool use_ema = metric.rfind("ema_", 0) == 0;
+  VT_CHECK(!use_ema || ema, "[train] eval.best_metric ", metric, " needs the EMA");
+  const EvalResult& r = use_ema ? *ema : raw;
+  return higher_is_better(metric) ? r.top1 : r.loss;
+}
+
+}  // namespace
+
+TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   namespace fs = std::filesystem;
+  check_supported(cfg);
   fs::create_directories(cfg.train.output);
+  const RunFiles files{cfg.train.output};
+  const bool resuming = !cfg.train.resume.empty();
+  std::string resume_path = cfg.train.resume;
+  if (resume_path == "auto") resume_path = find_resume_checkpoint(cfg.train.output);
+
   TrainSummary summary;
-  summary.log_path = (fs::path(cfg.train.output) / "train.log").string();
-  summary.metrics_path = (fs::path(cfg.train.output) / "metrics.jsonl").string();
-  summary.weights_path = (fs::path(cfg.train.output) / "model.safetensors").string();
+  summary.log_path = files.path("train.log");
+  summary.metrics_path = files.path("metrics.jsonl");
+  summary.weights_path = files.path("model.safetensors");
   auto log = make_logger(summary.log_path);
   set_threads(cfg.train.threads);
+  const std::string config_yaml = io::to_yaml(cfg);
   {
-    std::ofstream resolved(fs::path(cfg.train.output) / "config.yaml");
-    resolved << io::to_yaml(cfg);
+    std::ofstream resolved(files.dir / "config.yaml");
+    resolved << config_yaml;
   }
   const Device device = resolve_device(cfg.train.device);
   const std::optional<DType> amp = amp_dtype(cfg);
   summary.device = device.str();
   log->info("device: {}", describe_device(device, amp, cfg.train.device));
 
-  VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset,
-           "' (known: fashion_mnist)");
   data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);
+  const uint64_t data_seed = static_cast<uint64_t>(cfg.train.seed);
   data::ImageBatches train_batches(image_set(ds.train_images, ds.train_labels, cfg.data.train_limit),
-                                   cfg.train.batch_size, true, cfg.data.hflip, kFashionMean, kFashionStd,
-                                   static_cast<uint64_t>(cfg.train.seed));
+                                   cfg.train.batch_size, true, cfg.data.hflip, kFashionMean, kFashionStd, data_seed);
   data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit), cfg.eval.batch_size,
                                   false, 0.0, kFashionMean, kFashionStd, 0);
 
-  models::VisionTransformer model(vit_config(cfg));  // initialised on the host, so every device starts equal
+  // Models are built and loaded on the host, so every device starts equal; then moved (f32 master weights).
+  models::VisionTransformer model(vit_config(cfg));
+  std::unique_ptr<models::VisionTransformer> ema_model;
+  if (cfg.train.model_ema) ema_model = std::make_unique<models::VisionTransformer>(vit_config(cfg));
   log->info("model {} ({} attention): {} parameters", cfg.model.name, cfg.model.attention.type,
             model.num_parameters());
-  model.to(device);  // parameters stay f32 (master weights)
+  CheckpointState state;
+  state.data_seed = data_seed;
+  state.rng_seed = static_cast<uint64_t>(cfg.train.seed) + 1;  // dropout / drop-path stream
+  Checkpoint resumed;
+  if (!resume_path.empty()) {
+    resumed = load_checkpoint(resume_path);
+    VT_CHECK(resumed.state.data_seed == data_seed, "[resume] '", resume_path, "' was written with train.seed ",
+             resumed.state.data_seed, ", this run has ", data_seed, ": the data order would differ");
+    model.load_state_dict(resumed.model);  // strict: a missing or mis-shaped tensor is named
+    if (ema_model) {
+      VT_CHECK(!resumed.ema.empty(), "[resume] '", resume_path, "' holds no EMA weights but train.model_ema is on");
+      ema_model->load_state_dict(resumed.ema);
+    }
+    state = resumed.state;
+    log->info("resuming from {}: epoch {}, update {} of the epoch, {} updates done", resume_path,
+              state.position.epoch + 1, state.position.step_in_epoch, state.position.global_step);
+  } else if (resuming) {
+    log->info("--resume auto: no checkpoint in {}, starting from scratch", cfg.train.output);
+  }
+  default_generator().set_state(state.rng_seed, state.rng_offset);
+  model.to(device);
+  std::optional<ModelEma> ema;
+  if (ema_model) {
+    ema_model->to(device);
+    // A fresh EMA starts as a copy of the model; a resumed one keeps the weights loaded from the checkpoint.
+    ema.emplace(model, *ema_model, cfg.train.model_ema_decay, /*copy_model=*/resumed.ema.empty());
+  }
   auto opt = make_optimizer(cfg, model);
-  const int64_t steps_per_epoch = train_batches.batches_per_epoch(), total = steps_per_epoch * cfg.train.epochs;
-  optim::LrSchedule sched(cfg.optim.lr, cfg.schedule.warmup_lr, cfg.schedule.min_lr,
-                          static_cast<int64_t>(cfg.schedule.warmup_epochs * static_cast<double>(steps_per_epoch)),
-                          total);
-  io::MetricsLog metrics(summary.metrics_path);
-  Generator dropout_gen(static_cast<uint64_t>(cfg.train.seed) + 1);
+  if (!resumed.optimizer.empty()) opt->load_state(resumed.optimizer);
+
+  const int64_t accum = cfg.train.grad_accum_steps;
+  const int64_t updates_per_epoch = train_batches.batches_per_epoch() / accum;
+  VT_CHECK(updates_per_epoch >= 1, "[train] one epoch has ", train_batches.batches_per_epoch(),
+           " batches, fewer than train.grad_accum_steps = ", accum);
+  const int64_t total = updates_per_epoch * cfg.train.epochs;
+  const LrPlan lr_plan(cfg, updates_per_epoch);
+  log->info("global batch {} = {} per step x {} accumulation x 1 process; base lr {:.3e}{}", global_batch(cfg),
+            cfg.train.batch_size, accum, resolved_lr(cfg),
+            cfg.optim.lr_base > 0 ? " (optim.lr_base scaled by global batch / optim.lr_base_size)" : "");
+  io::MetricsLog metrics(summary.metrics_path, !resume_path.empty());
+
+  // The losses since the last finiteness check, summed on the device (NaN/Inf propagate through the sum).
+  Tensor unchecked_loss;
+  int64_t unchecked_from = state.position.global_step + 1;
+  auto require_finite_losses = [&](int64_t upto) {
+    if (!unchecked_loss.defined()) return;
+    const double v = unchecked_loss.item();
+    VT_CHECK(std::isfinite(v), "[train] non-finite loss (", v, ") in updates ", unchecked_from, "..", upto,
+             ": stopping; the last checkpoint was written before it (lower optim.lr or set optim.clip_grad)");
+    unchecked_loss = Tensor();
+    unchecked_from = upto + 1;
+  };
+  auto checkpoint = [&](const std::string& path) {
+    require_finite_losses(state.position.global_step);
+    Checkpoint c;
+    c.model = host_state_dict(model);
+    if (ema) c.ema = host_state_dict(ema->shadow());
+    for (auto& [k, t] : opt->state()) c.optimizer.emplace_back(k, t.to(cpu()));
+    c.state = state;
+    c.state.rng_seed = default_generator().seed();
+    c.state.rng_offset = default_generator().offset();
+    c.state.config_yaml = config_yaml;
+    save_checkpoint(path, c);
+  };
 
   const auto t_start = Clock::now();
   double train_time = 0;
-  int64_t images_seen = 0, step = 0;
-  for (int64_t epoch = 0; epoch < cfg.train.epochs; ++epoch) {
+  int64_t images_seen = 0;
+  TrainPosition& pos = state.position;
+  while (pos.epoch < cfg.train.epochs) {
+    const int64_t epoch = pos.epoch;
     model.train();
     const auto t_epoch = Clock::now();
     Tensor loss_window;  // sum of the window's losses, kept on the device: read only for a progress line
     int64_t window = 0, window_images = 0;
+    double data_wait = 0;
     auto t_window = Clock::now();
-    for (int64_t s = 0; s < steps_per_epoch; ++s, ++step) {
-      data::Batch b = train_batches.get(epoch, s);
-      const Tensor images = b.images.to(device), labels = b.labels.to(device);
-      opt->lr = sched.lr_at(step);
-      Tensor loss;
-      {
-        nn::AutocastGuard autocast(amp);  // forward and loss only; backward follows the recorded dtypes
-        loss = ops::cross_entropy(model.forward(images), labels, cfg.optim.smoothing);
+    for (; pos.step_in_epoch < updates_per_epoch; ++pos.step_in_epoch) {
+      if (cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps) {
+        checkpoint(files.path("recovery.safetensors"));
+        log->info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
+        summary.stopped_at_max_steps = true;
+        summary.steps = pos.global_step;
+        summary.best_metric = state.best_metric;
+        summary.best_epoch = state.best_epoch;
+        return summary;
       }
+      opt->lr = lr_plan.lr(pos.global_step, epoch);
       opt->zero_grad();
-      loss.backward();
+      Tensor update_loss;  // mean over the micro-batches of this update
+      for (int64_t j = 0; j < accum; ++j) {
+        const auto t_data = Clock::now();
+        data::Batch b = train_batches.get(epoch, pos.step_in_epoch * accum + j);
+        const Tensor images = b.images.to(device), labels = b.labels.to(device);
+        data_wait += seconds_since(t_data);
+        Tensor loss;
+        {
+          nn::AutocastGuard autocast(amp);  // forward and loss only; backward follows the recorded dtypes
+          loss = ops::cross_entropy(model.forward(images), labels, cfg.optim.smoothing);
+        }
+        if (accum > 1) loss = ops::mul(loss, 1.0 / static_cast<double>(accum));
+        loss.backward();  // gradients of the micro-batches add up in .grad
+        update_loss = update_loss.defined() ? update_loss + loss.detach() : loss.detach();
+        window_images += images.size(0);
+        images_seen += images.size(0);
+      }
       if (cfg.optim.clip_grad > 0) opt->clip_grad_norm(cfg.optim.clip_grad);
       opt->step();
-      loss_window = loss_window.defined() ? loss_window + loss.detach() : loss.detach();
+      if (ema) ema->update(model);
+      ++pos.global_step;
+      unchecked_loss = unchecked_loss.defined() ? unchecked_loss + update_loss : update_loss;
+      loss_window = loss_window.defined() ? loss_window + update_loss : update_loss;
       ++window;
-      window_images += images.size(0);
-      images_seen += images.size(0);
-      if ((s + 1) % cfg.train.log_interval == 0 || s + 1 == steps_per_epoch) {
+      if (hooks.on_update) hooks.on_update(pos.global_step, update_loss.item());
+      const int64_t s = pos.step_in_epoch;
+      if ((s + 1) % cfg.train.log_interval == 0 || s + 1 == updates_per_epoch) {
         const double loss_mean = loss_window.item() / static_cast<double>(window);  // the step's one host sync
-        VT_CHECK(std::isfinite(loss_mean), "[train] mean loss is ", loss_mean, " at epoch ", epoch + 1,
-                 " steps ", s + 2 - window, "..", s + 1, ": stopping (lower optim.lr or enable optim.clip_grad)");
+        require_finite_losses(pos.global_step);
         const double dt = seconds_since(t_window);
         const double ips = static_cast<double>(window_images) / dt;
-        const double eta = static_cast<double>(total - step - 1) * static_cast<double>(cfg.train.batch_size) / ips;
-        log->info(io::progress_line(epoch + 1, cfg.train.epochs, s + 1, steps_per_epoch, loss_mean, opt->lr, ips,
-                                    eta));
-        metrics.log({{"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(step + 1)},
-                     {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips}});
+        const double eta =
+            static_cast<double>(total - pos.global_step) * static_cast<double>(global_batch(cfg)) / ips;
+        log->info("{} data {:.0f}%",
+                  io::progress_line(static_cast<int>(epoch + 1), cfg.train.epochs, s + 1, updates_per_epoch,
+                                    loss_mean, opt->lr, ips, eta),
+                  100.0 * data_wait / dt);
+        metrics.log({{"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(pos.global_step)},
+                     {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips},
+                     {"data_wait", data_wait / dt}});
         loss_window = Tensor();
         window = window_images = 0;
+        data_wait = 0;
         t_window = Clock::now();
+      }
+      if (cfg.train.recovery_interval > 0 && pos.global_step % cfg.train.recovery_interval == 0) {
+        const TrainPosition current = pos;  // the loop's increment has not run yet: the next update is s + 1
+        ++pos.step_in_epoch;
+        checkpoint(files.path("recovery.safetensors"));
+        pos = current;
       }
     }
     train_time += seconds_since(t_epoch);
-    model.eval();
-    summary.test = evaluate(model, test_batches, device, amp);
-    log->info("epoch {}/{}: test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images)", epoch + 1, cfg.train.epochs,
-              summary.test.top1, summary.test.top5, summary.test.loss, summary.test.count);
-    metrics.log({{"epoch", static_cast<double>(epoch + 1)}, {"test_top1", summary.test.top1},
-                 {"test_top5", summary.test.top5}, {"test_loss", summary.test.loss},
-                 {"elapsed_s", seconds_since(t_start)}});
+    pos.epoch = epoch + 1;
+    pos.step_in_epoch = 0;
+    const bool last_epoch = pos.epoch == cfg.train.epochs;
+    if (pos.epoch % cfg.eval.interval == 0 || last_epoch) {
+      model.eval();
+      summary.test = evaluate(model, test_batches, device, amp);
+      if (ema) summary.test_ema = evaluate(*ema_model, test_batches, device, amp);
+      const double value = metric_value(cfg.eval.best_metric, summary.test, summary.test_ema);
+      const bool improved = state.best_epoch < 0 || (higher_is_better(cfg.eval.best_metric)
+                                                         ? value > state.best_metric
+                                                         : value < state.best_metric);
+      if (improved) {
+        state.best_metric = value;
+        state.best_epoch = pos.epoch;
+      }
+      log->info("epoch {}/{}: test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images){}; best {} {:.4f} (epoch {})",
+                pos.epoch, cfg.train.epochs, summary.test.top1, summary.test.top5, summary.test.loss,
+                summary.test.count,
+                summary.test_ema ? fmt::format("; EMA top-1 {:.2f}% top-5 {:.2f}% loss {:.4f}", summary.test_ema->top1,
+                                               summary.test_ema->top5, summary.test_ema->loss)
+                                 : std::string(),
+                cfg.eval.best_metric, state.best_metric, state.best_epoch);
+      std::vector<std::pair<std::string, double>> row = {
+          {"epoch", static_cast<double>(pos.epoch)}, {"step", static_cast<double>(pos.global_step)},
+          {"lr", opt->lr},  {"test_top1", summary.test.top1}, {"test_top5", summary.test.top5},
+          {"test_loss", summary.test.loss}, {"elapsed_s", seconds_since(t_start)}};
+      if (summary.test_ema) {
+        row.emplace_back("ema_top1", summary.test_ema->top1);
+        row.emplace_back("ema_top5", summary.test_ema->top5);
+        row.emplace_back("ema_loss", summary.test_ema->loss);
+      }
+      row.emplace_back("best_metric", state.best_metric);
+      metrics.log(row);
+      if (improved) checkpoint(files.path("best.safetensors"));
+    }
+    checkpoint(files.path("last.safetensors"));
+    if (cfg.train.checkpoint_interval > 0 && pos.epoch % cfg.train.checkpoint_interval == 0) {
+      checkpoint(files.epoch_path(pos.epoch));
+      files.prune_epoch_checkpoints(cfg.train.checkpoint_hist);
+    }
   }
+  summary.steps = pos.global_step;
+  summary.best_metric = state.best_metric;
+  summary.best_epoch = state.best_epoch;
   summary.train_seconds = train_time;
-  summary.train_img_per_s = static_cast<double>(images_seen) / train_time;
+  summary.train_img_per_s = train_time > 0 ? static_cast<double>(images_seen) / train_time : 0;
   io::save_safetensors(summary.weights_path, host_state_dict(model),
                        {{"model", cfg.model.name}, {"attention", cfg.model.attention.type}});
   log->info("training: {:.1f} s, {:.0f} img/s; total {:.1f} s", train_time, summary.train_img_per_s,
@@ -282,7 +455,8 @@ EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_pa
   set_threads(cfg.train.threads);
   const Device device = resolve_device(cfg.train.device);
   models::VisionTransformer model(vit_config(cfg));
-  const WeightLoadReport loaded = load_weights_compatible(model, io::load_safetensors(weights_path));
+  // timm/DeiT weights at another resolution or class count are adapted (pos_embed resized, head dropped).
+  const WeightLoadReport loaded = load_timm_weights(model, io::load_safetensors(weights_path)).load;
   auto joined = [](const std::vector<std::string>& v) {
     std::string s;
     for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -300,7 +474,12 @@ EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_pa
   data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);
   data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit), cfg.eval.batch_size,
                                   false, 0.0, kFashionMean, kFashionStd, 0);
-  return evaluate(model, test_batches, device, amp_dtype(cfg));
+  const auto start = std::chrono::steady_clock::now();
+  EvalResult r = evaluate(model, test_batches, device, amp_dtype(cfg));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.img_per_s = seconds > 0 ? static_cast<double>(r.count) / seconds : 0.0;
+  for (const auto& [name, p] : model.named_parameters()) r.params += p.numel();
+  return r;
 }
 
 }  // namespace vt::engine

@@ -1,5 +1,6 @@
 // The training and evaluation loops for image classification: explicit steps, no callbacks.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,10 +15,17 @@ namespace vt::engine {
 struct EvalResult {
   double loss = 0, top1 = 0, top5 = 0;  // top1/top5 in percent
   int64_t count = 0;
+  int64_t params = 0;    // evaluate_weights only: the model's parameter count
+  double img_per_s = 0;  // evaluate_weights only: evaluation throughput
 };
 
 struct TrainSummary {
   EvalResult test;
+  std::optional<EvalResult> test_ema;  // the last evaluation of the EMA weights (train.model_ema)
+  double best_metric = 0;              // best eval.best_metric value; best_epoch 1-based, -1: never evaluated
+  int64_t best_epoch = -1;
+  int64_t steps = 0;                   // optimizer updates applied in total (including before a resume)
+  bool stopped_at_max_steps = false;   // train.max_steps ended the run (a recovery checkpoint was written)
   double train_img_per_s = 0, train_seconds = 0;
   std::string device;  // "cpu" or "cuda:N"
   std::string weights_path, metrics_path, log_path;
@@ -34,10 +42,19 @@ std::optional<DType> amp_dtype(const io::Config& cfg);
 EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& batches, Device device = cpu(),
                     std::optional<DType> amp = std::nullopt);
 
+/// Optional observers of a run (tests, tools).
+struct TrainHooks {
+  /// Called after every optimizer update with the 1-based global update number and its loss (the mean over its
+  /// micro-batches). Setting it makes every update wait for the device.
+  std::function<void(int64_t step, double loss)> on_update;
+};
+
 /// Trains on the configured dataset on cfg.train.device (bf16 autocast on CUDA when cfg.train.amp), evaluates
-/// after every epoch, writes the log, metrics and final weights under cfg.train.output. Inside a step the host
-/// waits for the device only when a progress line reads the loss.
-TrainSummary train(const io::Config& cfg);
+/// every eval.interval epochs (model and EMA), writes the log, metrics.jsonl, checkpoints (last, best,
+/// checkpoint-<epoch>, recovery; see checkpoint.h) and the final weights under cfg.train.output. Resumes from
+/// cfg.train.resume exactly where that checkpoint stopped. Inside a step the host waits for the device only when
+/// a progress line reads the loss. A non-finite loss stops the run with an error before any checkpoint holds it.
+TrainSummary train(const io::Config& cfg, const TrainHooks& hooks = {});
 
 /// What load_weights_compatible did besides plain name-for-name copies.
 struct WeightLoadReport {

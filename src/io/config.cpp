@@ -56,6 +56,18 @@ template <class V> void fields(DataConfig& c, V& v) {
   v("workers", c.workers);
   v("train_limit", c.train_limit);
   v("test_limit", c.test_limit);
+  v("mixup", c.mixup);
+  v("cutmix", c.cutmix);
+  v("mixup_prob", c.mixup_prob);
+  v("mixup_switch_prob", c.mixup_switch_prob);
+  v("mixup_mode", c.mixup_mode);
+  v("aa", c.aa);
+  v("reprob", c.reprob);
+  v("remode", c.remode);
+  v("recount", c.recount);
+  v("aug_repeats", c.aug_repeats);
+  v("train_interpolation", c.train_interpolation);
+  v("crop_pct", c.crop_pct);
 }
 
 template <class V> void fields(OptimConfig& c, V& v) {
@@ -67,6 +79,9 @@ template <class V> void fields(OptimConfig& c, V& v) {
   v("opt_betas", c.opt_betas);
   v("clip_grad", c.clip_grad);
   v("smoothing", c.smoothing);
+  v("lr_base", c.lr_base);
+  v("lr_base_size", c.lr_base_size);
+  v("lr_base_scale", c.lr_base_scale);
 }
 
 template <class V> void fields(ScheduleConfig& c, V& v) {
@@ -74,6 +89,9 @@ template <class V> void fields(ScheduleConfig& c, V& v) {
   v("warmup_epochs", c.warmup_epochs);
   v("warmup_lr", c.warmup_lr);
   v("min_lr", c.min_lr);
+  v("sched_on_updates", c.sched_on_updates);
+  v("warmup_prefix", c.warmup_prefix);
+  v("deit_epoch_lag", c.deit_epoch_lag);
 }
 
 template <class V> void fields(TrainConfig& c, V& v) {
@@ -86,9 +104,21 @@ template <class V> void fields(TrainConfig& c, V& v) {
   v("threads", c.threads);
   v("output", c.output);
   v("log_interval", c.log_interval);
+  v("grad_accum_steps", c.grad_accum_steps);
+  v("max_steps", c.max_steps);
+  v("resume", c.resume);
+  v("checkpoint_interval", c.checkpoint_interval);
+  v("checkpoint_hist", c.checkpoint_hist);
+  v("recovery_interval", c.recovery_interval);
+  v("model_ema", c.model_ema);
+  v("model_ema_decay", c.model_ema_decay);
 }
 
-template <class V> void fields(EvalConfig& c, V& v) { v("batch_size", c.batch_size); }
+template <class V> void fields(EvalConfig& c, V& v) {
+  v("batch_size", c.batch_size);
+  v("interval", c.interval);
+  v("best_metric", c.best_metric);
+}
 
 template <class V> void fields(Config& c, V& v) {
   v("model", c.model);
@@ -339,6 +369,20 @@ void DataConfig::validate() const {
   require(workers >= 0, "data.workers", ">= 0", workers);
   require(train_limit >= 0, "data.train_limit", ">= 0 (0: all)", train_limit);
   require(test_limit >= 0, "data.test_limit", ">= 0 (0: all)", test_limit);
+  require(mixup >= 0, "data.mixup", ">= 0 (0: off)", mixup);
+  require(cutmix >= 0, "data.cutmix", ">= 0 (0: off)", cutmix);
+  require(mixup_prob >= 0 && mixup_prob <= 1, "data.mixup_prob", "a probability in [0, 1]", mixup_prob);
+  require(mixup_switch_prob >= 0 && mixup_switch_prob <= 1, "data.mixup_switch_prob", "a probability in [0, 1]",
+          mixup_switch_prob);
+  require_one_of("data.mixup_mode", mixup_mode, {"batch", "pair", "elem"});
+  if (!aa.empty() && aa.rfind("rand-", 0) != 0)
+    VT_FAIL("[config] data.aa must be \"\" or a RandAugment spec such as \"rand-m9-mstd0.5-inc1\", got '", aa, "'");
+  require(reprob >= 0 && reprob <= 1, "data.reprob", "a probability in [0, 1]", reprob);
+  require_one_of("data.remode", remode, {"const", "rand", "pixel"});
+  require(recount >= 1, "data.recount", ">= 1", recount);
+  require(aug_repeats >= 0, "data.aug_repeats", ">= 0 (0: off)", aug_repeats);
+  require_one_of("data.train_interpolation", train_interpolation, {"bilinear", "bicubic", "random"});
+  require(crop_pct > 0 && crop_pct <= 1, "data.crop_pct", "in (0, 1]", crop_pct);
 }
 
 void OptimConfig::validate() const {
@@ -352,6 +396,9 @@ void OptimConfig::validate() const {
   for (double b : opt_betas) require(b >= 0 && b < 1, "optim.opt_betas", "in [0, 1)", yaml_scalar(opt_betas));
   require(clip_grad >= 0, "optim.clip_grad", ">= 0 (0: off)", clip_grad);
   require(smoothing >= 0 && smoothing < 1, "optim.smoothing", "in [0, 1)", smoothing);
+  require(lr_base >= 0, "optim.lr_base", ">= 0 (0: use optim.lr as is)", lr_base);
+  require(lr_base_size > 0, "optim.lr_base_size", "> 0", lr_base_size);
+  require_one_of("optim.lr_base_scale", lr_base_scale, {"linear", "sqrt"});
 }
 
 void ScheduleConfig::validate() const {
@@ -372,9 +419,20 @@ void TrainConfig::validate() const {
   require(threads >= 0, "train.threads", ">= 0 (0: all cores)", threads);
   require(!output.empty(), "train.output", "non-empty", "''");
   require(log_interval > 0, "train.log_interval", "> 0", log_interval);
+  require(grad_accum_steps >= 1, "train.grad_accum_steps", ">= 1", grad_accum_steps);
+  require(max_steps >= 0, "train.max_steps", ">= 0 (0: off)", max_steps);
+  require(checkpoint_interval >= 0, "train.checkpoint_interval", ">= 0 (0: no checkpoint-<epoch> files)",
+          checkpoint_interval);
+  require(checkpoint_hist >= 1, "train.checkpoint_hist", ">= 1", checkpoint_hist);
+  require(recovery_interval >= 0, "train.recovery_interval", ">= 0 (0: off)", recovery_interval);
+  require(model_ema_decay > 0 && model_ema_decay < 1, "train.model_ema_decay", "in (0, 1)", model_ema_decay);
 }
 
-void EvalConfig::validate() const { require(batch_size > 0, "eval.batch_size", "> 0", batch_size); }
+void EvalConfig::validate() const {
+  require(batch_size > 0, "eval.batch_size", "> 0", batch_size);
+  require(interval >= 1, "eval.interval", ">= 1", interval);
+  require_one_of("eval.best_metric", best_metric, {"top1", "ema_top1", "loss", "ema_loss"});
+}
 
 void Config::validate() const {
   model.validate();
@@ -383,6 +441,10 @@ void Config::validate() const {
   schedule.validate();
   train.validate();
   eval.validate();
+  if (eval.best_metric.rfind("ema_", 0) == 0 && !train.model_ema)
+    VT_FAIL("[config] eval.best_metric '", eval.best_metric, "' needs train.model_ema: true");
+  if (schedule.deit_epoch_lag && schedule.sched_on_updates)
+    VT_FAIL("[config] schedule.deit_epoch_lag applies to per-epoch schedules: set schedule.sched_on_updates: false");
 }
 
 Config config_from_yaml_string(const std::string& text, const std::string& source_name) {

@@ -48,6 +48,20 @@ struct DataConfig {
   int workers = 2;          ///< loader threads
   int64_t train_limit = 0;  ///< 0: all training images
   int64_t test_limit = 0;   ///< 0: all test images
+  // ImageNet-recipe augmentation (timm names). They parse and validate now; the trainer refuses a non-default
+  // value until it drives the ImageNet loader (engine::check_supported), instead of ignoring it.
+  double mixup = 0.0;                 ///< Mixup alpha; 0: off (DeiT: 0.8)
+  double cutmix = 0.0;                ///< CutMix alpha; 0: off (DeiT: 1.0)
+  double mixup_prob = 1.0;            ///< probability of applying mixup or cutmix to a batch
+  double mixup_switch_prob = 0.5;     ///< probability of cutmix instead of mixup when both are on
+  std::string mixup_mode = "batch";   ///< batch | pair | elem
+  std::string aa = "";                ///< RandAugment spec, e.g. "rand-m9-mstd0.5-inc1"; "": off
+  double reprob = 0.0;                ///< random erasing probability (DeiT: 0.25)
+  std::string remode = "pixel";       ///< const | rand | pixel
+  int recount = 1;                    ///< random erasing count
+  int aug_repeats = 0;                ///< repeated augmentation (RASampler) repeats; 0: off (DeiT: 3)
+  std::string train_interpolation = "bicubic";  ///< bilinear | bicubic | random
+  double crop_pct = 0.875;            ///< eval resize = img_size / crop_pct, then center crop
   void validate() const;
 };
 
@@ -60,6 +74,12 @@ struct OptimConfig {
   std::vector<double> opt_betas = {0.9, 0.999};
   double clip_grad = 0.0;  ///< max global grad norm; 0: off
   double smoothing = 0.1;  ///< label smoothing
+  /// LR scaling rule (timm --lr-base): when lr_base > 0 the optimizer uses
+  /// lr = lr_base · (global_batch / lr_base_size) for "linear" (DeiT: 5e-4 · batch / 512) or the square root of
+  /// that ratio for "sqrt", and optim.lr is ignored. global_batch = train.batch_size · train.grad_accum_steps.
+  double lr_base = 0.0;
+  int lr_base_size = 512;
+  std::string lr_base_scale = "linear";  ///< linear | sqrt
   void validate() const;
 };
 
@@ -68,6 +88,14 @@ struct ScheduleConfig {
   double warmup_epochs = 1.0;  ///< may be fractional (the schedule is per step)
   double warmup_lr = 1e-5;
   double min_lr = 1e-5;
+  /// true: the LR changes every optimizer update (warmup and cosine in updates). false: once per epoch.
+  bool sched_on_updates = true;
+  /// true: the cosine starts after the warmup (t - warmup); false: it is evaluated at t itself (timm 0.4.12,
+  /// DeiT), the warmup only replacing its start.
+  bool warmup_prefix = true;
+  /// Per-epoch only: epoch e ≥ 1 uses lr(e - 1), as DeiT's `lr_scheduler.step(epoch)` after each epoch does
+  /// (epochs 0 and 1 both run at warmup_lr). false: epoch e uses lr(e) (timm train.py).
+  bool deit_epoch_lag = false;
   void validate() const;
 };
 
@@ -81,11 +109,21 @@ struct TrainConfig {
   int threads = 0;              ///< CPU threads; 0: all cores
   std::string output = "runs/demo";
   int log_interval = 50;  ///< steps between progress lines
+  int grad_accum_steps = 1;     ///< micro-batches per optimizer update (timm --grad-accum-steps)
+  int64_t max_steps = 0;        ///< stop after this many optimizer updates in total (a recovery checkpoint is written); 0: off
+  std::string resume = "";      ///< "" | checkpoint path | "auto" (the newest of last / recovery in train.output)
+  int checkpoint_interval = 1;  ///< epochs between checkpoint-<epoch> files; 0: none (last and best are always kept)
+  int checkpoint_hist = 10;     ///< how many checkpoint-<epoch> files to keep (the newest)
+  int64_t recovery_interval = 0;  ///< optimizer updates between recovery checkpoints; 0: off
+  bool model_ema = false;       ///< keep an EMA of the weights (timm ModelEmaV2), updated every update
+  double model_ema_decay = 0.99996;
   void validate() const;
 };
 
 struct EvalConfig {
   int batch_size = 256;
+  int interval = 1;                  ///< epochs between evaluations (the last epoch is always evaluated)
+  std::string best_metric = "top1";  ///< top1 (DeiT: the raw model) | ema_top1 (timm with EMA) | loss | ema_loss
   void validate() const;
 };
 

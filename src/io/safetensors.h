@@ -4,9 +4,11 @@
 #pragma once
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "io/safetensors_header.h"
 #include "tensor/tensor.h"
 
 namespace vt::io {
@@ -25,16 +27,15 @@ struct SafetensorsFile {
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-/// Reads and validates a whole file: header length within the file, well-formed JSON, known dtypes, shapes whose
-/// byte size matches data_offsets, offsets that cover the data exactly (no overlap, hole or trailing bytes).
-/// Errors name the file and, where it applies, the tensor.
+/// Reads and validates a whole file: header length within the file, well-formed JSON, no duplicate names, known
+/// dtypes, shapes whose byte size matches data_offsets, offsets that cover the data exactly (no overlap, hole or
+/// trailing bytes); see parse_safetensors_header. Errors name the file and, where it applies, the tensor.
 SafetensorsFile read_safetensors(const std::string& path);
+
+/// read_safetensors for a file already in memory (`label` names it in errors), with the same checks.
+SafetensorsFile read_safetensors_bytes(std::string_view bytes, const std::string& label);
 
 /// The tensors of read_safetensors(path), in file order.
 NamedTensors load_safetensors(const std::string& path);
-
-/// "F32" etc. (the safetensors spelling) for a dtype, and back; the latter throws for names we do not support.
-const char* safetensors_dtype_name(DType t);
-DType dtype_from_safetensors_name(const std::string& name);
 
 }  // namespace vt::io

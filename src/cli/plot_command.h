@@ -1,0 +1,10 @@
+// `vitrain plot RUN_DIR`: PNG training curves from RUN_DIR/metrics.jsonl (see engine/plot.h).
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace vt::cli {
+
+/// Adds the `plot` subcommand; it runs from its own callback (prints the files written).
+void add_plot_command(CLI::App& app);
+
+}  // namespace vt::cli

@@ -1,0 +1,229 @@
+// Metrics → PNG: a flat-JSON line reader, a canvas with Bresenham lines and a 3x5 digit font, libpng output.
+#include "engine/plot.h"
+
+#include <png.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "core/error.h"
+
+namespace vt::engine {
+namespace {
+
+// ---- reading ----
+
+struct LineParser {
+  const std::string& s;
+  size_t i = 0;
+  void ws() {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
+  }
+  bool eat(char c) {
+    ws();
+    if (i < s.size() && s[i] == c) return ++i, true;
+    return false;
+  }
+  bool string(std::string& out) {
+    if (!eat('"')) return false;
+    out.clear();
+    for (; i < s.size() && s[i] != '"'; ++i) {
+      if (s[i] == '\\' && i + 1 < s.size()) ++i;  // keys we plot have no escapes; keep the escaped byte
+      out += s[i];
+    }
+    return eat('"');
+  }
+};
+
+// ---- drawing ----
+
+struct Rgb {
+  uint8_t r, g, b;
+};
+constexpr Rgb kBlue{31, 119, 180}, kOrange{255, 127, 14}, kGreen{44, 160, 44}, kGrid{225, 225, 225},
+    kFrame{60, 60, 60}, kText{30, 30, 30};
+
+class Canvas {
+ public:
+  Canvas(int w, int h) : w_(w), h_(h), px_(static_cast<size_t>(w * h * 3), 255) {}
+  void set(int x, int y, Rgb c) {
+    if (x < 0 || y < 0 || x >= w_ || y >= h_) return;
+    uint8_t* p = &px_[static_cast<size_t>((y * w_ + x) * 3)];
+    p[0] = c.r, p[1] = c.g, p[2] = c.b;
+  }
+  // Bresenham, drawn `thick` pixels wide.
+  void line(int x0, int y0, int x1, int y1, Rgb c, int thick = 1) {
+    const int dx = std::abs(x1 - x0), dy = -std::abs(y1 - y0), sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1;
+    for (int err = dx + dy;;) {
+      for (int a = 0; a < thick; ++a)
+        for (int b = 0; b < thick; ++b) set(x0 + a, y0 + b, c);
+      if (x0 == x1 && y0 == y1) break;
+      const int e2 = 2 * err;
+      if (e2 >= dy) err += dy, x0 += sx;
+      if (e2 <= dx) err += dx, y0 += sy;
+    }
+  }
+  // Digits, '.', '-', '+', 'e' and '%' in a 3x5 font scaled by `scale`; returns the width drawn.
+  int text(int x, int y, const std::string& s, int scale = 2) {
+    static const std::map<char, const char*> glyphs = {
+        {'0', "111101101101111"}, {'1', "010110010010111"}, {'2', "111001111100111"}, {'3', "111001111001111"},
+        {'4', "101101111001001"}, {'5', "111100111001111"}, {'6', "111100111101111"}, {'7', "111001010010010"},
+        {'8', "111101111101111"}, {'9', "111101111001111"}, {'.', "000000000000010"}, {'-', "000000111000000"},
+        {'+', "000010111010000"}, {'e', "000111101110111"}, {'%', "101001010100101"}};
+    int cx = x;
+    for (char ch : s) {
+      auto it = glyphs.find(ch);
+      if (it != glyphs.end())
+        for (int r = 0; r < 5; ++r)
+          for (int col = 0; col < 3; ++col)
+            if (it->second[r * 3 + col] == '1')
+              for (int a = 0; a < scale; ++a)
+                for (int b = 0; b < scale; ++b) set(cx + col * scale + a, y + r * scale + b, kText);
+      cx += 4 * scale;
+    }
+    return cx - x;
+  }
+  void save(const std::string& path) const {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
+    VT_CHECK(f, "[plot] cannot write '", path, "'");
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png_create_info_struct(png);
+    VT_CHECK(png && info, "[plot] libpng setup failed");
+    if (setjmp(png_jmpbuf(png))) {
+      png_destroy_write_struct(&png, &info);
+      VT_FAIL("[plot] libpng failed writing '", path, "'");
+    }
+    png_init_io(png, f.get());
+    png_set_IHDR(png, info, static_cast<png_uint_32>(w_), static_cast<png_uint_32>(h_), 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < h_; ++y) png_write_row(png, &px_[static_cast<size_t>(y * w_ * 3)]);
+    png_write_end(png, nullptr);
+    png_destroy_write_struct(&png, &info);
+  }
+
+ private:
+  int w_, h_;
+  std::vector<uint8_t> px_;
+};
+
+struct Series {
+  std::vector<std::pair<double, double>> points;
+  Rgb color;
+};
+
+std::string short_number(double v) {
+  char buf[32];
+  const double a = std::fabs(v);
+  if (a != 0 && (a < 1e-2 || a >= 1e5)) std::snprintf(buf, sizeof buf, "%.2e", v);
+  else std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// One chart: frame, grid, series scaled to the union of their ranges, and the four range labels.
+void draw_chart(const std::vector<Series>& series, const std::string& path) {
+  constexpr int W = 800, H = 420, L = 90, R = 20, T = 20, B = 40;
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  for (const auto& s : series)
+    for (auto [x, y] : s.points) {
+      x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+    }
+  if (x1 == x0) x1 = x0 + 1;
+  if (y1 == y0) y1 = y0 + (y0 == 0 ? 1 : std::fabs(y0) * 0.1);
+  Canvas c(W, H);
+  auto px = [&](double x) { return L + static_cast<int>(std::lround((x - x0) / (x1 - x0) * (W - L - R - 1))); };
+  auto py = [&](double y) { return H - B - static_cast<int>(std::lround((y - y0) / (y1 - y0) * (H - T - B - 1))); };
+  for (int k = 1; k < 4; ++k) {
+    const int gx = L + k * (W - L - R) / 4, gy = T + k * (H - T - B) / 4;
+    c.line(gx, T, gx, H - B, kGrid);
+    c.line(L, gy, W - R, gy, kGrid);
+  }
+  c.line(L, T, W - R, T, kFrame), c.line(L, H - B, W - R, H - B, kFrame);
+  c.line(L, T, L, H - B, kFrame), c.line(W - R, T, W - R, H - B, kFrame);
+  for (const auto& s : series)
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const int ax = px(s.points[i].first), ay = py(s.points[i].second);
+      if (i == 0) c.line(ax, ay, ax, ay, s.color, 2);
+      else c.line(px(s.points[i - 1].first), py(s.points[i - 1].second), ax, ay, s.color, 2);
+    }
+  c.text(6, T, short_number(y1));
+  c.text(6, H - B - 10, short_number(y0));
+  c.text(L, H - B + 10, short_number(x0));
+  const std::string right = short_number(x1);
+  c.text(W - R - 8 * static_cast<int>(right.size()), H - B + 10, right);
+  c.save(path);
+}
+
+Series collect(const std::vector<MetricRow>& rows, const std::string& x, const std::string& y, Rgb color,
+               const std::string& only_with = "") {
+  Series s{{}, color};
+  for (const auto& r : rows) {
+    auto ix = r.find(x), iy = r.find(y);
+    if (ix == r.end() || iy == r.end() || (!only_with.empty() && !r.count(only_with))) continue;
+    if (std::isfinite(ix->second) && std::isfinite(iy->second)) s.points.emplace_back(ix->second, iy->second);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<MetricRow> read_metrics(const std::string& path) {
+  std::ifstream f(path);
+  VT_CHECK(f, "[plot] cannot open '", path, "'");
+  std::vector<MetricRow> rows;
+  int line_no = 0;
+  for (std::string line; std::getline(f, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    LineParser p{line};
+    MetricRow row;
+    bool ok = p.eat('{');
+    while (ok && !p.eat('}')) {
+      std::string key;
+      ok = p.string(key) && p.eat(':');
+      if (!ok) break;
+      p.ws();
+      if (p.i < line.size() && line[p.i] == '"') {
+        std::string ignored;
+        ok = p.string(ignored);
+      } else if (line.compare(p.i, 4, "null") == 0) {
+        p.i += 4;
+      } else {
+        char* end = nullptr;
+        const double v = std::strtod(line.c_str() + p.i, &end);
+        ok = end != line.c_str() + p.i;
+        p.i = static_cast<size_t>(end - line.c_str());
+        row[key] = v;
+      }
+      if (ok && !p.eat(',')) ok = p.eat('}') && (p.ws(), p.i == line.size());
+      if (ok && p.i == line.size() && line.rfind('}') < p.i) break;
+    }
+    VT_CHECK(ok, "[plot] ", path, ":", line_no, ": not a flat JSON object: ", line.substr(0, 80));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<std::string> plot_metrics(const std::vector<MetricRow>& rows, const std::string& out_dir) {
+  std::filesystem::create_directories(out_dir);
+  std::vector<std::string> written;
+  auto chart = [&](const std::string& name, std::vector<Series> series) {
+    std::erase_if(series, [](const Series& s) { return s.points.empty(); });
+    if (series.empty()) return;
+    const std::string path = (std::filesystem::path(out_dir) / name).string();
+    draw_chart(series, path);
+    written.push_back(path);
+  };
+  chart("loss.png", {collect(rows, "step", "train_loss", kBlue), collect(rows, "step", "test_loss", kOrange),
+                     collect(rows, "step", "ema_loss", kGreen)});
+  chart("lr.png", {collect(rows, "step", "lr", kBlue, "train_loss")});
+  chart("top1.png", {collect(rows, "epoch", "test_top1", kBlue), collect(rows, "epoch", "ema_top1", kOrange)});
+  return written;
+}
+
+}  // namespace vt::engine

@@ -1,0 +1,23 @@
+// `vitrain plot RUN_DIR`: training curves from a run's metrics.jsonl drawn straight into PNG files (libpng and a
+// small line rasterizer; no Python needed). Each chart has a frame, a light grid, its y range and x range
+// written in a tiny digit font, and one colour per series: blue = the model / training, orange = test or EMA.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vt::engine {
+
+/// One metrics.jsonl line: its numeric fields (null, i.e. NaN/Inf, and string fields are skipped).
+using MetricRow = std::map<std::string, double>;
+
+/// Reads a JSON-lines metrics file written by io::MetricsLog. Throws vt::Error naming the file and line on a
+/// line that is not a flat JSON object.
+std::vector<MetricRow> read_metrics(const std::string& path);
+
+/// Writes loss.png (train loss per step; test and EMA loss per evaluation), lr.png (lr per step) and top1.png
+/// (test top-1 and EMA top-1 per epoch) into `out_dir` from `rows`; charts without data are skipped. Returns
+/// the paths written.
+std::vector<std::string> plot_metrics(const std::vector<MetricRow>& rows, const std::string& out_dir);
+
+}  // namespace vt::engine

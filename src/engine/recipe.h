@@ -1,0 +1,36 @@
+// The parts of a training recipe that are arithmetic on the config: the global batch, the LR scaling rule, the
+// learning rate of each update, and the check that the trainer can honour every recipe key it was given.
+#pragma once
+#include <cstdint>
+
+#include "io/config.h"
+#include "optim/schedule_cosine.h"
+
+namespace vt::engine {
+
+/// Images per optimizer update: train.batch_size × train.grad_accum_steps × 1 process.
+int64_t global_batch(const io::Config& cfg);
+
+/// The base learning rate: optim.lr, or with optim.lr_base > 0 the timm/DeiT scaling rule
+/// lr_base · global_batch / lr_base_size (linear) or lr_base · sqrt(global_batch / lr_base_size) (sqrt).
+double resolved_lr(const io::Config& cfg);
+
+/// The learning rate of each optimizer update, per update or per epoch (schedule.sched_on_updates), with
+/// DeiT's per-epoch lag when schedule.deit_epoch_lag (see optim/schedule_cosine.h).
+class LrPlan {
+ public:
+  /// `updates_per_epoch` optimizer updates make one epoch; the run has cfg.train.epochs epochs.
+  LrPlan(const io::Config& cfg, int64_t updates_per_epoch);
+  /// The rate for update `global_step` (0-based), which belongs to epoch `epoch` (0-based).
+  double lr(int64_t global_step, int64_t epoch) const;
+
+ private:
+  optim::CosineSchedule sched_;
+  bool on_updates_, deit_lag_;
+};
+
+/// Throws a vt::Error listing every recipe key the trainer cannot honour yet (mixup, cutmix, RandAugment, random
+/// erasing, repeated augmentation, a dataset other than fashion_mnist), instead of silently ignoring them.
+void check_supported(const io::Config& cfg);
+
+}  // namespace vt::engine

@@ -1,0 +1,213 @@
+// The training engine on a tiny model: exact resume (mid-epoch and across epochs, bit for bit on the CPU),
+// gradient accumulation, the non-finite loss stop, checkpoint rejection (truncated, foreign, shape mismatch)
+// and checkpoint atomicity under SIGKILL.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "test_util.h"
+#include "engine/checkpoint.h"
+#include "engine/trainer.h"
+#include "io/config.h"
+#include "io/safetensors.h"
+#include "io_temp_dir.h"
+
+namespace vt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 96 images, batches of 16: 6 updates per epoch, 2 epochs; drop-path and the EMA exercise the RNG and EMA state.
+io::Config tiny_config(const std::string& out) {
+  io::Config c;
+  c.model.embed_dim = 32;
+  c.model.depth = 2;
+  c.model.num_heads = 2;
+  c.model.drop_path_rate = 0.1;
+  c.data.train_limit = 96;
+  c.data.test_limit = 32;
+  c.train.batch_size = 16;
+  c.train.epochs = 2;
+  c.train.device = "cpu";
+  c.train.threads = 1;
+  c.train.log_interval = 1;
+  c.train.output = out;
+  c.train.model_ema = true;
+  c.train.model_ema_decay = 0.9;
+  c.eval.batch_size = 32;
+  c.schedule.warmup_epochs = 0.5;
+  c.validate();
+  return c;
+}
+
+bool have_data() { return fs::exists(io::Config().data.data_dir); }
+
+// Runs training and returns the loss of every update it ran, keyed by the global update number.
+std::map<int64_t, double> run(const io::Config& cfg, engine::TrainSummary* summary = nullptr) {
+  std::map<int64_t, double> losses;
+  engine::TrainHooks hooks;
+  hooks.on_update = [&](int64_t step, double loss) { losses[step] = loss; };
+  auto s = engine::train(cfg, hooks);
+  if (summary) *summary = s;
+  return losses;
+}
+
+void expect_same_tensors(const std::string& a, const std::string& b) {
+  auto ta = io::load_safetensors(a), tb = io::load_safetensors(b);
+  ASSERT_EQ(ta.size(), tb.size());
+  for (size_t i = 0; i < ta.size(); ++i) {
+    ASSERT_EQ(ta[i].first, tb[i].first);
+    const size_t n = static_cast<size_t>(ta[i].second.numel()) * dtype_size(ta[i].second.dtype());
+    ASSERT_EQ(ta[i].second.shape(), tb[i].second.shape());
+    EXPECT_EQ(0, std::memcmp(ta[i].second.raw_data(), tb[i].second.raw_data(), n))
+        << ta[i].first << " differs";
+  }
+}
+
+TEST(TrainingResume, StopMidEpochAndResumeGivesTheSameLossesBitForBit) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  const io::Config straight = tiny_config(dir.file("straight"));
+  engine::TrainSummary full;
+  const auto expected = run(straight, &full);
+  ASSERT_EQ(expected.size(), 12u);
+  EXPECT_EQ(full.steps, 12);
+
+  io::Config cfg = tiny_config(dir.file("resumed"));
+  std::map<int64_t, double> got;
+  for (int64_t stop : {4, 9, 0}) {  // mid epoch 1, mid epoch 2 (after an epoch end), then to the end
+    cfg.train.max_steps = stop;
+    engine::TrainSummary s;
+    for (auto [k, v] : run(cfg, &s)) got[k] = v;
+    EXPECT_EQ(s.stopped_at_max_steps, stop != 0);
+    cfg.train.resume = "auto";
+  }
+  ASSERT_EQ(got.size(), expected.size());
+  for (auto [k, v] : expected) EXPECT_EQ(got[k], v) << "update " << k;  // exact: same bits
+  expect_same_tensors(dir.file("straight/model.safetensors"), dir.file("resumed/model.safetensors"));
+  expect_same_tensors(dir.file("straight/last.safetensors"), dir.file("resumed/last.safetensors"));
+}
+
+TEST(TrainingResume, RecoveryCheckpointsResumeExactlyAndAutoPicksTheNewest) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  io::Config cfg = tiny_config(dir.file("run"));
+  cfg.train.epochs = 1;
+  cfg.train.recovery_interval = 2;
+  cfg.train.max_steps = 5;  // the recovery written at update 4, then the stop's at 5
+  run(cfg);
+  EXPECT_EQ(engine::checkpoint_global_step(dir.file("run/recovery.safetensors")), 5);
+  EXPECT_FALSE(fs::exists(dir.file("run/last.safetensors")));
+  EXPECT_EQ(engine::find_resume_checkpoint(dir.file("run")), dir.file("run/recovery.safetensors"));
+  cfg.train.max_steps = 0;
+  cfg.train.resume = "auto";
+  const auto tail = run(cfg);
+  ASSERT_EQ(tail.size(), 1u);
+  EXPECT_EQ(tail.begin()->first, 6);
+  EXPECT_EQ(engine::find_resume_checkpoint(dir.file("run")), dir.file("run/last.safetensors"));
+  EXPECT_TRUE(fs::exists(dir.file("run/best.safetensors")));
+  EXPECT_TRUE(fs::exists(dir.file("run/checkpoint-1.safetensors")));
+}
+
+TEST(TrainingResume, GradientAccumulationMatchesTheLargeBatch) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  io::Config big = tiny_config(dir.file("big"));
+  big.model.drop_path_rate = 0;  // the micro-batches would draw other drop-path masks
+  big.train.epochs = 1;
+  big.train.model_ema = false;
+  io::Config small = big;
+  small.train.output = dir.file("small");
+  small.train.batch_size = 8;
+  small.train.grad_accum_steps = 2;
+  const auto a = run(big), b = run(small);
+  ASSERT_EQ(a.size(), b.size());
+  for (auto [k, v] : a) EXPECT_NEAR(b.at(k), v, 1e-5) << "update " << k;
+}
+
+TEST(TrainingResume, NonFiniteLossStopsAndLeavesTheLastCheckpointLoadable) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  io::Config cfg = tiny_config(dir.file("run"));
+  cfg.train.epochs = 1;
+  run(cfg);
+  cfg.train.epochs = 2;
+  cfg.train.resume = "auto";
+  cfg.optim.lr = 1e30;  // the weights overflow at once
+  cfg.schedule.warmup_epochs = 0;
+  expect_error([&] { run(cfg); }, "non-finite loss");
+  EXPECT_EQ(engine::checkpoint_global_step(dir.file("run/last.safetensors")), 6);
+  EXPECT_FALSE(fs::exists(dir.file("run/recovery.safetensors")));
+}
+
+TEST(Checkpoint, RejectsTruncatedForeignAndMismatchedFilesNamingTheProblem) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  io::Config cfg = tiny_config(dir.file("run"));
+  cfg.train.max_steps = 1;
+  run(cfg);
+  const std::string good = dir.file("run/recovery.safetensors");
+  EXPECT_EQ(engine::load_checkpoint(good).state.position.global_step, 1);
+
+  const std::string bytes = read_bytes(good);
+  write_bytes(dir.file("cut.safetensors"), bytes.substr(0, bytes.size() / 2));
+  expect_error([&] { engine::load_checkpoint(dir.file("cut.safetensors")); }, "truncated");
+  io::save_safetensors(dir.file("weights.safetensors"), engine::load_checkpoint(good).model);
+  expect_error([&] { engine::load_checkpoint(dir.file("weights.safetensors")); }, "not a vitrain training checkpoint");
+  write_bytes(dir.file("junk.safetensors"), "hello, world");
+  expect_error([&] { engine::load_checkpoint(dir.file("junk.safetensors")); }, "junk.safetensors");
+
+  io::Config other = tiny_config(dir.file("other"));
+  other.model.embed_dim = 48;
+  other.model.num_heads = 3;
+  other.train.resume = good;
+  expect_error([&] { run(other); }, "tensor '");
+}
+
+// A child process rewrites one checkpoint in a loop and is killed with SIGKILL at an arbitrary point; the file
+// must then hold one complete version.
+TEST(Checkpoint, SigkillDuringASaveLoopLeavesAValidCheckpoint) {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.safetensors");
+  auto version = [](int64_t v) {
+    engine::Checkpoint c;
+    Tensor w = Tensor::empty({1 << 20}, DType::f32);  // 4 MiB, so a kill often lands mid-write
+    w.fill_(static_cast<double>(v));
+    c.model.emplace_back("w", w);
+    c.state.position.global_step = v;
+    return c;
+  };
+  engine::save_checkpoint(path, version(0));
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (int64_t v = 1;; ++v) {
+      engine::save_checkpoint(path, version(v));
+      if (v == 2) (void)!write(ready[1], "x", 1);
+    }
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  usleep(30000);
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  close(ready[0]);
+  close(ready[1]);
+  const engine::Checkpoint loaded = engine::load_checkpoint(path);
+  const int64_t v = loaded.state.position.global_step;
+  EXPECT_GE(v, 2);
+  ASSERT_EQ(loaded.model.size(), 1u);
+  const float* w = loaded.model[0].second.data<float>();
+  for (int64_t i = 0; i < loaded.model[0].second.numel(); i += 4097) ASSERT_EQ(w[i], static_cast<float>(v));
+}
+
+}  // namespace
+}  // namespace vt::test
