@@ -45,21 +45,16 @@ JpegHeader jpeg_header(tjhandle tj, const std::vector<uint8_t>& bytes, const std
   return h;
 }
 
-// The smallest scale m/8 (m = 1..8) that keeps both sides at least the requested minimum (none: full size).
+// The smallest scale 1/2, 1/4 or 1/8 that keeps both sides at least the requested minimum (none: full size).
+// The other m/8 scales are not offered: libjpeg-turbo has SIMD inverse DCTs only for 8x8, 4x4, 2x2 and 1x1 blocks,
+// and its plain-C 7x7/6x6/5x5/3x3 ones make a 7/8 decode slower than a full-size one.
 tjscalingfactor pick_scale(int width, int height, int min_width, int min_height) {
-  if (min_width <= 0 && min_height <= 0) return {1, 1};
-  int n = 0;
-  tjscalingfactor* factors = tjGetScalingFactors(&n);
   tjscalingfactor best{1, 1};
-  double best_value = 1.0;
-  for (int i = 0; i < n; ++i) {
-    const tjscalingfactor f = factors[i];
-    const double value = static_cast<double>(f.num) / f.denom;
-    if (value > 1.0 || value >= best_value) continue;
-    if (TJSCALED(width, f) >= min_width && TJSCALED(height, f) >= min_height) {
-      best = f;
-      best_value = value;
-    }
+  if (min_width <= 0 && min_height <= 0) return best;
+  for (const int denom : {2, 4, 8}) {
+    const tjscalingfactor f{1, denom};
+    if (TJSCALED(width, f) < min_width || TJSCALED(height, f) < min_height) break;
+    best = f;
   }
   return best;
 }

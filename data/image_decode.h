@@ -24,8 +24,8 @@ std::vector<uint8_t> read_file_bytes(const std::string& path);
 ImageInfo peek_image(const std::vector<uint8_t>& bytes, const std::string& path);
 
 /// Decodes to 8-bit RGB (CV_8UC3). Grayscale becomes RGB; CMYK/YCCK JPEGs are converted as Pillow does
-/// (R = (255-C)(255-K)/255 on un-inverted values). A JPEG is decoded at the smallest DCT scale m/8 whose
-/// result is at least min_width x min_height (0 = full size); PNG is always full size. A truncated JPEG is
+/// (R = (255-C)(255-K)/255 on un-inverted values). A JPEG is decoded at the smallest DCT scale 1/2, 1/4, 1/8
+/// whose result is at least min_width x min_height (0 = full size); PNG is always full size. A truncated JPEG is
 /// an error (as in Pillow); libjpeg's other warnings (extraneous bytes) are tolerated.
 cv::Mat decode_rgb(const std::vector<uint8_t>& bytes, const std::string& path, int min_width = 0,
                    int min_height = 0);

@@ -6,6 +6,12 @@
 
 #include "core/error.h"
 
+#ifdef VT_WITH_CUDA
+#include "data/mixup_cuda.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/stream.h"
+#endif
+
 namespace vt::data {
 namespace {
 
@@ -52,12 +58,49 @@ MixDraw draw_mix(const MixupConfig& cfg, int height, int width, SampleRng& rng) 
   return d;
 }
 
+#ifdef VT_WITH_CUDA
+namespace {
+Tensor apply_mix_cuda(Tensor& images, const Tensor& labels, const MixDraw& draw, const MixupConfig& cfg) {
+  const Device dev = images.device();
+  VT_CHECK(labels.device() == dev && labels.dtype() == DType::i64 && labels.is_contiguous(),
+           "[data] mixup on ", dev.str(), " needs contiguous i64 labels on the same device, got ", labels.describe(),
+           " on ", labels.device().str());
+  const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3), K = cfg.num_classes;
+  kernels::cuda::DeviceGuard guard(dev.index);
+  const cudaStream_t stream = kernels::cuda::current_stream();
+  float* x = images.data<float>();
+  if (draw.lam < 1.0) {
+    if (draw.cutmix) {
+      cuda::cutmix_swap(x, B, C, H, W, draw.y0, draw.y1, draw.x0, draw.x1, stream);
+    } else {
+      cuda::mixup_blend(x, B, C * H * W, static_cast<float>(draw.lam), static_cast<float>(1.0 - draw.lam), stream);
+    }
+  }
+  // The same float values the CPU version adds, in the same order.
+  const double off = cfg.label_smoothing / K, on = 1.0 - cfg.label_smoothing + off;
+  Tensor targets = Tensor::empty({B, K}, DType::f32, dev);
+  cuda::mix_targets(targets.data<float>(), labels.data<int64_t>(), B, K,
+                    static_cast<float>(off * draw.lam + off * (1.0 - draw.lam)),
+                    static_cast<float>((on - off) * draw.lam), static_cast<float>((on - off) * (1.0 - draw.lam)),
+                    stream);
+  return targets;
+}
+}  // namespace
+#endif
+
 Tensor apply_mix(Tensor& images, const Tensor& labels, const MixDraw& draw, const MixupConfig& cfg) {
-  VT_CHECK(images.dim() == 4 && images.dtype() == DType::f32 && images.is_contiguous() && !images.device().is_cuda(),
-           "[data] mixup needs contiguous f32 CPU images [B, C, H, W], got ", images.describe());
+  VT_CHECK(images.dim() == 4 && images.dtype() == DType::f32 && images.is_contiguous(),
+           "[data] mixup needs contiguous f32 images [B, C, H, W], got ", images.describe());
   const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
   VT_CHECK(B % 2 == 0, "[data] mixup/cutmix needs an even batch size (it pairs image i with B-1-i), got ", B);
   VT_CHECK(labels.numel() == B, "[data] mixup: ", B, " images but ", labels.numel(), " labels");
+  if (images.device().is_cuda()) {
+#ifdef VT_WITH_CUDA
+    return apply_mix_cuda(images, labels, draw, cfg);
+#else
+    fail_without_cuda("mixup", images.device());
+#endif
+  }
   float* x = images.data<float>();
   const int64_t plane = H * W, per_image = C * plane;
   if (draw.lam < 1.0) {

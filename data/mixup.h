@@ -1,6 +1,6 @@
 // timm's Mixup / CutMix in "batch" mode: one λ per batch, each image mixed with the batch flipped (x.flip(0)),
-// label smoothing folded into the soft targets. This is the CPU version on host batches; the parameters are
-// drawn separately (draw_mix) so a device implementation can apply the same draw.
+// label smoothing folded into the soft targets. The parameters are drawn on the host (draw_mix); apply_mix runs
+// on the images' device (CPU, or CUDA kernels in data/mixup_cuda on the current stream, bit-identical).
 #pragma once
 #include <cstdint>
 
@@ -29,8 +29,9 @@ double sample_beta(double a, SampleRng& rng);
 /// The batch's λ, mode and box as timm's _params_per_batch + cutmix_bbox_and_lam draw them.
 MixDraw draw_mix(const MixupConfig& cfg, int height, int width, SampleRng& rng);
 
-/// Mixes f32 CPU images [B, C, H, W] in place with their flipped batch and returns the soft targets
-/// f32 [B, num_classes] (smoothing off = s/C, on = 1 − s + s/C, then λ·y + (1−λ)·y.flip(0)). B must be even.
+/// Mixes f32 images [B, C, H, W] (CPU or CUDA; labels i64 on the same device) in place with their flipped batch
+/// and returns the soft targets f32 [B, num_classes] on that device (smoothing off = s/C, on = 1 − s + s/C, then
+/// λ·y + (1−λ)·y.flip(0)). B must be even (a clear error otherwise). No host synchronisation on CUDA.
 Tensor apply_mix(Tensor& images, const Tensor& labels, const MixDraw& draw, const MixupConfig& cfg);
 
 }  // namespace vt::data

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "data/image_decode.h"
+#include "data/jpeg_region.h"
 
 namespace vt::data {
 
@@ -59,7 +60,14 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
     const CropBox box = random_resized_crop_box(info.width, info.height, rng, t_.crop);
     cv::Mat img;
     CropBox b = box;
-    if (t_.dct_downscale) {
+    if (t_.crop_decode && info.format == ImageFormat::jpeg) {
+      JpegRegion region = decode_jpeg_region(bytes, path, info.width, info.height, box, t_.dct_downscale ? t_.size : 0);
+      img = region.pixels;
+      b = region.crop;
+    }
+    if (!img.empty()) {
+      // Only the crop was decoded.
+    } else if (t_.dct_downscale) {
       // Decode only as large as the crop needs: the crop must keep at least `size` pixels on each side.
       img = decode_rgb(bytes, path, static_cast<int>(std::ceil(static_cast<double>(info.width) * t_.size / box.width)),
                        static_cast<int>(std::ceil(static_cast<double>(info.height) * t_.size / box.height)));
@@ -73,7 +81,8 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
     } else {
       img = decode_rgb(bytes, path);
     }
-    cv::Mat out = crop_and_resize(img, b, t_.size, t_.filter);
+    cv::Mat out = t_.exact_train_resize ? crop_and_resize(img, b, t_.size, t_.filter)
+                                        : crop_and_fast_resize(img, b, t_.size, t_.filter);
     if (rng.bernoulli(t_.hflip)) out = hflip(out);
     if (rand_augment_on_) {
       out = rand_augment(out, rand_augment_, rng);

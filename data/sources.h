@@ -29,6 +29,10 @@ struct ClassificationTransform {
   /// Decode JPEGs at a DCT scale m/8 that still leaves the crop at least `size` pixels (train by default; off for
   /// eval so it matches PIL bit for bit).
   bool dct_downscale = true;
+  /// Train: decode only the rows and columns of a JPEG that the crop covers (data/jpeg_region.h).
+  bool crop_decode = true;
+  /// Train crop+resize through pil_resize (bit-exact Pillow) instead of fast_resize (within ±2, about 2x faster).
+  bool exact_train_resize = false;
 };
 
 /// The train transform (RandomResizedCrop, flip, normalize, RandomErasing) or the eval transform.

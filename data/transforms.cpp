@@ -32,11 +32,21 @@ CropBox random_resized_crop_box(int width, int height, SampleRng& rng, const Ran
   return {(width - w) / 2, (height - h) / 2, w, h};
 }
 
-cv::Mat crop_and_resize(const cv::Mat& src, const CropBox& box, int size, PilFilter filter) {
+namespace {
+cv::Mat checked_crop(const cv::Mat& src, const CropBox& box) {
   VT_CHECK(box.x >= 0 && box.y >= 0 && box.width > 0 && box.height > 0 && box.x + box.width <= src.cols &&
                box.y + box.height <= src.rows,
            "[data] crop box out of the image");
-  return pil_resize(src(cv::Rect(box.x, box.y, box.width, box.height)), size, size, filter);
+  return src(cv::Rect(box.x, box.y, box.width, box.height));
+}
+}  // namespace
+
+cv::Mat crop_and_resize(const cv::Mat& src, const CropBox& box, int size, PilFilter filter) {
+  return pil_resize(checked_crop(src, box), size, size, filter);
+}
+
+cv::Mat crop_and_fast_resize(const cv::Mat& src, const CropBox& box, int size, PilFilter filter) {
+  return fast_resize(checked_crop(src, box), size, size, filter);
 }
 
 cv::Mat hflip(const cv::Mat& src) {
@@ -77,10 +87,15 @@ void to_normalized_chw(const cv::Mat& src, const Normalization& norm, float* out
   for (int c = 0; c < C; ++c)
     for (int v = 0; v < 256; ++v) table[c][v] = (static_cast<float>(v) / 255.0f - norm.mean[c]) / norm.std[c];
   const int64_t plane = static_cast<int64_t>(H) * W;
+  // Channel-outer, so each output row is written contiguously.
   for (int y = 0; y < H; ++y) {
     const uint8_t* row = src.ptr<uint8_t>(y);
-    for (int x = 0; x < W; ++x)
-      for (int c = 0; c < C; ++c) out[c * plane + y * W + x] = table[c][row[x * C + c]];
+    for (int c = 0; c < C; ++c) {
+      float* dst = out + c * plane + static_cast<int64_t>(y) * W;
+      const float* lut = table[c];
+      const uint8_t* p = row + c;
+      for (int x = 0; x < W; ++x) dst[x] = lut[p[x * C]];
+    }
   }
 }
 

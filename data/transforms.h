@@ -4,6 +4,7 @@
 #include <array>
 #include <opencv2/core.hpp>
 
+#include "data/fast_resize.h"
 #include "data/pil_resize.h"
 #include "data/sample_rng.h"
 
@@ -24,6 +25,9 @@ CropBox random_resized_crop_box(int width, int height, SampleRng& rng, const Ran
 
 /// Crops `box` (in src's coordinates) and resizes it to size x size with Pillow's filter.
 cv::Mat crop_and_resize(const cv::Mat& src, const CropBox& box, int size, PilFilter filter = PilFilter::bicubic);
+
+/// crop_and_resize through fast_resize: the training path (within ±2 of Pillow per value, about 2x faster).
+cv::Mat crop_and_fast_resize(const cv::Mat& src, const CropBox& box, int size, PilFilter filter = PilFilter::bicubic);
 
 /// Horizontal flip (a new image).
 cv::Mat hflip(const cv::Mat& src);

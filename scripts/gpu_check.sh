@@ -9,6 +9,7 @@
 # $OUT (default ./out) receives few files on purpose (the device tool brings back at most 8):
 #   summary.txt  GPU, bundle manifest, one status line per binary;  tests.log  all test output;
 #   gtest.json   every binary's --gtest_output=json merged into one object;  extra.log  the extra command.
+# Carry .gpu-data/fashion-mnist too (a subset; see docs/gpu.md) for the tests that train.
 # Env: VT_GPU_TESTS="test_cuda test_ops" runs only those binaries; GTEST_FILTER is honoured by gtest itself;
 #      VT_TEST_TIMEOUT seconds per binary (default 300).
 set -uo pipefail
@@ -61,6 +62,14 @@ if [ -n "$src_dir" ] && [ ! -e "$src_dir" ]; then
   fi
 fi
 [ -n "$bin_dir" ] && mkdir -p "$bin_dir" 2>/dev/null
+
+# A Fashion-MNIST subset carried as .gpu-data/fashion-mnist (git-ignored) stands in for the Debian package, so the
+# tests that train (tests/cuda/test_training_cuda.cpp, tests/unit resume tests) run here too.
+fmnist=/usr/share/datasets/fashion-mnist
+if [ ! -e "$fmnist" ] && [ -d "$ROOT/.gpu-data/fashion-mnist" ]; then
+  mkdir -p "$(dirname "$fmnist")" 2>/dev/null && ln -s "$ROOT/.gpu-data/fashion-mnist" "$fmnist" 2>/dev/null &&
+    say "linked $fmnist -> .gpu-data/fashion-mnist"
+fi
 
 # ---- tests ----
 if [ -n "${VT_GPU_TESTS:-}" ]; then

@@ -1,7 +1,8 @@
-// Decode + train-transform throughput of the data pipeline: bench_data [IMAGE_FOLDER] [--threads N].
+// Decode + train-transform throughput of the data pipeline: bench_data [IMAGE_FOLDER] [--threads N] [--train-only].
 // Without a folder it writes 64 ImageNet-like JPEGs (500x375, quality 90, 4:2:0) to a temp folder first.
 // Prints images per CPU-second for one thread and img/s (wall) for N threads (default: all cores), for the
-// plain, the DeiT and the eval transform.
+// plain, the DeiT and the eval transform, then the plain one with each training speed-up switched off.
+// --train-only: one thread, only the steps tools/bench_data_pil.py times (RRC, flip, normalize).
 #include <turbojpeg.h>
 #include <unistd.h>
 
@@ -79,10 +80,12 @@ double images_per_second(const std::vector<data::LabeledFile>& files, const data
 
 int main(int argc, char** argv) {
   std::string folder;
+  bool train_only = false;  // one thread, the Pillow script's steps only (tools/bench_data_compare.sh)
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::stoi(argv[++i]);
+    else if (a == "--train-only") train_only = true;
     else folder = a;
   }
   try {
@@ -96,15 +99,32 @@ int main(int argc, char** argv) {
     }
     std::printf("%zu files%s\n", files.size(), folder.empty() ? " (synthetic 500x375 JPEG q90 4:2:0)" : "");
     const int64_t images = 512;
+    if (train_only) {
+      // The steps of tools/bench_data_pil.py: no colour jitter, no erasing.
+      auto t = data::train_transform(224);
+      t.color_jitter = 0;
+      t.erasing.probability = 0;
+      std::printf("RRC+flip+normalize     1 thread: %7.1f img/cpu-s\n", images_per_second(files, t, 1, images));
+      if (!tmp.empty()) fs::remove_all(tmp);
+      return 0;
+    }
     for (const auto& [name, t] : {std::pair{"RRC+flip+erase", data::train_transform(224)},
                                   std::pair{"DeiT (+RandAugment)", data::deit_train_transform(224)},
                                   std::pair{"eval resize+crop", data::eval_transform(224)}}) {
-      auto no_dct = t;
-      no_dct.dct_downscale = false;
-      std::printf("%-22s 1 thread: %7.1f img/cpu-s (no DCT scaling %7.1f)   %d threads: %7.1f img/s\n", name,
-                  images_per_second(files, t, 1, images), images_per_second(files, no_dct, 1, images), threads,
-                  images_per_second(files, t, threads, images));
+      std::printf("%-22s 1 thread: %7.1f img/cpu-s   %d threads: %7.1f img/s\n", name,
+                  images_per_second(files, t, 1, images), threads, images_per_second(files, t, threads, images));
     }
+    // What each training speed-up is worth: switch them off one at a time, then all (the pipeline before them).
+    auto base = data::train_transform(224);
+    auto no_crop = base, no_dct = base, exact = base, old = base;
+    no_crop.crop_decode = old.crop_decode = false;
+    no_dct.dct_downscale = old.dct_downscale = false;
+    exact.exact_train_resize = old.exact_train_resize = true;
+    std::printf("RRC+flip+erase, 1 thread, img/cpu-s: all on %.1f | whole-image decode %.1f | no DCT scaling %.1f | "
+                "Pillow-exact resize %.1f | all off %.1f\n",
+                images_per_second(files, base, 1, images), images_per_second(files, no_crop, 1, images),
+                images_per_second(files, no_dct, 1, images), images_per_second(files, exact, 1, images),
+                images_per_second(files, old, 1, images));
     if (!tmp.empty()) fs::remove_all(tmp);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

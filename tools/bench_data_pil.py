@@ -1,6 +1,8 @@
 # The Pillow + numpy baseline for tools/bench_data.cpp: the same files, torchvision's train transform steps
 # (decode, RandomResizedCrop 224 bicubic, flip, ToTensor + Normalize) on one core.
-# Usage: /usr/bin/python3 tools/bench_data_pil.py DIR [--make]   (--make writes 64 500x375 JPEGs to DIR/c0)
+# Usage: /usr/bin/python3 tools/bench_data_pil.py DIR [--make | --photos]
+#   --make writes 64 synthetic 500x375 JPEGs to DIR/c0; --photos writes the photos of Debian's opencv-doc
+#   (examples/data, without the left*/right* calibration shots) resized to ImageNet's long side 500, quality 90.
 # Needs Debian's python3-pil and python3-numpy.
 import math
 import os
@@ -23,6 +25,20 @@ def make(dir_):
     for i in range(64):
         v = 128 + 60 * np.sin(0.02 * (x + 7 * i) + c) * np.cos(0.03 * y) + ((x * 31 + y * 17 + i) % 23)
         Image.fromarray(v.astype(np.uint8), "RGB").save(os.path.join(dir_, "c0", f"img{i}.JPEG"), quality=90)
+
+
+def photos(dir_):
+    import glob
+    os.makedirs(os.path.join(dir_, "c0"), exist_ok=True)
+    for p in sorted(glob.glob("/usr/share/doc/opencv-doc/examples/data/*.jpg")):
+        name = os.path.splitext(os.path.basename(p))[0]
+        im = Image.open(p)
+        if min(im.size) < 300 or im.mode not in ("RGB", "L") or name.startswith(("left", "right")):
+            continue
+        w, h = im.size
+        s = 500 / max(w, h)
+        im.convert("RGB").resize((round(w * s), round(h * s)), Image.BICUBIC).save(
+            os.path.join(dir_, "c0", name + ".JPEG"), quality=90)
 
 
 def rrc_box(w, h):  # torchvision RandomResizedCrop.get_params
@@ -51,6 +67,8 @@ def main():
     dir_ = sys.argv[1]
     if "--make" in sys.argv:
         make(dir_)
+    if "--photos" in sys.argv:
+        photos(dir_)
     files = sorted(os.path.join(r, f) for r, _, fs in os.walk(dir_) for f in fs if f.lower().endswith((".jpeg", ".jpg", ".png")))
     for p in files[:32]:
         train_transform(p)  # warm-up

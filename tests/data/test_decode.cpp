@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "data/datasets.h"
 #include "data/image_decode.h"
+#include "data/jpeg_region.h"
 #include "image_writers.h"
 #include "unit/io_temp_dir.h"
 
@@ -47,15 +48,58 @@ TEST(Decode, DctScalingPicksTheSmallestSufficientScale) {
   cv::Mat m = decode_rgb(bytes, "a.jpg", 16, 12);  // 2/8 = 1/4 exactly
   EXPECT_EQ(m.cols, 16);
   EXPECT_EQ(m.rows, 12);
-  m = decode_rgb(bytes, "a.jpg", 17, 1);  // 2/8 gives 16 < 17 → 3/8 gives 24
-  EXPECT_EQ(m.cols, 24);
-  EXPECT_EQ(m.rows, 18);
+  m = decode_rgb(bytes, "a.jpg", 17, 1);  // 1/4 gives 16 < 17 → 1/2 (3/8 is not used: slow in libjpeg-turbo)
+  EXPECT_EQ(m.cols, 32);
+  EXPECT_EQ(m.rows, 24);
+  m = decode_rgb(bytes, "a.jpg", 8, 6);  // 1/8
+  EXPECT_EQ(m.cols, 8);
+  EXPECT_EQ(m.rows, 6);
   m = decode_rgb(bytes, "a.jpg", 100, 100);  // never up-scales
   EXPECT_EQ(m.cols, 64);
   // The down-scaled image is close to a plain area resize of the full one.
   cv::Mat full = decode_rgb(bytes, "a.jpg"), half = decode_rgb(bytes, "a.jpg", 32, 24), ref;
   cv::resize(full, ref, cv::Size(32, 24), 0, 0, cv::INTER_AREA);
   EXPECT_LT(cv::norm(half, ref, cv::NORM_L1) / (32 * 24 * 3), 2.0);  // mean error; edges of the pattern differ more
+}
+
+// Crop-only decoding gives the crop of the full decode (at full scale: the same pixels up to the chroma
+// upsampling at the region's edges) and, when the crop allows, a 1/2..1/8 scale; truncated and CMYK files are
+// left to decode_rgb (empty result).
+TEST(Decode, JpegRegionIsTheCropOfTheFullDecode) {
+  TempDir dir;
+  write_jpeg_rgb(dir.file("a.jpg"), pattern_rgb(203, 151, 3), 90);
+  const auto bytes = data::read_file_bytes(dir.file("a.jpg"));
+  const cv::Mat full = decode_rgb(bytes, "a.jpg");
+  for (const data::CropBox box : {data::CropBox{0, 0, 203, 151}, data::CropBox{37, 21, 90, 77},
+                                  data::CropBox{150, 100, 53, 51}, data::CropBox{5, 140, 17, 11}}) {
+    const data::JpegRegion r = data::decode_jpeg_region(bytes, "a.jpg", 203, 151, box, 0);
+    ASSERT_FALSE(r.pixels.empty());
+    ASSERT_EQ(r.crop.width, box.width);
+    ASSERT_EQ(r.crop.height, box.height);
+    const cv::Mat got = r.pixels(cv::Rect(r.crop.x, r.crop.y, r.crop.width, r.crop.height));
+    const cv::Mat want = full(cv::Rect(box.x, box.y, box.width, box.height));
+    EXPECT_LE(max_abs_diff_u8(got, want), 8) << box.x << "," << box.y;
+    EXPECT_LT(cv::norm(got, want, cv::NORM_L1) / static_cast<double>(got.total() * 3), 0.5) << box.x << "," << box.y;
+  }
+  // A crop that must keep 24 pixels a side: 200x150 → 1/4 (50x38; 1/8 would give 25x19); 100x80 → 1/2 (50x40).
+  const data::JpegRegion quarter = data::decode_jpeg_region(bytes, "a.jpg", 203, 151, {0, 0, 200, 150}, 24);
+  EXPECT_EQ(quarter.crop.width, 50);
+  EXPECT_EQ(quarter.crop.height, 38);
+  const data::JpegRegion half = data::decode_jpeg_region(bytes, "a.jpg", 203, 151, {40, 30, 100, 80}, 24);
+  EXPECT_EQ(half.crop.width, 50);
+  EXPECT_EQ(half.crop.height, 40);
+  EXPECT_GE(half.pixels.cols, half.crop.x + half.crop.width);
+  truncate_copy(dir.file("a.jpg"), dir.file("t.jpg"), 2000);
+  EXPECT_TRUE(data::decode_jpeg_region(data::read_file_bytes(dir.file("t.jpg")), "t.jpg", 203, 151, {0, 0, 8, 8}, 0)
+                  .pixels.empty());
+  cv::Mat cmyk(16, 16, CV_8UC4, cv::Scalar(10, 20, 30, 255));
+  write_jpeg_cmyk(dir.file("c.jpg"), cmyk);
+  EXPECT_TRUE(
+      data::decode_jpeg_region(data::read_file_bytes(dir.file("c.jpg")), "c.jpg", 16, 16, {0, 0, 8, 8}, 0).pixels.empty());
+  std::vector<uint8_t> corrupt(bytes.begin(), bytes.begin() + 120);  // a cut header, then an end marker
+  corrupt.push_back(0xFF);
+  corrupt.push_back(0xD9);
+  EXPECT_NE(error_of([&] { data::decode_jpeg_region(corrupt, "bad.jpg", 203, 151, {0, 0, 203, 151}, 0); }), "");
 }
 
 TEST(Decode, GrayscaleJpegBecomesRgb) {

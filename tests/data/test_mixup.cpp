@@ -4,6 +4,9 @@
 
 #include "core/error.h"
 #include "data/mixup.h"
+#ifdef VT_WITH_CUDA
+#include "cuda/device_test_util.h"
+#endif
 
 namespace vt::test {
 namespace {
@@ -100,6 +103,33 @@ TEST(Mixup, SwitchProbabilityAndEvenBatch) {
   Tensor odd = Tensor::zeros({3, 1, 2, 2});
   EXPECT_THROW(data::apply_mix(odd, Tensor::zeros({3}, DType::i64), {}, cfg), Error);
 }
+
+#ifdef VT_WITH_CUDA
+// The device version applies the same draw with the same f32 operations (no FMA): bit-identical images and
+// targets, for Mixup, CutMix (odd box, odd sizes), no mixing, and a pair sharing one label.
+TEST(Mixup, CudaMatchesTheCpuBitForBit) {
+  VT_REQUIRE_DEVICE();
+  data::MixupConfig cfg;
+  cfg.num_classes = 7;
+  const Tensor labels = Tensor::from_vector({0, 6, 3, 3, 1, 2}, {6}, DType::i64);
+  std::vector<data::MixDraw> draws(3);
+  draws[0].lam = 0.6180339887;
+  draws[1].cutmix = true;
+  draws[1].y0 = 1, draws[1].y1 = 4, draws[1].x0 = 0, draws[1].x1 = 3;
+  draws[1].lam = 1.0 - 9.0 / 35;
+  for (const auto& d : draws) {
+    Tensor cpu_x = randn_cpu({6, 3, 5, 7}, 11);
+    Tensor gpu_x = cpu_x.to(kGpu);
+    const Tensor cpu_t = data::apply_mix(cpu_x, labels, d, cfg);
+    const Tensor gpu_t = data::apply_mix(gpu_x, labels.to(kGpu), d, cfg);
+    EXPECT_EQ(gpu_t.device(), kGpu);
+    EXPECT_EQ(max_abs_diff(gpu_x, cpu_x), 0.0) << "lam " << d.lam << " cutmix " << d.cutmix;
+    EXPECT_EQ(max_abs_diff(gpu_t, cpu_t), 0.0) << "lam " << d.lam << " cutmix " << d.cutmix;
+  }
+  Tensor odd = Tensor::zeros({3, 1, 2, 2}, DType::f32, kGpu);
+  EXPECT_THROW(data::apply_mix(odd, Tensor::zeros({3}, DType::i64, kGpu), {}, cfg), Error);
+}
+#endif
 
 }  // namespace
 }  // namespace vt::test

@@ -167,6 +167,9 @@ TEST(Idx, RealFashionMnist) {
   if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz") &&
       !std::filesystem::exists(dir + "/train-images-idx3-ubyte"))
     GTEST_SKIP() << "Fashion-MNIST not found in " << dir << " (scripts/setup.sh installs it)";
+  if (std::filesystem::is_symlink(dir) &&
+      std::filesystem::read_symlink(dir).string().find(".gpu-data") != std::string::npos)
+    GTEST_SKIP() << dir << " is the GPU runner's subset (scripts/gpu_fmnist_subset.py), not the Debian package";
   data::FashionMnist ds = data::load_fashion_mnist(dir);
   EXPECT_EQ(ds.train_images.n, 60000);
   EXPECT_EQ(ds.test_images.n, 10000);
