@@ -1,4 +1,4 @@
-// Global batch, LR scaling, LR per update, and the trainer's refusal of recipe keys it cannot honour yet.
+// Global batch, LR scaling, LR per update, and the trainer's refusal of recipe keys it cannot honour.
 #include "engine/recipe.h"
 
 #include <cmath>
@@ -49,15 +49,18 @@ void check_supported(const io::Config& cfg) {
   auto need = [&](bool used, const std::string& what) {
     if (used) missing += (missing.empty() ? "" : ", ") + what;
   };
-  need(d.dataset != "fashion_mnist", "data.dataset: " + d.dataset);
-  need(d.mixup > 0, "data.mixup");
-  need(d.cutmix > 0, "data.cutmix");
-  need(!d.aa.empty(), "data.aa (RandAugment)");
-  need(d.reprob > 0, "data.reprob (random erasing)");
-  need(d.aug_repeats > 0, "data.aug_repeats (repeated augmentation)");
-  VT_CHECK(missing.empty(), "[train] this config needs the ImageNet loader (issue 6), which the trainer does not ",
-           "drive yet: ", missing, ". Only data.dataset: fashion_mnist with these keys off can be trained today; "
-           "the config itself parses and its model builds)");
+  const bool folder = d.dataset == "imagefolder" || d.dataset == "imagenet";
+  need(d.dataset != "fashion_mnist" && !folder, "data.dataset: " + d.dataset);
+  const bool imagenet_only = d.mixup > 0 || d.cutmix > 0 || !d.aa.empty() || d.reprob > 0 || d.aug_repeats > 0;
+  need(!folder && imagenet_only,
+       "data.mixup/cutmix/aa/reprob/aug_repeats with fashion_mnist (they need data.dataset: imagefolder)");
+  need(d.mixup_mode != "batch", "data.mixup_mode: " + d.mixup_mode);
+  need(d.reprob > 0 && d.remode != "pixel", "data.remode: " + d.remode);
+  need(d.reprob > 0 && d.recount != 1, "data.recount: " + std::to_string(d.recount));
+  need(folder && d.train_interpolation == "random", "data.train_interpolation: random");
+  VT_CHECK(missing.empty(), "[train] the trainer cannot honour: ", missing,
+           ". Supported: data.dataset fashion_mnist, or imagefolder/imagenet (train/ and val/ under data.data_dir) "
+           "with mixup/cutmix in batch mode, RandAugment, pixel random erasing (count 1) and repeated augmentation");
 }
 
 }  // namespace vt::engine

@@ -29,8 +29,9 @@ class LrPlan {
   bool on_updates_, deit_lag_;
 };
 
-/// Throws a vt::Error listing every recipe key the trainer cannot honour yet (mixup, cutmix, RandAugment, random
-/// erasing, repeated augmentation, a dataset other than fashion_mnist), instead of silently ignoring them.
+/// Throws a vt::Error listing every recipe key the trainer cannot honour (an unknown dataset, the ImageNet
+/// augmentations on fashion_mnist, mixup_mode other than batch, remode other than pixel, recount != 1, random
+/// interpolation), instead of silently ignoring them.
 void check_supported(const io::Config& cfg);
 
 }  // namespace vt::engine

@@ -18,6 +18,7 @@
 #include "engine/checkpoint.h"
 #include "engine/device.h"
 #include "engine/ema.h"
+#include "engine/imagenet_data.h"
 #include "engine/recipe.h"
 #include "engine/timm_weights.h"
 #include "io/metrics.h"
@@ -121,14 +122,17 @@ models::ViTConfig vit_config(const io::Config& cfg) {
   return v;
 }
 
-EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& batches, Device device,
-                    std::optional<DType> amp) {
+namespace {
+
+// Top-1/top-5/loss over the batches that `for_each_batch` hands to its callback.
+EvalResult evaluate_batches(const models::VisionTransformer& model,
+                            const std::function<void(const std::function<void(const data::Batch&)>&)>& for_each_batch,
+                            Device device, std::optional<DType> amp) {
   NoGradGuard no_grad;
   EvalResult r;
   double loss_sum = 0;
   int64_t correct1 = 0, correct5 = 0;
-  for (int64_t s = 0; s < batches.batches_per_epoch(); ++s) {
-    data::Batch b = batches.get(0, s);
+  for_each_batch([&](const data::Batch& b) {
     Tensor logits;
     {
       nn::AutocastGuard autocast(amp);
@@ -146,11 +150,20 @@ EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& 
       for (int64_t j = 0; j < k; ++j) correct5 += idx[i * k + j] == lab[i];
     }
     r.count += B;
-  }
+  });
   r.loss = loss_sum / static_cast<double>(r.count);
   r.top1 = 100.0 * static_cast<double>(correct1) / static_cast<double>(r.count);
   r.top5 = 100.0 * static_cast<double>(correct5) / static_cast<double>(r.count);
   return r;
+}
+
+}  // namespace
+
+EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& batches, Device device,
+                    std::optional<DType> amp) {
+  return evaluate_batches(model, [&](const std::function<void(const data::Batch&)>& fn) {
+    for (int64_t s = 0; s < batches.batches_per_epoch(); ++s) fn(batches.get(0, s));
+  }, device, amp);
 }
 
 namespace {
@@ -212,12 +225,28 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   summary.device = device.str();
   log->info("device: {}", describe_device(device, amp, cfg.train.device));
 
-  data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);
   const uint64_t data_seed = static_cast<uint64_t>(cfg.train.seed);
-  data::ImageBatches train_batches(image_set(ds.train_images, ds.train_labels, cfg.data.train_limit),
-                                   cfg.train.batch_size, true, cfg.data.hflip, kFashionMean, kFashionStd, data_seed);
-  data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit), cfg.eval.batch_size,
-                                  false, 0.0, kFashionMean, kFashionStd, 0);
+  // Fashion-MNIST in memory, or an ImageFolder through the threaded loader (engine/imagenet_data.h).
+  std::optional<data::FashionMnist> ds;
+  std::optional<data::ImageBatches> train_batches, test_batches;
+  std::optional<ImageNetData> imagenet;
+  if (uses_image_folder(cfg)) {
+    imagenet.emplace(cfg, vit_config(cfg).img_size, device);
+    VT_CHECK(imagenet->num_classes() <= vit_config(cfg).num_classes, "[data] ", cfg.data.data_dir, " has ",
+             imagenet->num_classes(), " classes, more than model.num_classes = ", vit_config(cfg).num_classes);
+  } else {
+    ds = data::load_fashion_mnist(cfg.data.data_dir);
+    train_batches.emplace(image_set(ds->train_images, ds->train_labels, cfg.data.train_limit), cfg.train.batch_size,
+                          true, cfg.data.hflip, kFashionMean, kFashionStd, data_seed);
+    test_batches.emplace(image_set(ds->test_images, ds->test_labels, cfg.data.test_limit), cfg.eval.batch_size, false,
+                         0.0, kFashionMean, kFashionStd, 0);
+  }
+  const int64_t batches_per_epoch =
+      imagenet ? imagenet->train_batches_per_epoch() : train_batches->batches_per_epoch();
+  auto evaluate_on_test = [&](const models::VisionTransformer& m) {
+    if (!imagenet) return evaluate(m, *test_batches, device, amp);
+    return evaluate_batches(m, [&](const auto& fn) { imagenet->for_each_eval_batch(fn); }, device, amp);
+  };
 
   // Models are built and loaded on the host, so every device starts equal; then moved (f32 master weights).
   models::VisionTransformer model(vit_config(cfg));
@@ -256,8 +285,8 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   if (!resumed.optimizer.empty()) opt->load_state(resumed.optimizer);
 
   const int64_t accum = cfg.train.grad_accum_steps;
-  const int64_t updates_per_epoch = train_batches.batches_per_epoch() / accum;
-  VT_CHECK(updates_per_epoch >= 1, "[train] one epoch has ", train_batches.batches_per_epoch(),
+  const int64_t updates_per_epoch = batches_per_epoch / accum;
+  VT_CHECK(updates_per_epoch >= 1, "[train] one epoch has ", batches_per_epoch,
            " batches, fewer than train.grad_accum_steps = ", accum);
   const int64_t total = updates_per_epoch * cfg.train.epochs;
   const LrPlan lr_plan(cfg, updates_per_epoch);
@@ -317,13 +346,17 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
       Tensor update_loss;  // mean over the micro-batches of this update
       for (int64_t j = 0; j < accum; ++j) {
         const auto t_data = Clock::now();
-        data::Batch b = train_batches.get(epoch, pos.step_in_epoch * accum + j);
+        const int64_t index = pos.step_in_epoch * accum + j;
+        data::Batch b = imagenet ? imagenet->train_batch(epoch, index) : train_batches->get(epoch, index);
         const Tensor images = b.images.to(device), labels = b.labels.to(device);
         data_wait += seconds_since(t_data);
         Tensor loss;
         {
           nn::AutocastGuard autocast(amp);  // forward and loss only; backward follows the recorded dtypes
-          loss = ops::cross_entropy(model.forward(images), labels, cfg.optim.smoothing);
+          const Tensor logits = model.forward(images);
+          // Mixup/CutMix hand soft targets (smoothing folded in); plain labels use smoothed cross-entropy.
+          loss = labels.dtype() == DType::f32 ? ops::soft_target_cross_entropy(logits, labels)
+                                              : ops::cross_entropy(logits, labels, cfg.optim.smoothing);
         }
         if (accum > 1) loss = ops::mul(loss, 1.0 / static_cast<double>(accum));
         loss.backward();  // gradients of the micro-batches add up in .grad
@@ -372,8 +405,8 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
     const bool last_epoch = pos.epoch == cfg.train.epochs;
     if (pos.epoch % cfg.eval.interval == 0 || last_epoch) {
       model.eval();
-      summary.test = evaluate(model, test_batches, device, amp);
-      if (ema) summary.test_ema = evaluate(*ema_model, test_batches, device, amp);
+      summary.test = evaluate_on_test(model);
+      if (ema) summary.test_ema = evaluate_on_test(*ema_model);
       const double value = metric_value(cfg.eval.best_metric, summary.test, summary.test_ema);
       const bool improved = state.best_epoch < 0 || (higher_is_better(cfg.eval.best_metric)
                                                          ? value > state.best_metric

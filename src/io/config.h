@@ -48,8 +48,8 @@ struct DataConfig {
   int workers = 2;          ///< loader threads
   int64_t train_limit = 0;  ///< 0: all training images
   int64_t test_limit = 0;   ///< 0: all test images
-  // ImageNet-recipe augmentation (timm names). They parse and validate now; the trainer refuses a non-default
-  // value until it drives the ImageNet loader (engine::check_supported), instead of ignoring it.
+  // ImageNet-recipe augmentation (timm names), honoured for data.dataset: imagefolder (engine/imagenet_data);
+  // engine::check_supported refuses them with fashion_mnist rather than ignoring them.
   double mixup = 0.0;                 ///< Mixup alpha; 0: off (DeiT: 0.8)
   double cutmix = 0.0;                ///< CutMix alpha; 0: off (DeiT: 1.0)
   double mixup_prob = 1.0;            ///< probability of applying mixup or cutmix to a batch

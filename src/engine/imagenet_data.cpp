@@ -1,0 +1,110 @@
+#include "engine/imagenet_data.h"
+
+#include <numeric>
+
+#include "core/error.h"
+#include "data/datasets.h"
+#include "data/samplers.h"
+
+namespace vt::engine {
+
+namespace {
+
+constexpr uint64_t kMixStream = 0x6d6978;  // "mix": the batch-level draws, apart from the per-sample streams
+
+data::ClassificationTransform train_transform(const io::DataConfig& d, int size) {
+  data::ClassificationTransform t = data::train_transform(size);
+  t.hflip = d.hflip;
+  t.auto_augment = d.aa;
+  t.erasing.probability = d.reprob;
+  t.filter = d.train_interpolation == "bilinear" ? data::PilFilter::bilinear : data::PilFilter::bicubic;
+  return t;
+}
+
+}  // namespace
+
+bool uses_image_folder(const io::Config& cfg) {
+  return cfg.data.dataset == "imagefolder" || cfg.data.dataset == "imagenet";
+}
+
+ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device) : seed_(static_cast<uint64_t>(cfg.train.seed)) {
+  const auto& d = cfg.data;
+  data::ClassificationFiles train = data::image_folder(data::find_split_dir(d.data_dir, "train"));
+  data::ClassificationFiles val = data::image_folder(data::find_split_dir(d.data_dir, "val"));
+  VT_CHECK(val.classes == train.classes, "[data] ", d.data_dir, ": val/ and train/ have different class folders");
+  classes_ = train.classes.size();
+  const int64_t n = static_cast<int64_t>(train.samples.size());
+  train_source_ = std::make_unique<data::ImageFileSource>(std::move(train.samples), train_transform(d, img_size));
+  eval_source_ = std::make_unique<data::ImageFileSource>(std::move(val.samples),
+                                                         data::eval_transform(img_size, d.crop_pct));
+
+  data::Loader::Sampler sampler;
+  if (d.aug_repeats > 0) {
+    data::RepeatedAugOptions o;
+    o.repeats = d.aug_repeats;
+    o.seed = seed_;
+    o.selected_round = n >= 256 ? 256 : 0;  // DeiT rounds down to 256s, which would leave a tiny set empty
+    sampler = [n, o](int64_t epoch) { return data::repeated_aug_indices(n, o, epoch); };
+  } else {
+    const uint64_t seed = seed_;
+    sampler = [n, seed](int64_t epoch) { return data::shuffled_order(n, seed, epoch); };
+  }
+  train_batches_ = static_cast<int64_t>(sampler(0).size()) / cfg.train.batch_size;  // same length every epoch
+  data::LoaderOptions lo;
+  lo.batch_size = cfg.train.batch_size;
+  lo.threads = std::max(1, d.workers);
+  lo.seed = seed_;
+  train_loader_ = std::make_unique<data::Loader>(*train_source_, sampler, lo);
+  prefetcher_ = std::make_unique<data::DevicePrefetcher>(*train_loader_, device);
+
+  const int64_t n_val = eval_source_->size();
+  data::LoaderOptions eo = lo;
+  eo.batch_size = cfg.eval.batch_size;
+  eo.drop_last = false;
+  eval_loader_ = std::make_unique<data::Loader>(*eval_source_, [n_val](int64_t) {
+    std::vector<int64_t> all(static_cast<size_t>(n_val));
+    std::iota(all.begin(), all.end(), int64_t{0});
+    return all;
+  }, eo);
+
+  if (d.mixup > 0 || d.cutmix > 0) {
+    VT_CHECK(cfg.train.batch_size % 2 == 0, "[config] Mixup/CutMix needs an even train.batch_size, got ",
+             cfg.train.batch_size);
+    data::MixupConfig m;
+    m.mixup_alpha = d.mixup;
+    m.cutmix_alpha = d.cutmix;
+    m.prob = d.mixup_prob;
+    m.switch_prob = d.mixup_switch_prob;
+    m.label_smoothing = cfg.optim.smoothing;
+    m.num_classes = cfg.model.num_classes > 0 ? cfg.model.num_classes : static_cast<int64_t>(classes_);
+    mix_ = m;
+  }
+}
+
+ImageNetData::~ImageNetData() = default;
+
+data::Batch ImageNetData::train_batch(int64_t epoch, int64_t step) {
+  if (epoch != epoch_ || step < next_step_) {
+    prefetcher_->start_epoch(epoch);
+    epoch_ = epoch;
+    next_step_ = 0;
+  }
+  data::Batch b;
+  for (; next_step_ <= step; ++next_step_)
+    VT_CHECK(prefetcher_->next(b), "[data] epoch ", epoch, " has no batch ", step);
+  if (mix_) {
+    data::SampleRng rng(seed_, epoch, step, kMixStream);
+    const data::MixDraw draw = data::draw_mix(*mix_, static_cast<int>(b.images.size(2)),
+                                              static_cast<int>(b.images.size(3)), rng);
+    b.labels = data::apply_mix(b.images, b.labels, draw, *mix_);
+  }
+  return b;
+}
+
+void ImageNetData::for_each_eval_batch(const std::function<void(const data::Batch&)>& fn) {
+  eval_loader_->start_epoch(0);
+  data::Batch b;
+  while (eval_loader_->next(b)) fn(b);
+}
+
+}  // namespace vt::engine

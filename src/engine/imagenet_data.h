@@ -1,0 +1,50 @@
+// The ImageNet-style input pipeline of a training run (data.dataset: imagefolder): ImageFolder train/ and val/
+// through the threaded loader with timm's transforms, DeiT's repeated-augmentation sampler, and Mixup/CutMix on
+// the training device. Every batch is a pure function of (train.seed, epoch, batch index), so a resumed run sees
+// the same batches as an uninterrupted one.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "core/device.h"
+#include "data/device_prefetcher.h"
+#include "data/loader.h"
+#include "data/mixup.h"
+#include "data/sources.h"
+#include "io/config.h"
+
+namespace vt::engine {
+
+/// True when cfg.data.dataset names the ImageFolder layout ("imagefolder", or "imagenet" as the Table 2 configs say).
+bool uses_image_folder(const io::Config& cfg);
+
+class ImageNetData {
+ public:
+  /// Lists data.data_dir's train/ and val/ folders and builds both loaders; `img_size` is the model's input size.
+  ImageNetData(const io::Config& cfg, int img_size, Device device);
+  ~ImageNetData();
+  /// Training batches per epoch (the last partial batch is dropped).
+  int64_t train_batches_per_epoch() const { return train_batches_; }
+  /// Number of classes found under train/.
+  int64_t num_classes() const { return static_cast<int64_t>(classes_); }
+  /// Batch `step` of `epoch` on the device. Steps must be asked in order within an epoch (a resumed run starts
+  /// mid-epoch: the skipped batches are built and dropped). With Mixup/CutMix on, labels are the f32 soft targets
+  /// [B, classes] (label smoothing folded in); otherwise the i64 labels [B].
+  data::Batch train_batch(int64_t epoch, int64_t step);
+  /// Calls `fn` with each val/ batch (host tensors, eval transform, every image once).
+  void for_each_eval_batch(const std::function<void(const data::Batch&)>& fn);
+
+ private:
+  std::unique_ptr<data::ImageFileSource> train_source_, eval_source_;
+  std::unique_ptr<data::Loader> train_loader_, eval_loader_;
+  std::unique_ptr<data::DevicePrefetcher> prefetcher_;
+  std::optional<data::MixupConfig> mix_;
+  uint64_t seed_ = 0;
+  size_t classes_ = 0;
+  int64_t train_batches_ = 0;
+  int64_t epoch_ = -1, next_step_ = 0;
+};
+
+}  // namespace vt::engine
