@@ -15,19 +15,6 @@
 namespace vt::data {
 namespace {
 
-double bicubic(double x) {
-  constexpr double a = -0.5;  // Pillow's
-  x = std::fabs(x);
-  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
-  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
-  return 0.0;
-}
-
-double bilinear(double x) {
-  x = std::fabs(x);
-  return x < 1.0 ? 1.0 - x : 0.0;
-}
-
 // Pillow's per-output windows, re-based so every output has the same number of taps (zero-padded weights):
 // the inner loops then have one fixed trip count.
 struct Taps {
@@ -37,8 +24,8 @@ struct Taps {
 };
 
 Taps make_taps(int in_size, int out_size, PilFilter filter) {
-  const double support_1 = filter == PilFilter::bicubic ? 2.0 : 1.0;
-  double (*fn)(double) = filter == PilFilter::bicubic ? bicubic : bilinear;
+  const double support_1 = pil_support(filter);
+  const PilKernel fn = pil_kernel(filter);
   const double scale = static_cast<double>(in_size) / out_size;
   const double filterscale = std::max(scale, 1.0);
   const double support = support_1 * filterscale;

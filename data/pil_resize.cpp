@@ -11,19 +11,6 @@ namespace {
 
 constexpr int kPrecisionBits = 32 - 8 - 2;
 
-double bicubic(double x) {
-  constexpr double a = -0.5;  // PIL's choice (OpenCV's INTER_CUBIC uses -0.75)
-  x = std::fabs(x);
-  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
-  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
-  return 0.0;
-}
-
-double bilinear(double x) {
-  x = std::fabs(x);
-  return x < 1.0 ? 1.0 - x : 0.0;
-}
-
 struct Coeffs {
   int ksize = 0;
   std::vector<int> bounds;  // per output: first input index, count
@@ -32,8 +19,8 @@ struct Coeffs {
 
 // precompute_coeffs + normalize_coeffs_8bpc of Pillow, for the box [0, in_size).
 Coeffs precompute(int in_size, int out_size, PilFilter filter) {
-  const double support_1 = filter == PilFilter::bicubic ? 2.0 : 1.0;
-  double (*fn)(double) = filter == PilFilter::bicubic ? bicubic : bilinear;
+  const double support_1 = pil_support(filter);
+  const PilKernel fn = pil_kernel(filter);
   const double scale = static_cast<double>(in_size) / out_size;
   const double filterscale = std::max(scale, 1.0);
   const double support = support_1 * filterscale;
@@ -133,6 +120,23 @@ cv::Mat vertical(const cv::Mat& src, int out_h, int row_shift, const Coeffs& c) 
 }
 
 }  // namespace
+
+static double bicubic(double x) {
+  constexpr double a = -0.5;  // PIL's choice (OpenCV's INTER_CUBIC uses -0.75)
+  x = std::fabs(x);
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+static double bilinear(double x) {
+  x = std::fabs(x);
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+PilKernel pil_kernel(PilFilter filter) { return filter == PilFilter::bicubic ? bicubic : bilinear; }
+
+double pil_support(PilFilter filter) { return filter == PilFilter::bicubic ? 2.0 : 1.0; }
 
 cv::Mat pil_resize(const cv::Mat& src, int out_width, int out_height, PilFilter filter) {
   VT_CHECK(src.depth() == CV_8U && (src.channels() == 1 || src.channels() == 3),

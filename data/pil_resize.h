@@ -8,6 +8,12 @@ namespace vt::data {
 
 enum class PilFilter { bilinear, bicubic };
 
+/// Pillow's filter kernel (bicubic with a = -0.5, or the triangle) and its support radius at scale 1; shared by
+/// the exact port and the fast training resize (data/fast_resize).
+using PilKernel = double (*)(double);
+PilKernel pil_kernel(PilFilter filter);
+double pil_support(PilFilter filter);
+
 /// Resizes a CV_8UC1/CV_8UC3 image (any ROI) to out_width x out_height as PIL's Image.resize does.
 cv::Mat pil_resize(const cv::Mat& src, int out_width, int out_height, PilFilter filter = PilFilter::bicubic);
 

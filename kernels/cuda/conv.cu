@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
 
 namespace vt::kernels::cuda {
 namespace {
@@ -21,13 +22,6 @@ __device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; 
 __device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
 __device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
-
-template <typename F>
-void by_float(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::f32) return f(float{});
-  if (dtype == DType::bf16) return f(__nv_bfloat16{});
-  VT_FAIL("[", op, "] needs f32 or bf16 on CUDA, got ", dtype_name(dtype));
-}
 
 // ---- depth-wise 3×3 ----
 template <typename T>
@@ -164,7 +158,7 @@ void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* wei
                           int64_t C, int64_t H, int64_t W, cudaStream_t stream) {
   const int64_t total = B * C * H * W;
   if (total == 0) return;
-  by_float(dtype, "depthwise_conv3x3", [&](auto t) {
+  device::dispatch_f32_bf16(dtype, "depthwise_conv3x3", [&](auto t) {
     using T = decltype(t);
     dw_forward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x),
                                                                  static_cast<const T*>(weight),
@@ -176,7 +170,7 @@ void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* wei
 void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
                            const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, cudaStream_t stream) {
   const int64_t total = B * C * H * W;
-  by_float(dtype, "depthwise_conv3x3", [&](auto t) {
+  device::dispatch_f32_bf16(dtype, "depthwise_conv3x3", [&](auto t) {
     using T = decltype(t);
     if (dx && total > 0)
       dw_dx_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g),
@@ -193,7 +187,7 @@ void adaptive_avg_pool2d_forward(DType dtype, void* out, const void* x, int64_t 
                                  int64_t ow, cudaStream_t stream) {
   const int64_t total = N * oh * ow;
   if (total == 0) return;
-  by_float(dtype, "adaptive_avg_pool", [&](auto t) {
+  device::dispatch_f32_bf16(dtype, "adaptive_avg_pool", [&](auto t) {
     using T = decltype(t);
     pool_forward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x), H,
                                                                    W, oh, ow, total);
@@ -205,7 +199,7 @@ void adaptive_avg_pool2d_backward(DType dtype, void* dx, const void* g, int64_t 
                                   int64_t ow, cudaStream_t stream) {
   const int64_t total = N * H * W;
   if (total == 0) return;
-  by_float(dtype, "adaptive_avg_pool", [&](auto t) {
+  device::dispatch_f32_bf16(dtype, "adaptive_avg_pool", [&](auto t) {
     using T = decltype(t);
     pool_backward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g), H,
                                                                     W, oh, ow, total);

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
 
 namespace vt::kernels::cuda {
 namespace {
@@ -111,13 +112,6 @@ void by_size(DType dtype, const char* op, F&& f) {
     case 8: return f(uint64_t{});
     default: VT_FAIL("[", op, "] unsupported dtype ", dtype_name(dtype));
   }
-}
-
-template <typename F>
-void by_float(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::f32) return f(float{});
-  if (dtype == DType::bf16) return f(__nv_bfloat16{});
-  VT_FAIL("[", op, "] needs f32 or bf16 on CUDA, got ", dtype_name(dtype));
 }
 
 // ---- top-k ----
@@ -229,7 +223,7 @@ void index_add_rows(float* out, const void* src, DType src_dtype, const int64_t*
                     int64_t k, int64_t inner, cudaStream_t stream) {
   const int64_t total = outer * k * inner;
   if (total == 0) return;
-  by_float(src_dtype, "index_add", [&](auto t) {
+  device::dispatch_f32_bf16(src_dtype, "index_add", [&](auto t) {
     using S = decltype(t);
     index_add_kernel<S><<<grid_for(total), kBlock, 0, stream>>>(out, static_cast<const S*>(src), idx, n, k, inner,
                                                                  total);
@@ -258,7 +252,7 @@ void scatter_add_strided(float* out, const std::vector<int64_t>& out_strides, in
   for (int64_t s : shape) total *= s;
   if (total == 0) return;
   const Dims d = make_dims(shape, out_strides, src_strides, "scatter_add");
-  by_float(src_dtype, "scatter_add", [&](auto t) {
+  device::dispatch_f32_bf16(src_dtype, "scatter_add", [&](auto t) {
     using S = decltype(t);
     scatter_add_kernel<S><<<grid_for(total), kBlock, 0, stream>>>(out, static_cast<const S*>(src), d, bound, index,
                                                                    static_cast<int>(dim), total);
@@ -276,7 +270,7 @@ void topk_rows(DType dtype, void* values, int64_t* indices, const void* x, int64
   while (padded < k) padded <<= 1;
   padded = std::max(padded, 2);
   const size_t shmem = size_t(padded) * sizeof(uint64_t);
-  by_float(dtype, "topk", [&](auto t) {
+  device::dispatch_f32_bf16(dtype, "topk", [&](auto t) {
     using T = decltype(t);
     if (shmem > (size_t(48) << 10))  // above the default limit: opt in (H100/H200 allow 227 KiB per block)
       VT_CUDA_CHECK(cudaFuncSetAttribute(topk_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,

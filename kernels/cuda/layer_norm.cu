@@ -120,19 +120,6 @@ __global__ void layer_norm_wb_finalize_kernel(float* dw, float* db, const float*
 
 // ---- launchers ----
 
-template <typename F>
-void dispatch_pair(DType a, DType b, const char* op, F&& f) {
-  auto check = [&](DType d) {
-    VT_CHECK(d == DType::f32 || d == DType::bf16, "[", op, "] CUDA kernel needs f32 or bf16, got ", dtype_name(d));
-  };
-  check(a);
-  check(b);
-  if (a == DType::f32 && b == DType::f32) f(float{}, float{});
-  else if (a == DType::f32) f(float{}, __nv_bfloat16{});
-  else if (b == DType::f32) f(__nv_bfloat16{}, float{});
-  else f(__nv_bfloat16{}, __nv_bfloat16{});
-}
-
 int backward_blocks(int64_t rows) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((rows + kWarps - 1) / kWarps, kMaxBackwardBlocks)));
 }
@@ -142,7 +129,7 @@ int backward_blocks(int64_t rows) {
 void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, float* rstd, const void* x,
                         const float* w, const float* b, int64_t rows, int64_t C, double eps, cudaStream_t stream) {
   if (rows == 0 || C == 0) return;
-  dispatch_pair(x_dtype, y_dtype, "layer_norm", [&](auto xt, auto yt) {
+  device::dispatch_f32_bf16_pair(x_dtype, y_dtype, "layer_norm", [&](auto xt, auto yt) {
     using Tx = decltype(xt);
     using Ty = decltype(yt);
     const int grid = static_cast<int>((rows + kWarps - 1) / kWarps);
@@ -168,7 +155,7 @@ void layer_norm_backward(DType x_dtype, DType dy_dtype, void* dx, float* dw, flo
   const int grid = backward_blocks(rows);
   const bool shared_acc = want_wb && C <= kSharedAccMax;
   const size_t smem = shared_acc ? 2 * C * sizeof(float) : 0;
-  dispatch_pair(x_dtype, dy_dtype, "layer_norm_backward", [&](auto xt, auto dyt) {
+  device::dispatch_f32_bf16_pair(x_dtype, dy_dtype, "layer_norm_backward", [&](auto xt, auto dyt) {
     using Tx = decltype(xt);
     using Tdy = decltype(dyt);
     layer_norm_bwd_kernel<Tx, Tdy><<<grid, kThreads, smem, stream>>>(

@@ -143,22 +143,6 @@ __global__ void soft_ce_bwd_kernel(T* dx, Tt* dt, const T* x, const Tt* target, 
 
 // ---- launchers ----
 
-void check_dtype(DType d, const char* op) {
-  VT_CHECK(d == DType::f32 || d == DType::bf16, "[", op, "] CUDA kernel needs f32 or bf16, got ", dtype_name(d));
-}
-
-template <typename F>
-void dispatch(DType d, const char* op, F&& f) {
-  check_dtype(d, op);
-  if (d == DType::f32) f(float{});
-  else f(__nv_bfloat16{});
-}
-
-template <typename F>
-void dispatch_pair(DType a, DType b, const char* op, F&& f) {
-  dispatch(a, op, [&](auto ta) { dispatch(b, op, [&](auto tb) { f(ta, tb); }); });
-}
-
 constexpr int64_t kWarpRowMax = 1024;
 constexpr int kWarpRowsPerBlock = 4;
 constexpr int kBlockRowThreads = 512;
@@ -183,7 +167,7 @@ void launch_mean(float* loss, const float* row_loss, int64_t B, cudaStream_t str
 void cross_entropy_forward(DType logits_dtype, float* loss, float* lse, float* row_loss, const void* logits,
                            const int64_t* target, int64_t B, int64_t C, double smoothing, cudaStream_t stream) {
   VT_CHECK(B > 0 && C > 0, "[cross_entropy] needs B, C > 0");
-  dispatch(logits_dtype, "cross_entropy", [&](auto tag) {
+  device::dispatch_f32_bf16(logits_dtype, "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
     per_row(B, C, [&](auto g, int grid, int block) {
       ce_fwd_kernel<T, decltype(g)::value><<<grid, block, 0, stream>>>(
@@ -199,7 +183,7 @@ void cross_entropy_backward(DType logits_dtype, void* dlogits, const void* logit
                             cudaStream_t stream) {
   const int64_t n = B * C;
   if (n == 0) return;
-  dispatch(logits_dtype, "cross_entropy_backward", [&](auto tag) {
+  device::dispatch_f32_bf16(logits_dtype, "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     const int grid = static_cast<int>(std::min<int64_t>((n + 255) / 256, 132 * 16));
     ce_bwd_kernel<T><<<grid, 256, 0, stream>>>(static_cast<T*>(dlogits), static_cast<const T*>(logits), lse, target,
@@ -212,7 +196,8 @@ void soft_target_cross_entropy_forward(DType logits_dtype, DType target_dtype, f
                                        float* row_loss, const void* logits, const void* target, int64_t B, int64_t C,
                                        cudaStream_t stream) {
   VT_CHECK(B > 0 && C > 0, "[soft_target_cross_entropy] needs B, C > 0");
-  dispatch_pair(logits_dtype, target_dtype, "soft_target_cross_entropy", [&](auto tx, auto tt) {
+  device::dispatch_f32_bf16_pair(logits_dtype, target_dtype, "soft_target_cross_entropy",
+                                 [&](auto tx, auto tt) {
     using T = decltype(tx);
     using Tt = decltype(tt);
     per_row(B, C, [&](auto g, int grid, int block) {
@@ -228,7 +213,8 @@ void soft_target_cross_entropy_backward(DType logits_dtype, DType target_dtype, 
                                         const void* logits, const void* target, const float* lse, const float* dloss,
                                         int64_t B, int64_t C, cudaStream_t stream) {
   if (B * C == 0 || (!dlogits && !dtarget)) return;
-  dispatch_pair(logits_dtype, target_dtype, "soft_target_cross_entropy_backward", [&](auto tx, auto tt) {
+  device::dispatch_f32_bf16_pair(logits_dtype, target_dtype, "soft_target_cross_entropy_backward",
+                                 [&](auto tx, auto tt) {
     using T = decltype(tx);
     using Tt = decltype(tt);
     per_row(B, C, [&](auto g, int grid, int block) {

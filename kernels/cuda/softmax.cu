@@ -123,13 +123,6 @@ __global__ void softmax_strided_bwd_kernel(T* dx, const T* dy, const T* y, int64
 
 // ---- launchers ----
 
-template <typename F>
-void dispatch(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::f32) f(float{});
-  else if (dtype == DType::bf16) f(__nv_bfloat16{});
-  else VT_FAIL("[", op, "] CUDA kernel needs f32 or bf16, got ", dtype_name(dtype));
-}
-
 constexpr int64_t kWarpRowMax = 1024;  // up to here a warp per row (<= 32 values per thread), a block above
 constexpr int kWarpRowsPerBlock = 4;
 constexpr int kBlockRowThreads = 512;
@@ -141,7 +134,7 @@ int blocks(int64_t n, int64_t per_block) { return static_cast<int>((n + per_bloc
 void softmax_forward(DType dtype, void* y, const void* x, int64_t outer, int64_t R, int64_t inner, bool log,
                      cudaStream_t stream) {
   if (outer * R * inner == 0) return;
-  dispatch(dtype, log ? "log_softmax" : "softmax", [&](auto tag) {
+  device::dispatch_f32_bf16(dtype, log ? "log_softmax" : "softmax", [&](auto tag) {
     using T = decltype(tag);
     auto* yp = static_cast<T*>(y);
     const auto* xp = static_cast<const T*>(x);
@@ -161,7 +154,7 @@ void softmax_forward(DType dtype, void* y, const void* x, int64_t outer, int64_t
 void softmax_backward(DType dtype, void* dx, const void* dy, const void* y, int64_t outer, int64_t R, int64_t inner,
                       bool log, cudaStream_t stream) {
   if (outer * R * inner == 0) return;
-  dispatch(dtype, log ? "log_softmax_backward" : "softmax_backward", [&](auto tag) {
+  device::dispatch_f32_bf16(dtype, log ? "log_softmax_backward" : "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     auto* dxp = static_cast<T*>(dx);
     const auto* dyp = static_cast<const T*>(dy);

@@ -55,6 +55,20 @@ void dispatch_float(DType dtype, const char* op, F&& f) {
   }
 }
 
+/// Calls f(T{}) with T = float or __nv_bfloat16, the dtypes most CUDA kernels take; other dtypes are an error.
+template <typename F>
+void dispatch_f32_bf16(DType dtype, const char* op, F&& f) {
+  if (dtype == DType::f32) return f(float{});
+  if (dtype == DType::bf16) return f(__nv_bfloat16{});
+  VT_FAIL("[", op, "] CUDA kernel needs f32 or bf16, got ", dtype_name(dtype));
+}
+
+/// dispatch_f32_bf16 for two dtypes: f(A{}, B{}).
+template <typename F>
+void dispatch_f32_bf16_pair(DType a, DType b, const char* op, F&& f) {
+  dispatch_f32_bf16(a, op, [&](auto ta) { dispatch_f32_bf16(b, op, [&](auto tb) { f(ta, tb); }); });
+}
+
 /// Multiprocessors of the current device (cached per device index, up to 16 devices).
 inline int sm_count() {
   static int cached[16] = {};
