@@ -58,7 +58,7 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
   const int64_t G = square_grid(N);
   if (cfg.type == "mita" || cfg.type == "mita_route") {
     // With a square grid the landmarks are pooled 2-D to p×p, so m = p²; otherwise 1-D (models/mita.h).
-    VT_CHECK(G == 0 || is_square(cfg.m), "[model] model.attention.m (", cfg.m, ") must be a perfect square: the ",
+    VT_CHECK(G == 0 || cfg.landmark_pool == "sequence" || is_square(cfg.m), "[model] model.attention.m (", cfg.m, ") must be a perfect square: the ",
              N - 1, " pooled tokens form a ", G, "x", G, " grid that is pooled 2-D to sqrt(m) x sqrt(m)");
     const int64_t k = cfg.k > 0 ? cfg.k : (cfg.type == "mita" ? cfg.m : 2 * cfg.m);
     const char* which = cfg.k > 0 ? "" : cfg.type == "mita" ? ", the default m" : ", the default 2m";

@@ -21,8 +21,11 @@ int64_t isqrt(int64_t n) {
 }
 
 void check_strings(const MitaOptions& o) {
-  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches",
-           "[mita] model.attention.landmark_pool must be 'shifted' or 'patches', got '", o.landmark_pool, "'");
+  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches" || o.landmark_pool == "sequence",
+           "[mita] model.attention.landmark_pool must be 'shifted', 'patches' or 'sequence', got '", o.landmark_pool,
+           "'");
+  VT_CHECK(o.impl == "fused" || o.impl == "reference", "[mita] model.attention.impl must be 'fused' or 'reference', got '",
+           o.impl, "'");
   VT_CHECK(o.shared_scale == "official" || o.shared_scale == "paper",
            "[mita] model.attention.shared_scale must be 'official' or 'paper', got '", o.shared_scale, "'");
 }
@@ -33,14 +36,69 @@ Tensor split_heads(const Tensor& t, int64_t heads) {
   return t.reshape({B, N, heads, C / heads}).permute({0, 2, 1, 3});
 }
 
+thread_local MitaRoutingTap* active_tap = nullptr;
+
+ops::MitaRouting moved(const ops::MitaRouting& r, Device dev) {
+  return {r.expert_keys.to(dev), r.experts.to(dev), r.order.to(dev), r.offsets.to(dev)};
+}
+
+/// The fused path: routing kernels, V̂ by the composite in f32, the joint-attention op.
+Tensor fused_mita(const Tensor& Q, const Tensor& K, const Tensor& V, const Tensor& R, const MitaOptions& o,
+                  double scale, double shared_scale) {
+  const int64_t B = Q.size(0), H = Q.size(1), N = Q.size(2), d = Q.size(3);
+  ops::MitaRouting routing;
+  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::replay) {
+    VT_CHECK(active_tap->next < active_tap->routings.size(), "[mita] routing tap: no recorded routing left for call ",
+             active_tap->next);
+    routing = moved(active_tap->routings[active_tap->next++], Q.device());
+  } else {
+    NoGradGuard no_grad;
+    routing = ops::mita_route(Q.detach(), K.detach(), R.detach(), o.k);
+    if (active_tap) active_tap->routings.push_back(moved(routing, cpu()));
+  }
+  Tensor V_hat;
+  if (!o.route_only) {
+    // V̂ = softmax(R Kᵀ/√d) V with f32 logits also for bf16 operands; the kernel takes it in Q's dtype.
+    const bool low = Q.dtype() == DType::bf16;
+    Tensor Rf = low ? R.to(DType::f32) : R, Kf = low ? K.to(DType::f32) : K;
+    V_hat = ops::matmul(ops::softmax(ops::matmul(Rf * scale, Kf.transpose(-2, -1)), -1), V);
+    if (V_hat.dtype() != Q.dtype()) V_hat = V_hat.to(Q.dtype());
+  }
+  ops::MitaAttentionOptions ao;
+  ao.scale = scale;
+  ao.shared_scale = shared_scale;
+  ao.shared = !o.route_only;
+  ao.deterministic = o.deterministic;
+  Tensor out = ops::mita_attention(Q, K, V, R, V_hat, routing, ao);  // [B, H, N, d] laid out [B, N, H, d]
+  return out.transpose(1, 2).reshape({B, N, H * d});
+}
+
+bool fused_supported(const Tensor& q, const MitaOptions& o, int64_t d) {
+  if (o.impl != "fused" || o.s != 1) return false;
+  if (q.device().is_cpu()) return q.dtype() == DType::f32 || q.dtype() == DType::f64;
+  const bool head_dim_ok = d == 16 || d == 32 || d == 64 || d == 128;  // kernels::cuda::mita_supports_head_dim
+  return head_dim_ok && (q.dtype() == DType::f32 || q.dtype() == DType::bf16);
+}
+
 }  // namespace
+
+MitaRoutingTap::MitaRoutingTap(Mode m) : mode(m) {
+  VT_CHECK(active_tap == nullptr, "[mita] only one MitaRoutingTap may be active per thread");
+  active_tap = this;
+}
+MitaRoutingTap::~MitaRoutingTap() { active_tap = nullptr; }
 
 LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o) {
   check_strings(o);
-  VT_CHECK(N >= 2, "[mita] landmark pooling needs at least 2 tokens (CLS + patches), got N = ", N);
   VT_CHECK(o.m >= 1, "[mita] model.attention.m must be at least 1, got ", o.m);
-  const int64_t L = N - 1, G = isqrt(L);
   LandmarkLayout lay;
+  if (o.landmark_pool == "sequence") {
+    VT_CHECK(N >= o.m, "[mita] landmark_pool 'sequence' pools the ", N, " tokens to model.attention.m = ", o.m,
+             " landmarks: needs N >= m");
+    return lay;
+  }
+  VT_CHECK(N >= 2, "[mita] landmark pooling needs at least 2 tokens (CLS + patches), got N = ", N);
+  const int64_t L = N - 1, G = isqrt(L);
   if (G * G != L) return lay;  // 1-D pooling of L tokens to m bins
   const int64_t p = isqrt(o.m);
   VT_CHECK(p * p == o.m, "[mita] model.attention.m = ", o.m, " must be a perfect square: the ", L, " pooled tokens (",
@@ -57,8 +115,10 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
   const int64_t B = q.size(0), N = q.size(1), C = q.size(2);
   const LandmarkLayout lay = landmark_layout(N, o);
   // shifted: tokens 0..N-2 (CLS in, last patch out, so every patch sits one cell right of its true place);
-  // patches: tokens 1..N-1.
-  Tensor tokens = o.landmark_pool == "shifted" ? q.slice(1, 0, N - 1) : q.slice(1, 1, N);
+  // patches: tokens 1..N-1; sequence: all.
+  Tensor tokens = o.landmark_pool == "sequence" ? q
+                  : o.landmark_pool == "shifted" ? q.slice(1, 0, N - 1)
+                                                 : q.slice(1, 1, N);
   Tensor chan = tokens.transpose(1, 2);  // [B, C, L]
   Tensor pooled;
   if (lay.two_d) {
@@ -82,7 +142,20 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
              t->defined() ? t->describe() : std::string("an undefined tensor"));
   VT_CHECK(q.shape() == k.shape() && q.shape() == v.shape(), "[mita] q ", q.describe(), ", k ", k.describe(),
            " and v ", v.describe(), " must have the same shape");
-  // bf16 activations (autocast on the GPU): this composite runs in f32; fused bf16 kernels are issue 5's.
+  const int64_t d_head = o.heads >= 1 && q.size(2) % o.heads == 0 ? q.size(2) / o.heads : 0;
+  if (!debug && d_head > 0 && q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == landmarks.dtype() &&
+      fused_supported(q, o, d_head)) {
+    VT_CHECK(o.k >= 1 && o.k <= q.size(1), "[mita] model.attention.k = ", o.k,
+             " keys per expert must be in [1, N] with N = ", q.size(1), " tokens");
+    VT_CHECK(landmarks.size(0) == q.size(0) && landmarks.size(1) == o.m && landmarks.size(2) == q.size(2),
+             "[mita] landmarks ", landmarks.describe(), " should be [", q.size(0), ", ", o.m, ", ", q.size(2),
+             "] (model.attention.m = ", o.m, ")");
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d_head));
+    const double shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d_head) : scale;
+    return fused_mita(split_heads(q, o.heads), split_heads(k, o.heads), split_heads(v, o.heads),
+                      split_heads(landmarks, o.heads), o, scale, shared_scale);
+  }
+  // The reference composite runs bf16 activations (autocast on the GPU) in f32.
   if (q.dtype() == DType::bf16 && k.dtype() == DType::bf16 && v.dtype() == DType::bf16 &&
       landmarks.dtype() == DType::bf16)
     return mita_core_with_landmarks(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32),

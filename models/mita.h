@@ -4,13 +4,16 @@
 //
 // Landmark pooling (which tokens, and 1-D or 2-D):
 //   landmark_pool = "shifted" pools tokens 0..N-2 (CLS included, last patch dropped: the official DeiT/Segmenter
-//   code); "patches" pools tokens 1..N-1 (the patch tokens, ViT-5 / agent-bias style). Either way L = N-1 tokens.
-//   If L = G² is a perfect square the tokens form a row-major G×G grid and are pooled 2-D to p×p with m = p²
+//   code); "patches" pools tokens 1..N-1 (the patch tokens, ViT-5 / agent-bias style); "sequence" pools all N
+//   tokens 1-D (sequence models without CLS, the long-sequence benchmark). For the first two L = N-1 tokens:
+//   if L = G² is a perfect square the tokens form a row-major G×G grid and are pooled 2-D to p×p with m = p²
 //   (m must then be a perfect square); otherwise they are pooled 1-D to m bins. Both use PyTorch's adaptive
 //   bins [floor(i·L/m), ceil((i+1)·L/m)), which may overlap.
 #pragma once
 #include <string>
+#include <vector>
 
+#include "ops/mita.h"
 #include "tensor/tensor.h"
 
 namespace vt::models {
@@ -21,8 +24,12 @@ struct MitaOptions {
   int64_t k = 25;            // keys per expert (already resolved: no 0 default here)
   int64_t s = 1;             // experts per query; the joint softmax covers m + s·k slots (no dedup, spec §2.6)
   bool route_only = false;   // no shared branch: softmax over the s·k routed logits alone
-  std::string landmark_pool = "shifted";  // shifted | patches
+  std::string landmark_pool = "shifted";  // shifted | patches | sequence
   std::string shared_scale = "official";  // official: 1/d on shared logits | paper: 1/√d
+  // fused: ops::mita_route + ops::mita_attention (s = 1; otherwise, and with a MitaDebug, the reference runs);
+  // reference: the op-by-op composite below, the oracle.
+  std::string impl = "fused";
+  bool deterministic = false;  // fused CUDA backward without float atomics
 };
 
 /// Optional side outputs (all detached, for tests and debugging). Shapes with H heads, d = C/H, P = s·k.
@@ -42,6 +49,21 @@ struct LandmarkLayout {
   int64_t grid = 0;  // G (2-D only)
   int64_t pool = 0;  // p (2-D only)
 };
+/// Test and analysis hook: while one is alive, the fused MiTA calls on this thread append their routing (moved
+/// to the CPU) to `routings` (record), or take theirs from it in call order (replay) — so a CPU and a GPU run,
+/// whose scores differ in the last bits, make the same discrete choices.
+class MitaRoutingTap {
+ public:
+  enum class Mode { record, replay };
+  explicit MitaRoutingTap(Mode mode);
+  ~MitaRoutingTap();
+  MitaRoutingTap(const MitaRoutingTap&) = delete;
+  MitaRoutingTap& operator=(const MitaRoutingTap&) = delete;
+  Mode mode;
+  std::vector<ops::MitaRouting> routings;
+  size_t next = 0;
+};
+
 /// Decides the layout for N tokens; throws naming model.attention.m / landmark_pool when it is impossible.
 LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o);
 

@@ -45,12 +45,17 @@ MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
   o.s = cfg.s;
   o.landmark_pool = cfg.landmark_pool;
   o.shared_scale = cfg.shared_scale;
+  o.impl = cfg.impl;
+  o.deterministic = cfg.deterministic;
   VT_CHECK(o.m >= 1, "[model] model.attention.m must be at least 1, got ", o.m);
   VT_CHECK(cfg.k >= 0, "[model] model.attention.k must be positive (or 0 for the default), got ", cfg.k);
   VT_CHECK(o.s >= 1 && o.s <= o.m, "[model] model.attention.s = ", o.s,
            " experts per query must be in [1, model.attention.m = ", o.m, "]");
-  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches",
-           "[model] model.attention.landmark_pool must be 'shifted' or 'patches', got '", o.landmark_pool, "'");
+  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches" || o.landmark_pool == "sequence",
+           "[model] model.attention.landmark_pool must be 'shifted', 'patches' or 'sequence', got '", o.landmark_pool,
+           "'");
+  VT_CHECK(o.impl == "fused" || o.impl == "reference", "[model] model.attention.impl must be 'fused' or 'reference', got '",
+           o.impl, "'");
   VT_CHECK(o.shared_scale == "official" || o.shared_scale == "paper",
            "[model] model.attention.shared_scale must be 'official' or 'paper', got '", o.shared_scale, "'");
   return o;

@@ -29,6 +29,8 @@ template <class V> void fields(AttentionConfig& c, V& v) {
   v("dwc", c.dwc);
   v("gate", c.gate);
   v("landmark_pool", c.landmark_pool);
+  v("impl", c.impl);
+  v("deterministic", c.deterministic);
   v("shared_scale", c.shared_scale);
   v("agent_num", c.agent_num);
 }
@@ -328,7 +330,8 @@ bool valid_device(const std::string& d) {
 void AttentionConfig::validate() const {
   // The kinds models::make_attention builds.
   require_one_of("model.attention.type", type, {"dense", "mita", "mita_route", "agent", "agent_bias", "linear"});
-  require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches"});
+  require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches", "sequence"});
+  require_one_of("model.attention.impl", impl, {"fused", "reference"});
   require_one_of("model.attention.shared_scale", shared_scale, {"official", "paper"});
   require(m >= 1, "model.attention.m", ">= 1", m);
   require(k >= 0, "model.attention.k", ">= 0 (0: m for mita, 2m for mita_route)", k);

@@ -18,8 +18,11 @@ struct AttentionConfig {
   int64_t s = 1;                          // experts each query is routed to
   bool dwc = false;                       // MiTA + DWC: depth-wise 3x3 conv on V's patch tokens, added before proj
   bool gate = false;                      // MiTA + DWC + Gate: qkvg projection, output * SiLU(g)
-  std::string landmark_pool = "shifted";  // shifted (official: tokens 0..N-2) | patches (patch tokens only)
+  std::string landmark_pool = "shifted";  // shifted (official: tokens 0..N-2) | patches (patch tokens only) |
+                                          // sequence (all N tokens, 1-D: sequence models without CLS)
   std::string shared_scale = "official";  // official (1/d on shared logits) | paper (1/sqrt(d))
+  std::string impl = "fused";             // MiTA: fused (routing + joint-attention kernels) | reference (op by op)
+  bool deterministic = false;             // MiTA fused backward without float atomics (same bits run to run)
   int64_t agent_num = 49;                 // Agent attention: number of agent tokens (a perfect square)
   void validate() const;
 };

@@ -5,6 +5,7 @@
 #include "ops/elementwise.h"
 #include "ops/index.h"
 #include "ops/matmul.h"
+#include "ops/mita.h"
 #include "ops/nn_functional.h"
 #include "ops/random.h"
 #include "ops/reduce.h"

@@ -1,0 +1,75 @@
+// MiTA kernels on the GPU (docs/mita-spec.md §2.3-2.5, one expert per query); the device twins of
+// kernels/cpu/mita.h, same routing rules and the same joint softmax, f32 or bf16 operands with f32 math.
+//
+// Routing (mita_route.cu): the unscaled scores r·kᵀ and r·qᵀ are f32 cuBLASLt GEMMs into a workspace; a radix
+// select per landmark row picks its k keys (ties to the lower index) and writes them in ascending order; an
+// arg-max per query picks its expert; a stable radix sort (CUB) groups the queries by expert.
+// Joint attention (mita_attention.cu): one block per (expert, batch·head) loads the expert's slots — the m shared
+// landmarks (keys scaled by shared_scale) and its k routed keys/values — into shared memory once and runs all
+// the expert's queries against them (online softmax over slot chunks). The backward recomputes the softmax
+// from the saved row log-sum-exp: each query's dq is written once; the shared branch's probabilities and logit
+// gradients are written per query so dR and dV̂ are two GEMMs; the routed dK/dV sums are made per expert in
+// shared memory, then either added with f32 atomics or, deterministically, written per (expert, slot) and
+// summed per key in a fixed order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "core/dtype.h"
+#include "kernels/cuda/flash_attention.h"  // AttentionView: a [B, H, rows, d] operand
+
+namespace vt::kernels::cuda {
+
+struct MitaShape {
+  int64_t B = 0, H = 0, N = 0, m = 0, k = 0, d = 0;
+  float scale = 1.0f, shared_scale = 1.0f;  // routed / shared logit scales
+  bool shared = true;                       // false: route-only
+};
+
+/// The routing arrays (contiguous i32, ops::MitaRouting's layout).
+struct MitaRoutingArrays {
+  const int32_t* expert_keys = nullptr;  // [B, H, m, k]
+  const int32_t* experts = nullptr;      // [B, H, N]
+  const int32_t* order = nullptr;        // [B, H, N]
+  const int32_t* offsets = nullptr;      // [B, H, m + 1]
+};
+
+/// True when the kernels handle head dim d (16, 32, 64, 128).
+bool mita_supports_head_dim(int64_t d);
+
+/// Bytes of scratch memory mita_route needs (the f32 score matrix and the sort buffers).
+size_t mita_route_workspace_bytes(const MitaShape& s);
+
+/// Routing from q, k [B, H, N, d] and landmarks r [B, H, m, d] of `dtype` (f32/bf16); writes the four arrays.
+void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r,
+                const MitaShape& s, int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets,
+                void* workspace, cudaStream_t stream);
+
+/// out [B, H, N, d] (written through its view) and lse [B, H, N] (f32, natural log) of the joint softmax.
+void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, const AttentionView& q,
+                            const AttentionView& k, const AttentionView& v, const AttentionView& r,
+                            const AttentionView& v_hat, const MitaRoutingArrays& routing, const MitaShape& s,
+                            cudaStream_t stream);
+
+/// Largest m + k (shared + routed slots) the backward kernel holds in shared memory for head dim d.
+int64_t mita_backward_max_slots(int64_t d, int64_t k);
+
+/// f32 scratch elements mita_attention_backward needs.
+int64_t mita_backward_workspace(const MitaShape& s, bool deterministic);
+
+/// Backward of mita_attention_forward from dout and the saved out/lse:
+///   dq, dk, dv [B, H, N, d] (written through their views, dtype of the inputs);
+///   p_shared, ds_shared [B, H, N, m] f32 (shared branch only): the joint-softmax probabilities of the shared
+///   slots and the gradients of their scaled logits times shared_scale, so that dV̂ = p_sharedᵀ·dout and
+///   dR = ds_sharedᵀ·q are GEMMs the caller runs.
+/// `workspace` holds mita_backward_workspace(s, deterministic) floats.
+void mita_attention_backward(DType dtype, const AttentionView& dq, const AttentionView& dk, const AttentionView& dv,
+                             float* p_shared, float* ds_shared, const AttentionView& dout, const AttentionView& q,
+                             const AttentionView& k, const AttentionView& v, const AttentionView& r,
+                             const AttentionView& v_hat, const AttentionView& out, const float* lse,
+                             const MitaRoutingArrays& routing, const MitaShape& s, bool deterministic,
+                             float* workspace, cudaStream_t stream);
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,409 @@
+// MiTA joint-softmax attention on the GPU, forward and backward (see mita.h for the scheme).
+#include <algorithm>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
+#include "kernels/cuda/device/row_reductions.cuh"
+#include "kernels/cuda/mita.h"
+
+namespace vt::kernels::cuda {
+
+namespace {
+
+using device::from_acc;
+using device::to_acc;
+
+constexpr int kThreads = 256;         // 8 warps
+constexpr int kWarps = kThreads / 32;
+constexpr int kQueriesPerWarp = 4;    // forward: queries a warp keeps in flight (registers)
+constexpr int kQueriesPerBlock = kWarps * kQueriesPerWarp;
+constexpr int kChunk = 64;            // forward: slots per shared-memory chunk (two per lane)
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <typename T>
+__device__ __forceinline__ const T* row_at(const AttentionView& v, int64_t b, int64_t h, int64_t r) {
+  return static_cast<const T*>(v.data) + b * v.batch_stride + h * v.head_stride + r * v.row_stride;
+}
+template <typename T>
+__device__ __forceinline__ T* mutable_row_at(const AttentionView& v, int64_t b, int64_t h, int64_t r) {
+  return const_cast<T*>(row_at<T>(v, b, h, r));
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+/// Slot `slot` of expert e as f32: key·key_scale and value, column c. Slots [0, msh) are the shared landmarks.
+template <typename T>
+__device__ __forceinline__ void load_slot(const AttentionView& k, const AttentionView& v, const AttentionView& r,
+                                          const AttentionView& vh, const int32_t* expert_keys, int msh,
+                                          int64_t b, int64_t h, int slot, int c, float shared_mul, float routed_mul,
+                                          float& key, float& value) {
+  if (slot < msh) {
+    key = to_acc(row_at<T>(r, b, h, slot)[c]) * shared_mul;
+    value = to_acc(row_at<T>(vh, b, h, slot)[c]);
+  } else {
+    const int n = expert_keys[slot - msh];
+    key = to_acc(row_at<T>(k, b, h, n)[c]) * routed_mul;
+    value = to_acc(row_at<T>(v, b, h, n)[c]);
+  }
+}
+
+// ---- forward ----
+
+/// Block (expert e, b·h, z): queries z·32, z·32 + Z·32, ... of expert e, 4 per warp, against its slots in
+/// chunks of 64 (scores: one slot per lane and half-chunk; output: D/32 columns per lane). Logits are kept in
+/// the log2 domain (keys pre-scaled by log2 e).
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) mita_forward_kernel(AttentionView out, float* __restrict__ lse,
+                                                                AttentionView q, AttentionView k, AttentionView v,
+                                                                AttentionView r, AttentionView vh,
+                                                                MitaRoutingArrays rt, MitaShape s) {
+  constexpr int KP = D + 4;               // padded f32 row: float4-aligned, conflict-free quarter-warps
+  constexpr int PL = D >= 32 ? D / 32 : 1;  // output columns per lane
+  extern __shared__ float4 smem_f4[];
+  float* keys = reinterpret_cast<float*>(smem_f4);  // [kChunk][KP]
+  float* vals = keys + kChunk * KP;                 // [kChunk][KP]
+  float* qs = vals + kChunk * KP;                   // [kQueriesPerBlock][D]
+  const int e = blockIdx.x;
+  const int64_t bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
+  const int m = static_cast<int>(s.m), kk = static_cast<int>(s.k), N = static_cast<int>(s.N);
+  const int32_t* off = rt.offsets + bh * (m + 1);
+  const int first = off[e], count = off[e + 1] - first;
+  if (count == 0) return;
+  const int32_t* queries = rt.order + bh * N + first;
+  const int32_t* ekeys = rt.expert_keys + (bh * m + e) * kk;
+  const int msh = s.shared ? m : 0, S = msh + kk;
+  const float shared_mul = s.shared_scale * kLog2e, routed_mul = s.scale * kLog2e;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+
+  for (int qb = blockIdx.z * kQueriesPerBlock; qb < count; qb += gridDim.z * kQueriesPerBlock) {
+    __syncthreads();  // the previous batch is done with qs
+    for (int i = tid; i < kQueriesPerBlock * D; i += kThreads) {
+      const int t = qb + i / D;
+      qs[i] = t < count ? to_acc(row_at<T>(q, b, h, queries[t])[i % D]) : 0.f;
+    }
+    float run_max[kQueriesPerWarp], run_sum[kQueriesPerWarp], acc[kQueriesPerWarp][PL];
+#pragma unroll
+    for (int i = 0; i < kQueriesPerWarp; ++i) {
+      run_max[i] = -INFINITY;
+      run_sum[i] = 0.f;
+#pragma unroll
+      for (int c = 0; c < PL; ++c) acc[i][c] = 0.f;
+    }
+    for (int c0 = 0; c0 < S; c0 += kChunk) {
+      __syncthreads();
+      for (int i = tid; i < kChunk * D; i += kThreads) {
+        const int j = i / D, c = i % D, slot = c0 + j;
+        float key = 0.f, value = 0.f;
+        if (slot < S) load_slot<T>(k, v, r, vh, ekeys, msh, b, h, slot, c, shared_mul, routed_mul, key, value);
+        keys[j * KP + c] = key;
+        vals[j * KP + c] = value;
+      }
+      __syncthreads();
+      float sc[kQueriesPerWarp][2];
+#pragma unroll
+      for (int i = 0; i < kQueriesPerWarp; ++i) sc[i][0] = sc[i][1] = 0.f;
+      const float* k0 = keys + lane * KP;
+      const float* k1 = keys + (lane + 32) * KP;
+      const float* qw = qs + warp * kQueriesPerWarp * D;
+#pragma unroll 4
+      for (int c = 0; c < D; c += 4) {
+        const float4 a0 = *reinterpret_cast<const float4*>(k0 + c);
+        const float4 a1 = *reinterpret_cast<const float4*>(k1 + c);
+#pragma unroll
+        for (int i = 0; i < kQueriesPerWarp; ++i) {
+          const float4 x = *reinterpret_cast<const float4*>(qw + i * D + c);
+          sc[i][0] += dot4(a0, x);
+          sc[i][1] += dot4(a1, x);
+        }
+      }
+      const bool valid0 = c0 + lane < S, valid1 = c0 + lane + 32 < S;
+      float p[kQueriesPerWarp][2];
+#pragma unroll
+      for (int i = 0; i < kQueriesPerWarp; ++i) {
+        const float s0 = valid0 ? sc[i][0] : -INFINITY, s1 = valid1 ? sc[i][1] : -INFINITY;
+        const float new_max = fmaxf(run_max[i], warp_max(fmaxf(s0, s1)));  // finite: slot c0 is valid
+        const float corr = exp2f(run_max[i] - new_max);
+        p[i][0] = exp2f(s0 - new_max);
+        p[i][1] = exp2f(s1 - new_max);
+        run_sum[i] = run_sum[i] * corr + device::warp_sum(p[i][0] + p[i][1]);
+        run_max[i] = new_max;
+#pragma unroll
+        for (int c = 0; c < PL; ++c) acc[i][c] *= corr;
+      }
+      const int jmax = min(kChunk, S - c0);
+      for (int j = 0; j < jmax; ++j) {
+        float val[PL];
+#pragma unroll
+        for (int c = 0; c < PL; ++c) val[c] = (lane + 32 * c < D) ? vals[j * KP + lane + 32 * c] : 0.f;
+#pragma unroll
+        for (int i = 0; i < kQueriesPerWarp; ++i) {
+          const float pj = __shfl_sync(0xffffffffu, j < 32 ? p[i][0] : p[i][1], j & 31);
+#pragma unroll
+          for (int c = 0; c < PL; ++c) acc[i][c] += pj * val[c];
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kQueriesPerWarp; ++i) {
+      const int t = qb + warp * kQueriesPerWarp + i;
+      if (t >= count) continue;
+      const int n = queries[t];
+      const float inv = 1.f / run_sum[i];
+      T* o = mutable_row_at<T>(out, b, h, n);
+#pragma unroll
+      for (int c = 0; c < PL; ++c)
+        if (lane + 32 * c < D) o[lane + 32 * c] = from_acc<T>(acc[i][c] * inv);
+      if (lane == 0) lse[bh * N + n] = (run_max[i] + log2f(run_sum[i])) * kLn2;
+    }
+  }
+}
+
+// ---- backward ----
+
+/// Shared-memory floats of the backward kernel: slots' scaled keys and values [S][D+1], the routed dK/dV
+/// sums [k][D] each, q and dout rows, p and ds per slot, two scalars.
+size_t backward_smem_floats(int64_t S, int64_t k, int64_t d) {
+  return static_cast<size_t>(2 * S * (d + 1) + 2 * k * d + 2 * d + 2 * S + 2);
+}
+
+/// Block (expert e, b·h): the expert's queries one after another (ascending n), all threads on each. Every
+/// accumulator element has one owning thread, so the sums are made in a fixed order.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) mita_backward_kernel(
+    AttentionView dq, float* __restrict__ p_shared, float* __restrict__ ds_shared, float* __restrict__ routed_dk,
+    float* __restrict__ routed_dv, bool per_expert, AttentionView dout, AttentionView q, AttentionView k,
+    AttentionView v, AttentionView r, AttentionView vh, AttentionView out, const float* __restrict__ lse,
+    MitaRoutingArrays rt, MitaShape s) {
+  constexpr int KP = D + 1;
+  extern __shared__ float4 smem_f4[];
+  const int e = blockIdx.x;
+  const int64_t bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
+  const int m = static_cast<int>(s.m), kk = static_cast<int>(s.k), N = static_cast<int>(s.N);
+  const int32_t* off = rt.offsets + bh * (m + 1);
+  const int first = off[e], count = off[e + 1] - first;
+  if (count == 0) return;
+  const int32_t* queries = rt.order + bh * N + first;
+  const int32_t* ekeys = rt.expert_keys + (bh * m + e) * kk;
+  const int msh = s.shared ? m : 0, S = msh + kk;
+  float* keys = reinterpret_cast<float*>(smem_f4);  // [S][KP], pre-scaled (natural log domain)
+  float* vals = keys + S * KP;                      // [S][KP]
+  float* gk = vals + S * KP;                        // [k][D] routed dK sum
+  float* gv = gk + kk * D;                          // [k][D] routed dV sum
+  float* qrow = gv + kk * D;                        // [D]
+  float* grow = qrow + D;                           // [D]
+  float* prob = grow + D;                           // [S]
+  float* dsl = prob + S;                            // [S]
+  float* scalars = dsl + S;                         // row dot, lse
+  const int tid = threadIdx.x, lane = tid % 32;
+
+  for (int i = tid; i < S * D; i += kThreads) {
+    const int j = i / D, c = i % D;
+    float key, value;
+    load_slot<T>(k, v, r, vh, ekeys, msh, b, h, j, c, s.shared_scale, s.scale, key, value);
+    keys[j * KP + c] = key;
+    vals[j * KP + c] = value;
+  }
+  for (int i = tid; i < kk * D; i += kThreads) gk[i] = gv[i] = 0.f;
+
+  for (int t = 0; t < count; ++t) {
+    const int n = queries[t];
+    __syncthreads();  // slots loaded / the previous query's rows consumed
+    if (tid < D) {
+      qrow[tid] = to_acc(row_at<T>(q, b, h, n)[tid]);
+      grow[tid] = to_acc(row_at<T>(dout, b, h, n)[tid]);
+    }
+    if (tid < 32) {  // dout·out, the softmax's row term
+      float acc = 0.f;
+      for (int c = lane; c < D; c += 32)
+        acc += to_acc(row_at<T>(dout, b, h, n)[c]) * to_acc(row_at<T>(out, b, h, n)[c]);
+      acc = device::warp_sum(acc);
+      if (lane == 0) scalars[0] = acc, scalars[1] = lse[bh * N + n];
+    }
+    __syncthreads();
+    const float row_dot = scalars[0], row_lse = scalars[1];
+    for (int j = tid; j < S; j += kThreads) {
+      float logit = 0.f, dp = 0.f;
+#pragma unroll 8
+      for (int c = 0; c < D; ++c) {
+        logit += qrow[c] * keys[j * KP + c];
+        dp += grow[c] * vals[j * KP + c];
+      }
+      const float pj = expf(logit - row_lse), ds = pj * (dp - row_dot);
+      prob[j] = pj;
+      dsl[j] = ds;
+      if (j < msh) {
+        const int64_t at = (bh * N + n) * m + j;
+        p_shared[at] = pj;
+        ds_shared[at] = ds * s.shared_scale;
+      }
+    }
+    __syncthreads();
+    if (tid < D) {
+      float acc = 0.f;
+      for (int j = 0; j < S; ++j) acc += dsl[j] * keys[j * KP + tid];
+      mutable_row_at<T>(dq, b, h, n)[tid] = from_acc<T>(acc);
+    }
+    for (int i = tid; i < kk * D; i += kThreads) {
+      const int j = msh + i / D, c = i % D;
+      gk[i] += dsl[j] * s.scale * qrow[c];
+      gv[i] += prob[j] * grow[c];
+    }
+  }
+  __syncthreads();
+  if (per_expert) {  // deterministic: one [k][D] block per (b·h, expert), summed per key later
+    float* pk = routed_dk + (bh * m + e) * kk * D;
+    float* pv = routed_dv + (bh * m + e) * kk * D;
+    for (int i = tid; i < kk * D; i += kThreads) pk[i] = gk[i], pv[i] = gv[i];
+  } else {           // atomics into [B·H, N, D]
+    for (int i = tid; i < kk * D; i += kThreads) {
+      const int64_t at = (bh * N + ekeys[i / D]) * D + i % D;
+      atomicAdd(routed_dk + at, gk[i]);
+      atomicAdd(routed_dv + at, gv[i]);
+    }
+  }
+}
+
+/// dk, dv rows from the routed sums. per_expert: a warp per key n adds, over the experts in order, the slot that
+/// holds n (binary search in the ascending key list; empty experts never wrote theirs). Otherwise the [B·H, N, D]
+/// accumulators are converted.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) routed_store_kernel(AttentionView dk, AttentionView dv,
+                                                                const float* __restrict__ routed_dk,
+                                                                const float* __restrict__ routed_dv,
+                                                                bool per_expert, MitaRoutingArrays rt, MitaShape s) {
+  constexpr int PL = D >= 32 ? D / 32 : 1;
+  const int64_t bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
+  const int m = static_cast<int>(s.m), kk = static_cast<int>(s.k), N = static_cast<int>(s.N);
+  const int n = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (n >= N) return;
+  float ak[PL], av[PL];
+#pragma unroll
+  for (int c = 0; c < PL; ++c) ak[c] = av[c] = 0.f;
+  if (per_expert) {
+    const int32_t* off = rt.offsets + bh * (m + 1);
+    for (int e = 0; e < m; ++e) {
+      if (off[e + 1] == off[e]) continue;
+      const int32_t* ekeys = rt.expert_keys + (bh * m + e) * kk;
+      int lo = 0, hi = kk;
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (ekeys[mid] < n) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo == kk || ekeys[lo] != n) continue;
+      const int64_t at = ((bh * m + e) * kk + lo) * D;
+#pragma unroll
+      for (int c = 0; c < PL; ++c)
+        if (lane + 32 * c < D) ak[c] += routed_dk[at + lane + 32 * c], av[c] += routed_dv[at + lane + 32 * c];
+    }
+  } else {
+    const int64_t at = (bh * N + n) * D;
+#pragma unroll
+    for (int c = 0; c < PL; ++c)
+      if (lane + 32 * c < D) ak[c] = routed_dk[at + lane + 32 * c], av[c] = routed_dv[at + lane + 32 * c];
+  }
+  T* rk = mutable_row_at<T>(dk, b, h, n);
+  T* rv = mutable_row_at<T>(dv, b, h, n);
+#pragma unroll
+  for (int c = 0; c < PL; ++c)
+    if (lane + 32 * c < D) rk[lane + 32 * c] = from_acc<T>(ak[c]), rv[lane + 32 * c] = from_acc<T>(av[c]);
+}
+
+template <typename F>
+void dispatch_head_dim(int64_t d, F&& f) {
+  switch (d) {
+    case 16: return f(std::integral_constant<int, 16>{});
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    default: VT_FAIL("[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ", d);
+  }
+}
+
+int max_dynamic_smem() {
+  int dev = 0, bytes = 0;
+  VT_CUDA_CHECK(cudaGetDevice(&dev));
+  VT_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return bytes;
+}
+
+void check_shape(const MitaShape& s) {
+  VT_CHECK(s.B * s.H <= 65535, "[mita_attention] B·H = ", s.B * s.H, " exceeds the 65535 grid rows of the kernels");
+  VT_CHECK(s.N < (int64_t{1} << 31) && s.B * s.H * s.N * s.d < (int64_t{1} << 40), "[mita_attention] N = ", s.N,
+           " is too large");
+}
+
+}  // namespace
+
+void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, const AttentionView& q,
+                            const AttentionView& k, const AttentionView& v, const AttentionView& r,
+                            const AttentionView& v_hat, const MitaRoutingArrays& routing, const MitaShape& s,
+                            cudaStream_t stream) {
+  check_shape(s);
+  device::dispatch_f32_bf16(dtype, "mita_attention", [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_head_dim(s.d, [&](auto dim) {
+      constexpr int D = decltype(dim)::value;
+      const size_t smem = sizeof(float) * (2 * kChunk * (D + 4) + kQueriesPerBlock * D);
+      auto kernel = mita_forward_kernel<T, D>;
+      VT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      // Split an expert's queries over z when experts hold many (about N/m each), so long sequences fill the GPU.
+      const int64_t per_expert = (s.N + s.m - 1) / s.m;
+      const unsigned z = static_cast<unsigned>(std::clamp<int64_t>(per_expert / (2 * kQueriesPerBlock), 1, 64));
+      const dim3 grid(static_cast<unsigned>(s.m), static_cast<unsigned>(s.B * s.H), z);
+      kernel<<<grid, kThreads, smem, stream>>>(out, lse, q, k, v, r, v_hat, routing, s);
+      VT_CUDA_CHECK(cudaGetLastError());
+    });
+  });
+}
+
+int64_t mita_backward_max_slots(int64_t d, int64_t k) {
+  const int64_t budget = max_dynamic_smem() / static_cast<int64_t>(sizeof(float)) - 2 * k * d - 2 * d - 2;
+  return std::max<int64_t>(0, budget / (2 * (d + 1) + 2));
+}
+
+int64_t mita_backward_workspace(const MitaShape& s, bool deterministic) {
+  const int64_t BH = s.B * s.H;
+  return 2 * (deterministic ? BH * s.m * s.k * s.d : BH * s.N * s.d);
+}
+
+void mita_attention_backward(DType dtype, const AttentionView& dq, const AttentionView& dk, const AttentionView& dv,
+                             float* p_shared, float* ds_shared, const AttentionView& dout, const AttentionView& q,
+                             const AttentionView& k, const AttentionView& v, const AttentionView& r,
+                             const AttentionView& v_hat, const AttentionView& out, const float* lse,
+                             const MitaRoutingArrays& routing, const MitaShape& s, bool deterministic,
+                             float* workspace, cudaStream_t stream) {
+  check_shape(s);
+  const int64_t S = (s.shared ? s.m : 0) + s.k;
+  VT_CHECK(S <= mita_backward_max_slots(s.d, s.k), "[mita_attention] the CUDA backward holds an expert's m + k = ",
+           S, " slots in shared memory; at head dim ", s.d, " it fits at most ", mita_backward_max_slots(s.d, s.k));
+  const int64_t half = mita_backward_workspace(s, deterministic) / 2;
+  float* routed_dk = workspace;
+  float* routed_dv = workspace + half;
+  if (!deterministic) VT_CUDA_CHECK(cudaMemsetAsync(workspace, 0, sizeof(float) * 2 * half, stream));
+  device::dispatch_f32_bf16(dtype, "mita_attention", [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_head_dim(s.d, [&](auto dim) {
+      constexpr int D = decltype(dim)::value;
+      const size_t smem = sizeof(float) * backward_smem_floats(S, s.k, D);
+      auto kernel = mita_backward_kernel<T, D>;
+      VT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      const dim3 grid(static_cast<unsigned>(s.m), static_cast<unsigned>(s.B * s.H));
+      kernel<<<grid, kThreads, smem, stream>>>(dq, p_shared, ds_shared, routed_dk, routed_dv, deterministic, dout, q,
+                                               k, v, r, v_hat, out, lse, routing, s);
+      VT_CUDA_CHECK(cudaGetLastError());
+      const dim3 store_grid(static_cast<unsigned>((s.N + kWarps - 1) / kWarps), static_cast<unsigned>(s.B * s.H));
+      routed_store_kernel<T, D><<<store_grid, kThreads, 0, stream>>>(dk, dv, routed_dk, routed_dv, deterministic,
+                                                                      routing, s);
+      VT_CUDA_CHECK(cudaGetLastError());
+    });
+  });
+}
+
+}  // namespace vt::kernels::cuda

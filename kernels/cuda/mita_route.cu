@@ -1,0 +1,228 @@
+// MiTA routing on the GPU (see mita.h): score GEMMs, radix top-k per landmark, arg-max per query, stable
+// grouping of the queries by expert. All on the stream; nothing is read back.
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "kernels/cuda/blas.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
+#include "kernels/cuda/mita.h"
+
+namespace vt::kernels::cuda {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+/// Float bits mapped so that unsigned order is float order (NaN with the sign bit clear sorts above +inf).
+__device__ __forceinline__ uint32_t ordered_bits(float f) {
+  const uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+struct PairSum {
+  __device__ int2 operator()(int2 a, int2 b) const { return make_int2(a.x + b.x, a.y + b.y); }
+};
+
+/// One block per row of x [rows, N]: the k largest entries (ties to the lower index), written in ascending
+/// index order to out [rows, k]. Radix select on the ordered bits (4 passes of 8 bits find the k-th value T
+/// exactly), then one pass in index order keeps every entry > T and the first (k - #greater) entries == T.
+template <int Threads>
+__global__ void __launch_bounds__(Threads) topk_select_kernel(const float* __restrict__ x, int32_t* __restrict__ out,
+                                                              int N, int k) {
+  using Scan = cub::BlockScan<int2, Threads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ int hist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ int s_remaining;
+  const float* row = x + static_cast<int64_t>(blockIdx.x) * N;
+  int32_t* dst = out + static_cast<int64_t>(blockIdx.x) * k;
+  const int tid = threadIdx.x;
+  uint32_t prefix = 0, mask = 0;
+  int remaining = k;  // entries still to take among those matching the prefix
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = tid; i < 256; i += Threads) hist[i] = 0;
+    __syncthreads();
+    for (int i = tid; i < N; i += Threads) {
+      const uint32_t u = ordered_bits(row[i]);
+      if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1);
+    }
+    __syncthreads();
+    if (tid == 0) {
+      int above = 0, bin = 255;
+      for (; bin > 0; --bin) {
+        if (above + hist[bin] >= remaining) break;
+        above += hist[bin];
+      }
+      s_prefix = prefix | (static_cast<uint32_t>(bin) << shift);
+      s_remaining = remaining - above;
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    remaining = s_remaining;
+    mask |= 255u << shift;
+    __syncthreads();  // hist is cleared again by the next pass
+  }
+  const uint32_t threshold = prefix;  // the k-th largest value; `remaining` of its copies are taken
+  int carry_gt = 0, carry_eq = 0;
+  for (int base = 0; base < N; base += Threads) {
+    const int i = base + tid;
+    uint32_t u = 0;
+    if (i < N) u = ordered_bits(row[i]);
+    const int2 flag = make_int2(i < N && u > threshold, i < N && u == threshold);
+    int2 before, total;
+    Scan(scan_storage).ExclusiveScan(flag, before, make_int2(0, 0), PairSum(), total);
+    const int eq_rank = carry_eq + before.y;
+    if (flag.x || (flag.y && eq_rank < remaining))
+      dst[carry_gt + before.x + min(eq_rank, remaining)] = i;
+    carry_gt += total.x;
+    carry_eq += total.y;
+    __syncthreads();  // scan_storage is reused
+  }
+}
+
+/// experts[bh, n] = first argmax_j g[bh, j, n]; also the sort key (bh·m + expert) and the query index.
+__global__ void argmax_experts_kernel(const float* __restrict__ g, int32_t* __restrict__ experts,
+                                      int32_t* __restrict__ sort_keys, int32_t* __restrict__ sort_values, int64_t BH,
+                                      int N, int m) {
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < BH * N;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t bh = t / N;
+    const int n = static_cast<int>(t % N);
+    const float* col = g + bh * m * N + n;
+    float best = -INFINITY;
+    int arg = 0;
+    for (int j = 0; j < m; ++j) {
+      const float v = col[static_cast<int64_t>(j) * N];
+      if (v > best) best = v, arg = j;
+    }
+    experts[t] = arg;
+    sort_keys[t] = static_cast<int32_t>(bh * m + arg);
+    sort_values[t] = n;
+  }
+}
+
+/// offsets[bh, j] = number of queries of (b, h) whose expert is < j, from the sorted keys.
+__global__ void expert_offsets_kernel(const int32_t* __restrict__ sorted_keys, int32_t* __restrict__ offsets,
+                                      int64_t BH, int N, int m) {
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < BH * (m + 1);
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t bh = t / (m + 1);
+    const int32_t key = static_cast<int32_t>(bh * m + t % (m + 1));
+    const int32_t* seg = sorted_keys + bh * N;
+    int lo = 0, hi = N;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (seg[mid] < key) lo = mid + 1;
+      else hi = mid;
+    }
+    offsets[t] = lo;
+  }
+}
+
+/// scores[b, h] [m, N] = r[b, h] · x[b, h]ᵀ in f32, one batched GEMM per head.
+void landmark_scores(DType dtype, const AttentionView& r, const AttentionView& x, const MitaShape& s, float* scores,
+                     cudaStream_t stream) {
+  const size_t es = dtype_size(dtype);
+  for (int64_t h = 0; h < s.H; ++h) {
+    GemmLtArgs a;
+    a.in_dtype = dtype;
+    a.out_dtype = DType::f32;
+    a.batch = s.B;
+    a.M = s.m;
+    a.N = s.N;
+    a.K = s.d;
+    a.A = {static_cast<const char*>(r.data) + h * r.head_stride * es, false, r.row_stride, r.batch_stride};
+    a.B = {static_cast<const char*>(x.data) + h * x.head_stride * es, true, x.row_stride, x.batch_stride};
+    a.C = scores + h * s.m * s.N;
+    a.ldc = s.N;
+    a.stride_c = s.H * s.m * s.N;
+    a.stream = stream;
+    gemm_lt(a);
+  }
+}
+
+int end_bit_for(int64_t values) {
+  int bits = 1;
+  while ((int64_t{1} << bits) < values) ++bits;
+  return bits;
+}
+
+struct RouteBuffers {
+  float* scores;
+  int32_t *keys_in, *keys_out, *values_in;
+  void* sort_temp;
+  size_t sort_bytes;
+};
+
+size_t sort_temp_bytes(int64_t items) {
+  size_t bytes = 0;
+  VT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const int32_t*>(nullptr),
+                                                static_cast<int32_t*>(nullptr), static_cast<const int32_t*>(nullptr),
+                                                static_cast<int32_t*>(nullptr), static_cast<int>(items)));
+  return bytes;
+}
+
+RouteBuffers carve(void* workspace, const MitaShape& s) {
+  const int64_t BH = s.B * s.H, items = BH * s.N;
+  char* p = static_cast<char*>(workspace);
+  RouteBuffers b;
+  b.scores = reinterpret_cast<float*>(p);
+  p += round_up(sizeof(float) * BH * s.m * s.N);
+  b.keys_in = reinterpret_cast<int32_t*>(p);
+  p += round_up(sizeof(int32_t) * items);
+  b.keys_out = reinterpret_cast<int32_t*>(p);
+  p += round_up(sizeof(int32_t) * items);
+  b.values_in = reinterpret_cast<int32_t*>(p);
+  p += round_up(sizeof(int32_t) * items);
+  b.sort_temp = p;
+  b.sort_bytes = sort_temp_bytes(items);
+  return b;
+}
+
+}  // namespace
+
+bool mita_supports_head_dim(int64_t d) { return d == 16 || d == 32 || d == 64 || d == 128; }
+
+size_t mita_route_workspace_bytes(const MitaShape& s) {
+  const int64_t BH = s.B * s.H, items = BH * s.N;
+  return round_up(sizeof(float) * BH * s.m * s.N) + 3 * round_up(sizeof(int32_t) * items) +
+         round_up(sort_temp_bytes(items));
+}
+
+void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r,
+                const MitaShape& s, int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets,
+                void* workspace, cudaStream_t stream) {
+  VT_CHECK(dtype == DType::f32 || dtype == DType::bf16, "[mita_route] CUDA kernel needs f32 or bf16, got ",
+           dtype_name(dtype));
+  VT_CHECK(s.N <= (int64_t{1} << 30) && s.B * s.H * s.N <= (int64_t{1} << 31) - 1 &&
+               s.B * s.H * s.m <= (int64_t{1} << 30),
+           "[mita_route] sizes exceed the 32-bit index range: B·H·N = ", s.B * s.H * s.N);
+  const int64_t BH = s.B * s.H, items = BH * s.N;
+  const int N = static_cast<int>(s.N), m = static_cast<int>(s.m), kk = static_cast<int>(s.k);
+  RouteBuffers buf = carve(workspace, s);
+
+  // Expert construction: the top-k keys of every landmark row of r·kᵀ.
+  landmark_scores(dtype, r, k, s, buf.scores, stream);
+  const unsigned rows = static_cast<unsigned>(BH * s.m);
+  if (s.N >= 8192) topk_select_kernel<1024><<<rows, 1024, 0, stream>>>(buf.scores, expert_keys, N, kk);
+  else topk_select_kernel<256><<<rows, 256, 0, stream>>>(buf.scores, expert_keys, N, kk);
+  VT_CUDA_CHECK(cudaGetLastError());
+
+  // Routing: the arg-max landmark of every query in r·qᵀ (the score buffer is reused).
+  landmark_scores(dtype, r, q, s, buf.scores, stream);
+  argmax_experts_kernel<<<device::grid_for(items, 256), 256, 0, stream>>>(buf.scores, experts, buf.keys_in,
+                                                                          buf.values_in, BH, N, m);
+  VT_CUDA_CHECK(cudaGetLastError());
+
+  // Grouping: a stable radix sort by (b, h, expert) keeps ascending n inside each expert.
+  size_t bytes = buf.sort_bytes;
+  VT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(buf.sort_temp, bytes, buf.keys_in, buf.keys_out, buf.values_in,
+                                                order, static_cast<int>(items), 0, end_bit_for(BH * s.m), stream));
+  expert_offsets_kernel<<<device::grid_for(BH * (s.m + 1), 256), 256, 0, stream>>>(buf.keys_out, offsets, BH, N,
+                                                                                    m);
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,259 @@
+// Fused MiTA ops (see mita.h): argument checks, allocation, the CPU or CUDA kernels (kernels/*/mita.h), and the
+// joint attention's backward node. On CUDA the backward's shared-branch sums dR and dV̂ are GEMMs over the
+// per-query probabilities and logit gradients that the kernel writes.
+#include "ops/mita.h"
+
+#include "autograd/node.h"
+#include "kernels/cpu/mita.h"
+#include "ops/matmul.h"
+
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/mita.h"
+#include "kernels/cuda/stream.h"
+#endif
+
+namespace vt::ops {
+
+namespace {
+
+/// t, or a copy when its last dim is not contiguous (the kernels step over rows, not elements).
+Tensor row_contiguous(const Tensor& t) {
+  Tensor x = t.detach();
+  return x.strides()[3] == 1 || x.size(3) == 1 ? x : x.contiguous();
+}
+
+/// A new [B, H, N, d] tensor whose memory is laid out [B, N, H, d].
+Tensor empty_bnhd(int64_t B, int64_t H, int64_t N, int64_t d, DType dtype, Device dev) {
+  Tensor base = Tensor::empty({B, N, H, d}, dtype, dev);
+  return make_view(base, {B, H, N, d}, {N * H * d, d, H * d, 1}, 0);
+}
+
+kernels::cpu::HeadView cpu_view(const Tensor& t) {
+  return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
+}
+
+kernels::cpu::MitaIndex cpu_index(const MitaRouting& r) {
+  return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(),
+          r.offsets.data<int32_t>()};
+}
+
+#ifdef VT_WITH_CUDA
+namespace kc = kernels::cuda;
+
+kc::AttentionView cuda_view(const Tensor& t) {
+  return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
+}
+
+kc::MitaRoutingArrays cuda_index(const MitaRouting& r) {
+  return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(),
+          r.offsets.data<int32_t>()};
+}
+
+kc::MitaShape cuda_shape(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
+  return {q.size(0), q.size(1), q.size(2), m, k, q.size(3), static_cast<float>(o.scale),
+          static_cast<float>(o.shared_scale), o.shared};
+}
+#endif
+
+kernels::cpu::MitaSizes cpu_sizes(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
+  return {q.size(0), q.size(1), q.size(2), m, k, q.size(3), o.scale, o.shared_scale, o.shared};
+}
+
+void check_float_dtype(const char* op, const Tensor& t, Device dev) {
+  const DType dt = t.dtype();
+  if (dev.is_cuda())
+    VT_CHECK(dt == DType::f32 || dt == DType::bf16, "[", op, "] CUDA needs f32 or bf16 operands, got ", t.describe());
+  else
+    VT_CHECK(dt == DType::f32 || dt == DType::f64, "[", op, "] CPU needs f32 or f64 operands, got ", t.describe());
+}
+
+void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev) {
+  const int64_t B = q.size(0), H = q.size(1), N = q.size(2);
+  for (const Tensor* t : {&r.expert_keys, &r.experts, &r.order, &r.offsets})
+    VT_CHECK(t->defined() && t->dtype() == DType::i32 && t->is_contiguous() && t->device() == dev,
+             "[mita_attention] routing tensors must be contiguous i32 on ", dev.str(), ", got ",
+             t->defined() ? t->describe() : std::string("an undefined tensor"));
+  VT_CHECK(r.expert_keys.dim() == 4 && r.expert_keys.size(0) == B && r.expert_keys.size(1) == H &&
+               r.expert_keys.size(2) == m,
+           "[mita_attention] routing.expert_keys ", r.expert_keys.describe(), " should be [", B, ", ", H, ", ", m,
+           ", k]");
+  VT_CHECK(r.experts.shape() == Shape({B, H, N}) && r.order.shape() == Shape({B, H, N}) &&
+               r.offsets.shape() == Shape({B, H, m + 1}),
+           "[mita_attention] routing experts/order ", r.experts.describe(), " should be [", B, ", ", H, ", ", N,
+           "] and offsets ", r.offsets.describe(), " [", B, ", ", H, ", ", m + 1, "]");
+}
+
+struct MitaAttentionBackward : Node {
+  Tensor q, k, v, r, v_hat, out, lse;  // detached; lse only on CUDA
+  MitaRouting routing;
+  MitaAttentionOptions options;
+  const char* name() const override { return "MitaAttentionBackward"; }
+
+  std::vector<Tensor> backward(const Tensor& grad) override {
+    const Device dev = q.device();
+    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = routing.offsets.size(2) - 1,
+                  kk = routing.expert_keys.size(3);
+    const DType dt = q.dtype();
+    Tensor dout = row_contiguous(grad.dtype() == dt ? grad : grad.to(dt));
+    Tensor dq = empty_bnhd(B, H, N, d, dt, dev), dk = empty_bnhd(B, H, N, d, dt, dev),
+           dv = empty_bnhd(B, H, N, d, dt, dev);
+    Tensor dr, dvh;
+    if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+      kc::DeviceGuard guard(dev.index);
+      const kc::MitaShape s = cuda_shape(q, m, kk, options);
+      Tensor p_shared, ds_shared;
+      if (options.shared) {
+        p_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
+        ds_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
+      }
+      Tensor workspace = Tensor::empty({kc::mita_backward_workspace(s, options.deterministic)}, DType::f32, dev);
+      const Tensor& rr = options.shared ? r : q;
+      const Tensor& vv = options.shared ? v_hat : q;
+      kc::mita_attention_backward(dt, cuda_view(dq), cuda_view(dk), cuda_view(dv),
+                                  options.shared ? p_shared.data<float>() : nullptr,
+                                  options.shared ? ds_shared.data<float>() : nullptr, cuda_view(dout), cuda_view(q),
+                                  cuda_view(k), cuda_view(v), cuda_view(rr), cuda_view(vv), cuda_view(out),
+                                  lse.data<float>(), cuda_index(routing), s, options.deterministic,
+                                  workspace.data<float>(), kc::current_stream());
+      if (options.shared) {
+        NoGradGuard no_grad;
+        dvh = matmul(p_shared.transpose(-2, -1), dout).to(dt);  // Σ_n p_nj·dO_n
+        dr = matmul(ds_shared.transpose(-2, -1), q).to(dt);     // Σ_n shared_scale·ds_nj·q_n
+      }
+#endif
+    } else {
+      if (options.shared) {
+        dr = Tensor::empty({B, H, m, d}, dt, dev);
+        dvh = Tensor::empty({B, H, m, d}, dt, dev);
+      }
+      const kernels::cpu::HeadView none{};
+      kernels::cpu::mita_attention_backward(dt, cpu_view(dq), cpu_view(dk), cpu_view(dv),
+                                            options.shared ? cpu_view(dr) : none,
+                                            options.shared ? cpu_view(dvh) : none, cpu_view(dout), cpu_view(q),
+                                            cpu_view(k), cpu_view(v), options.shared ? cpu_view(r) : none,
+                                            options.shared ? cpu_view(v_hat) : none, cpu_index(routing),
+                                            cpu_sizes(q, m, kk, options));
+    }
+    std::vector<Tensor> grads{needs_grad(0) ? dq : Tensor(), needs_grad(1) ? dk : Tensor(),
+                              needs_grad(2) ? dv : Tensor()};
+    if (options.shared) {
+      grads.push_back(needs_grad(3) ? dr : Tensor());
+      grads.push_back(needs_grad(4) ? dvh : Tensor());
+    }
+    return grads;
+  }
+  void release() override {
+    q = k = v = r = v_hat = out = lse = Tensor();
+    routing = MitaRouting{};
+  }
+};
+
+}  // namespace
+
+MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& landmarks, int64_t topk) {
+  for (const Tensor* t : {&q_in, &k_in, &landmarks})
+    VT_CHECK(t->defined() && t->dim() == 4, "[mita_route] q, k, landmarks must be [B, H, rows, d], got ",
+             t->defined() ? t->describe() : std::string("an undefined tensor"));
+  VT_CHECK(q_in.shape() == k_in.shape(), "[mita_route] q ", q_in.describe(), " and k ", k_in.describe(),
+           " must have the same shape");
+  VT_CHECK(landmarks.size(0) == q_in.size(0) && landmarks.size(1) == q_in.size(1) &&
+               landmarks.size(3) == q_in.size(3),
+           "[mita_route] landmarks ", landmarks.describe(), " do not match q ", q_in.describe());
+  VT_CHECK(q_in.dtype() == k_in.dtype() && q_in.dtype() == landmarks.dtype(), "[mita_route] dtypes differ: q ",
+           q_in.describe(), ", k ", k_in.describe(), ", landmarks ", landmarks.describe());
+  const int64_t B = q_in.size(0), H = q_in.size(1), N = q_in.size(2), d = q_in.size(3), m = landmarks.size(2);
+  VT_CHECK(topk >= 1 && topk <= N, "[mita_route] k = ", topk, " keys per expert must be in [1, N = ", N, "]");
+  VT_CHECK(m >= 1, "[mita_route] needs at least one landmark");
+  const Device dev = common_device("mita_route", {&q_in, &k_in, &landmarks});
+  check_float_dtype("mita_route", q_in, dev);
+  Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), r = row_contiguous(landmarks);
+  MitaRouting out;
+  out.expert_keys = Tensor::empty({B, H, m, topk}, DType::i32, dev);
+  out.experts = Tensor::empty({B, H, N}, DType::i32, dev);
+  out.order = Tensor::empty({B, H, N}, DType::i32, dev);
+  out.offsets = Tensor::empty({B, H, m + 1}, DType::i32, dev);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kc::DeviceGuard guard(dev.index);
+    const kc::MitaShape s{B, H, N, m, topk, d, 1.f, 1.f, true};
+    Tensor workspace = Tensor::empty({static_cast<int64_t>(kc::mita_route_workspace_bytes(s))}, DType::u8, dev);
+    kc::mita_route(q.dtype(), cuda_view(q), cuda_view(k), cuda_view(r), s, out.expert_keys.data<int32_t>(),
+                   out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>(),
+                   workspace.raw_data(), kc::current_stream());
+#else
+    fail_without_cuda("mita_route", dev);
+#endif
+  } else {
+    kernels::cpu::MitaSizes s{B, H, N, m, topk, d};
+    kernels::cpu::mita_route(q.dtype(), cpu_view(q), cpu_view(k), cpu_view(r), s, out.expert_keys.data<int32_t>(),
+                             out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>());
+  }
+  return out;
+}
+
+Tensor mita_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& landmarks,
+                      const Tensor& v_hat_in, const MitaRouting& routing, const MitaAttentionOptions& options) {
+  for (const Tensor* t : {&q_in, &k_in, &v_in})
+    VT_CHECK(t->defined() && t->dim() == 4, "[mita_attention] q, k, v must be [B, H, N, d], got ",
+             t->defined() ? t->describe() : std::string("an undefined tensor"));
+  VT_CHECK(q_in.shape() == k_in.shape() && q_in.shape() == v_in.shape(), "[mita_attention] q ", q_in.describe(),
+           ", k ", k_in.describe(), " and v ", v_in.describe(), " must have the same shape");
+  VT_CHECK(q_in.dtype() == k_in.dtype() && q_in.dtype() == v_in.dtype(), "[mita_attention] q, k, v dtypes differ");
+  const Device dev = common_device("mita_attention", {&q_in, &k_in, &v_in});
+  check_float_dtype("mita_attention", q_in, dev);
+  VT_CHECK(routing.offsets.defined() && routing.offsets.dim() == 3,
+           "[mita_attention] routing.offsets must be [B, H, m + 1]");
+  const int64_t B = q_in.size(0), H = q_in.size(1), N = q_in.size(2), d = q_in.size(3),
+                m = routing.offsets.size(2) - 1;
+  check_routing(routing, q_in, m, dev);
+  const int64_t kk = routing.expert_keys.size(3);
+  VT_CHECK(kk >= 1 && kk <= N, "[mita_attention] routing has k = ", kk, " keys per expert for N = ", N);
+  if (options.shared) {
+    for (const Tensor* t : {&landmarks, &v_hat_in}) {
+      VT_CHECK(t->defined() && t->shape() == Shape({B, H, m, d}), "[mita_attention] landmarks and v_hat must be [",
+               B, ", ", H, ", ", m, ", ", d, "], got ", t->defined() ? t->describe() : std::string("undefined"));
+      VT_CHECK(t->dtype() == q_in.dtype() && t->device() == dev, "[mita_attention] landmarks/v_hat ", t->describe(),
+               " must match q ", q_in.describe());
+    }
+  }
+  Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), v = row_contiguous(v_in);
+  Tensor r = options.shared ? row_contiguous(landmarks) : Tensor();
+  Tensor vh = options.shared ? row_contiguous(v_hat_in) : Tensor();
+  Tensor out = empty_bnhd(B, H, N, d, q.dtype(), dev);
+  Tensor lse;
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kc::DeviceGuard guard(dev.index);
+    VT_CHECK(kc::mita_supports_head_dim(d), "[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ",
+             d);
+    lse = Tensor::empty({B, H, N}, DType::f32, dev);
+    kc::mita_attention_forward(q.dtype(), cuda_view(out), lse.data<float>(), cuda_view(q), cuda_view(k),
+                               cuda_view(v), cuda_view(options.shared ? r : q), cuda_view(options.shared ? vh : q),
+                               cuda_index(routing), cuda_shape(q, m, kk, options), kc::current_stream());
+#else
+    fail_without_cuda("mita_attention", dev);
+#endif
+  } else {
+    const kernels::cpu::HeadView none{};
+    kernels::cpu::mita_attention_forward(q.dtype(), cpu_view(out), cpu_view(q), cpu_view(k), cpu_view(v),
+                                         options.shared ? cpu_view(r) : none, options.shared ? cpu_view(vh) : none,
+                                         cpu_index(routing), cpu_sizes(q, m, kk, options));
+  }
+  const bool grad = options.shared ? any_requires_grad({&q_in, &k_in, &v_in, &landmarks, &v_hat_in})
+                                   : any_requires_grad({&q_in, &k_in, &v_in});
+  if (grad) {
+    auto node = std::make_shared<MitaAttentionBackward>();
+    node->q = q, node->k = k, node->v = v, node->r = r, node->v_hat = vh;
+    node->out = out.detach();
+    node->lse = lse;
+    node->routing = routing;
+    node->options = options;
+    if (options.shared) attach_node(out, node, {&q_in, &k_in, &v_in, &landmarks, &v_hat_in});
+    else attach_node(out, node, {&q_in, &k_in, &v_in});
+  }
+  return out;
+}
+
+}  // namespace vt::ops

@@ -1,0 +1,39 @@
+// The two halves of fused MiTA (docs/mita-spec.md §2.3, s = 1): the discrete routing (no gradient) and the
+// joint-softmax attention over [m shared ∪ k routed] slots (one autograd node). models/mita.cpp composes them
+// with the landmark pooling and the V̂ attention; its op-by-op composite stays the oracle they are tested against.
+//
+// Operands are head-split views [B, H, rows, d] (any strides, typically views of a packed qkv); results that are
+// [B, H, N, d] are laid out [B, N, H, d] in memory, so transpose(1, 2).reshape({B, N, H·d}) is free.
+// Index tensors are i32 on the operands' device. Nothing here synchronises the host.
+#pragma once
+#include "tensor/tensor.h"
+
+namespace vt::ops {
+
+/// Which keys each expert owns and which expert each query goes to, per (batch, head).
+struct MitaRouting {
+  Tensor expert_keys;  ///< [B, H, m, k] i32: I_j, the k keys with the largest r_j·k_n (ties: lower n), ascending
+  Tensor experts;      ///< [B, H, N] i32: e(n) = argmax_j r_j·q_n (first j on ties)
+  Tensor order;        ///< [B, H, N] i32: queries sorted by expert, ascending n within an expert
+  Tensor offsets;      ///< [B, H, m + 1] i32: expert j's queries are order[offsets[j] .. offsets[j + 1])
+};
+
+/// Routing from the unscaled scores r·kᵀ (top-k per landmark) and r·qᵀ (arg-max per query), computed in f32
+/// (f64 for f64 inputs). q, k [B, H, N, d], landmarks [B, H, m, d], same dtype (f32/f64 on CPU, f32/bf16 on CUDA).
+MitaRouting mita_route(const Tensor& q, const Tensor& k, const Tensor& landmarks, int64_t topk);
+
+struct MitaAttentionOptions {
+  double scale = 1.0;         ///< routed logits: scale·q·k (1/√d)
+  double shared_scale = 1.0;  ///< shared logits: shared_scale·q·r (official 1/d)
+  bool shared = true;         ///< false: route-only (softmax over the k routed slots alone; landmarks, v_hat unused)
+  bool deterministic = false; ///< CUDA backward without float atomics (same bits run to run); CPU always is
+};
+
+/// o_n = Σ softmax([shared_scale·q_n·R ; scale·q_n·K_I]) · [V̂ ; V_I] with I = expert_keys[e(n)], per (b, h).
+/// q, k, v [B, H, N, d]; landmarks, v_hat [B, H, m, d]; all one float dtype (CUDA bf16: f32 accumulation and
+/// softmax statistics, bf16 output). Differentiable in q, k, v, landmarks and v_hat; the routing is fixed.
+/// Returns [B, H, N, d] laid out [B, N, H, d].
+Tensor mita_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
+                      const Tensor& v_hat, const MitaRouting& routing, const MitaAttentionOptions& options);
+
+}  // namespace vt::ops
