@@ -57,13 +57,7 @@ Tensor fused_mita(const Tensor& Q, const Tensor& K, const Tensor& V, const Tenso
     if (active_tap) active_tap->routings.push_back(moved(routing, cpu()));
   }
   Tensor V_hat;
-  if (!o.route_only) {
-    // V̂ = softmax(R Kᵀ/√d) V with f32 logits also for bf16 operands; the kernel takes it in Q's dtype.
-    const bool low = Q.dtype() == DType::bf16;
-    Tensor Rf = low ? R.to(DType::f32) : R, Kf = low ? K.to(DType::f32) : K;
-    V_hat = ops::matmul(ops::softmax(ops::matmul(Rf * scale, Kf.transpose(-2, -1)), -1), V);
-    if (V_hat.dtype() != Q.dtype()) V_hat = V_hat.to(Q.dtype());
-  }
+  if (!o.route_only) V_hat = ops::mita_shared_values(R, K, V, scale);  // V̂ = softmax(R Kᵀ/√d) V
   ops::MitaAttentionOptions ao;
   ao.scale = scale;
   ao.shared_scale = shared_scale;

@@ -16,8 +16,10 @@ struct BlockList : nn::Module {
 Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path_(drop_path) {
   const int64_t D = cfg.embed_dim;
   norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
-  // The token count lets make_attention check the shape-dependent settings (model.attention.m, k, ...) now.
-  const int64_t grid = cfg.patch_size > 0 ? cfg.img_size / cfg.patch_size : 0, tokens = 1 + grid * grid;
+  // The token count lets make_attention check the shape-dependent settings (model.attention.m, k, ...) now;
+  // 0 (unknown) without a patch grid (patch_size 0: models/sequence_model's blocks see any N).
+  const int64_t grid = cfg.patch_size > 0 ? cfg.img_size / cfg.patch_size : 0;
+  const int64_t tokens = grid > 0 ? 1 + grid * grid : 0;
   attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen, tokens));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(D, static_cast<int64_t>(D * cfg.mlp_ratio), cfg.drop_rate, gen));

@@ -53,6 +53,16 @@ void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, c
                             const AttentionView& v_hat, const MitaRoutingArrays& routing, const MitaShape& s,
                             cudaStream_t stream);
 
+/// f32 scratch elements mita_landmark_attention_forward needs.
+int64_t mita_landmark_workspace(const MitaShape& s);
+
+/// v_hat [B, H, m, d] = softmax(s.scale·r·kᵀ)·v, forward only, bf16 with f32 softmax statistics, on tensor cores
+/// (the keys are split into slices so that few landmarks still fill the GPU; the slices are merged exactly).
+/// Needs mita_mma_usable operands (kernels/cuda/mita_mma.h).
+void mita_landmark_attention_forward(const AttentionView& v_hat, const AttentionView& r, const AttentionView& k,
+                                     const AttentionView& v, const MitaShape& s, float* workspace,
+                                     cudaStream_t stream);
+
 /// Largest m + k (shared + routed slots) the backward kernel holds in shared memory for head dim d.
 int64_t mita_backward_max_slots(int64_t d, int64_t k);
 

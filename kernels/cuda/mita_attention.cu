@@ -5,6 +5,7 @@
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/device/row_reductions.cuh"
 #include "kernels/cuda/mita.h"
+#include "kernels/cuda/mita_mma.h"
 
 namespace vt::kernels::cuda {
 
@@ -346,6 +347,8 @@ void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, c
                             const AttentionView& v_hat, const MitaRoutingArrays& routing, const MitaShape& s,
                             cudaStream_t stream) {
   check_shape(s);
+  if (dtype == DType::bf16 && mita_mma_usable(s, {&out, &q, &k, &v, &r, &v_hat}))
+    return mita_joint_forward_mma(out, lse, q, k, v, r, v_hat, routing, s, stream);
   device::dispatch_f32_bf16(dtype, "mita_attention", [&](auto tag) {
     using T = decltype(tag);
     dispatch_head_dim(s.d, [&](auto dim) {

@@ -7,6 +7,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/mita.h"
+#include "kernels/cuda/mita_mma.h"
 
 namespace vt::kernels::cuda {
 
@@ -210,11 +211,16 @@ void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, con
   else topk_select_kernel<256><<<rows, 256, 0, stream>>>(buf.scores, expert_keys, N, kk);
   VT_CUDA_CHECK(cudaGetLastError());
 
-  // Routing: the arg-max landmark of every query in r·qᵀ (the score buffer is reused).
-  landmark_scores(dtype, r, q, s, buf.scores, stream);
-  argmax_experts_kernel<<<device::grid_for(items, 256), 256, 0, stream>>>(buf.scores, experts, buf.keys_in,
-                                                                          buf.values_in, BH, N, m);
-  VT_CUDA_CHECK(cudaGetLastError());
+  // Routing: the arg-max landmark of every query in r·qᵀ: on tensor cores without storing the scores, or from
+  // an f32 GEMM into the (reused) score buffer.
+  if (dtype == DType::bf16 && mita_mma_usable(s, {&q, &r})) {
+    mita_argmax_mma(q, r, s, experts, buf.keys_in, buf.values_in, stream);
+  } else {
+    landmark_scores(dtype, r, q, s, buf.scores, stream);
+    argmax_experts_kernel<<<device::grid_for(items, 256), 256, 0, stream>>>(buf.scores, experts, buf.keys_in,
+                                                                            buf.values_in, BH, N, m);
+    VT_CUDA_CHECK(cudaGetLastError());
+  }
 
   // Grouping: a stable radix sort by (b, h, expert) keeps ascending n inside each expert.
   size_t bytes = buf.sort_bytes;

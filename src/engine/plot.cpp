@@ -4,11 +4,13 @@
 #include <png.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "core/error.h"
@@ -46,7 +48,7 @@ struct Rgb {
   uint8_t r, g, b;
 };
 constexpr Rgb kBlue{31, 119, 180}, kOrange{255, 127, 14}, kGreen{44, 160, 44}, kGrid{225, 225, 225},
-    kFrame{60, 60, 60}, kText{30, 30, 30};
+    kFrame{60, 60, 60}, kText{30, 30, 30}, kRed{214, 39, 40}, kPurple{148, 103, 189}, kBrown{140, 86, 75};
 
 class Canvas {
  public:
@@ -74,7 +76,17 @@ class Canvas {
         {'0', "111101101101111"}, {'1', "010110010010111"}, {'2', "111001111100111"}, {'3', "111001111001111"},
         {'4', "101101111001001"}, {'5', "111100111001111"}, {'6', "111100111101111"}, {'7', "111001010010010"},
         {'8', "111101111101111"}, {'9', "111101111001111"}, {'.', "000000000000010"}, {'-', "000000111000000"},
-        {'+', "000010111010000"}, {'e', "000111101110111"}, {'%', "101001010100101"}};
+        {'+', "000010111010000"}, {'e', "000111101110111"}, {'%', "101001010100101"},
+        // Upper-case letters and a few signs for chart titles and legends (plot_xy_log).
+        {'A', "010101111101101"}, {'B', "110101110101110"}, {'C', "011100100100011"}, {'D', "110101101101110"},
+        {'E', "111100110100111"}, {'F', "111100110100100"}, {'G', "011100101101011"}, {'H', "101101111101101"},
+        {'I', "111010010010111"}, {'J', "001001001101010"}, {'K', "101101110101101"}, {'L', "100100100100111"},
+        {'M', "101111111101101"}, {'N', "110101101101101"}, {'O', "010101101101010"}, {'P', "110101110100100"},
+        {'Q', "010101101110011"}, {'R', "110101110101101"}, {'S', "011100010001110"}, {'T', "111010010010010"},
+        {'U', "101101101101111"}, {'V', "101101101101010"}, {'W', "101101111111101"}, {'X', "101101010101101"},
+        {'Y', "101101010010010"}, {'Z', "111001010100111"}, {'/', "001001010100100"}, {'(', "010100100100010"},
+        {')', "010001001001010"}, {':', "000010000010000"}, {'_', "000000000000111"}, {'=', "000111000111000"},
+        {'x', "000101010101000"}};
     int cx = x;
     for (char ch : s) {
       auto it = glyphs.find(ch);
@@ -224,6 +236,78 @@ std::vector<std::string> plot_metrics(const std::vector<MetricRow>& rows, const 
   chart("lr.png", {collect(rows, "step", "lr", kBlue, "train_loss")});
   chart("top1.png", {collect(rows, "epoch", "test_top1", kBlue), collect(rows, "epoch", "ema_top1", kOrange)});
   return written;
+}
+
+void plot_xy_log(const std::vector<XYSeries>& series, const std::string& path, const std::string& title) {
+  constexpr int W = 900, H = 560, L = 70, R = 20, T = 40, B = 50;
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  for (const auto& s : series)
+    for (auto [x, y] : s.points)
+      if (x > 0 && y > 0 && std::isfinite(x) && std::isfinite(y)) {
+        x0 = std::min(x0, std::log10(x)), x1 = std::max(x1, std::log10(x));
+        y0 = std::min(y0, std::log10(y)), y1 = std::max(y1, std::log10(y));
+      }
+  VT_CHECK(std::isfinite(x0), "[plot] '", path, "': no positive finite point to draw on log axes");
+  // The data range padded by 5% of its span (a single value gets ±0.1 decade); grid lines at whole decades.
+  auto pad = [](double& lo, double& hi) {
+    const double p = hi > lo ? 0.05 * (hi - lo) : 0.1;
+    lo -= p, hi += p;
+  };
+  pad(x0, x1), pad(y0, y1);
+  Canvas c(W, H);
+  auto px = [&](double x) {
+    return L + static_cast<int>(std::lround((std::log10(x) - x0) / (x1 - x0) * (W - L - R - 1)));
+  };
+  auto py = [&](double y) {
+    return H - B - static_cast<int>(std::lround((std::log10(y) - y0) / (y1 - y0) * (H - T - B - 1)));
+  };
+  auto decade = [](double e) { return "1E" + std::to_string(static_cast<int>(e)); };
+  for (double e = std::ceil(x0); e <= x1; ++e) {
+    const int gx = px(std::pow(10.0, e));
+    c.line(gx, T, gx, H - B, kGrid);
+    c.text(gx - 8, H - B + 10, decade(e));
+  }
+  for (double e = std::ceil(y0); e <= y1; ++e) {
+    const int gy = py(std::pow(10.0, e));
+    c.line(L, gy, W - R, gy, kGrid);
+    c.text(8, gy - 5, decade(e));
+  }
+  if (std::ceil(x0) > x1) {  // no decade inside: label the ends
+    c.text(L, H - B + 10, short_number(std::pow(10.0, x0)));
+    c.text(W - R - 70, H - B + 10, short_number(std::pow(10.0, x1)));
+  }
+  if (std::ceil(y0) > y1) {
+    c.text(4, H - B - 10, short_number(std::pow(10.0, y0)));
+    c.text(4, T, short_number(std::pow(10.0, y1)));
+  }
+  c.line(L, T, W - R, T, kFrame), c.line(L, H - B, W - R, H - B, kFrame);
+  c.line(L, T, L, H - B, kFrame), c.line(W - R, T, W - R, H - B, kFrame);
+  static const Rgb palette[] = {kBlue, kOrange, kGreen, kRed, kPurple, kBrown};
+  auto upper = [](std::string t) {
+    for (char& ch : t) ch = ch == 'x' ? ch : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  if (!title.empty()) c.text(L, 12, upper(title));
+  for (size_t i = 0; i < series.size(); ++i) {
+    const Rgb color = palette[i % std::size(palette)];
+    bool have_prev = false;
+    int prev_x = 0, prev_y = 0;
+    for (auto [x, y] : series[i].points) {
+      if (!(x > 0 && y > 0 && std::isfinite(x) && std::isfinite(y))) {  // a gap: e.g. a run that failed
+        have_prev = false;
+        continue;
+      }
+      const int ax = px(x), ay = py(y);
+      for (int d = -3; d <= 3; ++d) c.line(ax - 3, ay + d, ax + 3, ay + d, color);  // a square marker
+      if (have_prev) c.line(prev_x, prev_y, ax, ay, color, 2);
+      have_prev = true, prev_x = ax, prev_y = ay;
+    }
+    // Legend at the bottom left inside the frame: empty for falling curves such as throughput vs N.
+    const int ly = H - B - 14 - 16 * static_cast<int>(series.size() - i);
+    c.line(L + 10, ly + 4, L + 34, ly + 4, color, 3);
+    c.text(L + 42, ly, upper(series[i].name));
+  }
+  c.save(path);
 }
 
 }  // namespace vt::engine

@@ -4,6 +4,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vt::engine {
@@ -19,5 +20,17 @@ std::vector<MetricRow> read_metrics(const std::string& path);
 /// (test top-1 and EMA top-1 per epoch) into `out_dir` from `rows`; charts without data are skipped. Returns
 /// the paths written.
 std::vector<std::string> plot_metrics(const std::vector<MetricRow>& rows, const std::string& out_dir);
+
+/// One named line of an XY chart: (x, y) points in drawing order.
+struct XYSeries {
+  std::string name;
+  std::vector<std::pair<double, double>> points;
+};
+
+/// Writes a PNG chart of `series` with log10 x and y axes to `path`: the data range padded by 5%, grid lines at
+/// whole decades labelled 1E<k>, square markers joined by lines (a point with x or y <= 0 or not finite is
+/// skipped, leaving a gap), one colour per series, a legend (bottom left) of their names and the title in upper
+/// case. Throws when nothing can be drawn.
+void plot_xy_log(const std::vector<XYSeries>& series, const std::string& path, const std::string& title = "");
 
 }  // namespace vt::engine

@@ -6,10 +6,13 @@
 #include "autograd/node.h"
 #include "kernels/cpu/mita.h"
 #include "ops/matmul.h"
+#include "ops/nn_functional.h"
+#include "ops/elementwise.h"
 
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/mita.h"
+#include "kernels/cuda/mita_mma.h"
 #include "kernels/cuda/stream.h"
 #endif
 
@@ -191,6 +194,40 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
                              out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>());
   }
   return out;
+}
+
+Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor& v, double scale) {
+  for (const Tensor* t : {&landmarks, &k, &v})
+    VT_CHECK(t->defined() && t->dim() == 4, "[mita_shared_values] landmarks, k, v must be [B, H, rows, d], got ",
+             t->defined() ? t->describe() : std::string("an undefined tensor"));
+  VT_CHECK(k.shape() == v.shape() && landmarks.size(0) == k.size(0) && landmarks.size(1) == k.size(1) &&
+               landmarks.size(3) == k.size(3),
+           "[mita_shared_values] landmarks ", landmarks.describe(), ", k ", k.describe(), ", v ", v.describe(),
+           " do not fit together");
+  const Device dev = common_device("mita_shared_values", {&landmarks, &k, &v});
+#ifdef VT_WITH_CUDA
+  const bool no_grad = !GradMode::enabled() || !any_requires_grad({&landmarks, &k, &v});
+  if (dev.is_cuda() && no_grad && landmarks.dtype() == DType::bf16 && k.dtype() == DType::bf16 &&
+      v.dtype() == DType::bf16) {
+    kc::DeviceGuard guard(dev.index);
+    Tensor r = row_contiguous(landmarks), kk = row_contiguous(k), vv = row_contiguous(v);
+    const int64_t B = k.size(0), H = k.size(1), N = k.size(2), m = landmarks.size(2), d = k.size(3);
+    Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
+    const kc::MitaShape s{B, H, N, m, 1, d, static_cast<float>(scale), 1.f, true};
+    const kc::AttentionView vo = cuda_view(out), vr = cuda_view(r), vk = cuda_view(kk), vv_ = cuda_view(vv);
+    if (kc::mita_mma_usable(s, {&vo, &vr, &vk, &vv_})) {
+      Tensor workspace = Tensor::empty({kc::mita_landmark_workspace(s)}, DType::f32, dev);
+      kc::mita_landmark_attention_forward(vo, vr, vk, vv_, s, workspace.data<float>(), kc::current_stream());
+      return out;
+    }
+  }
+#endif
+  (void)dev;
+  // Logits in f32 also for bf16 operands (the landmarks' softmax is over all N keys); the result in v's dtype.
+  const bool low = landmarks.dtype() == DType::bf16;
+  Tensor r = low ? landmarks.to(DType::f32) : landmarks, kf = low ? k.to(DType::f32) : k;
+  Tensor out = matmul(softmax(matmul(r * scale, kf.transpose(-2, -1)), -1), v);
+  return out.dtype() == v.dtype() ? out : out.to(v.dtype());
 }
 
 Tensor mita_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& landmarks,

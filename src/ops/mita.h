@@ -22,6 +22,11 @@ struct MitaRouting {
 /// (f64 for f64 inputs). q, k [B, H, N, d], landmarks [B, H, m, d], same dtype (f32/f64 on CPU, f32/bf16 on CUDA).
 MitaRouting mita_route(const Tensor& q, const Tensor& k, const Tensor& landmarks, int64_t topk);
 
+/// V̂ = softmax(scale·landmarks·kᵀ)·v, the shared branch's values: landmarks [B, H, m, d], k, v [B, H, N, d] →
+/// [B, H, m, d]. CUDA bf16 when no gradient is recorded: a split-key tensor-core kernel; otherwise the composite
+/// matmul → softmax → matmul (logits in f32 also for bf16 operands), differentiable.
+Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor& v, double scale);
+
 struct MitaAttentionOptions {
   double scale = 1.0;         ///< routed logits: scale·q·k (1/√d)
   double shared_scale = 1.0;  ///< shared logits: shared_scale·q·r (official 1/d)
