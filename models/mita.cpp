@@ -74,6 +74,12 @@ bool fused_supported(const Tensor& q, const MitaOptions& o, int64_t d) {
   return head_dim_ok && (q.dtype() == DType::f32 || q.dtype() == DType::bf16);
 }
 
+/// The dtypes ops::mita_landmark_pool takes on q's device (others keep the composite).
+bool landmark_pool_fused(const Tensor& q) {
+  const DType dt = q.dtype();
+  return q.device().is_cpu() ? dt == DType::f32 || dt == DType::f64 : dt == DType::f32 || dt == DType::bf16;
+}
+
 }  // namespace
 
 MitaRoutingTap::MitaRoutingTap(Mode m) : mode(m) {
@@ -108,6 +114,10 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
            q.defined() ? q.describe() : std::string("an undefined tensor"));
   const int64_t B = q.size(0), N = q.size(1), C = q.size(2);
   const LandmarkLayout lay = landmark_layout(N, o);
+  if (o.impl == "fused" && landmark_pool_fused(q)) {  // one op reading q in place: no transposed copies
+    const int64_t first = o.landmark_pool == "patches" ? 1 : 0, L = o.landmark_pool == "sequence" ? N : N - 1;
+    return ops::mita_landmark_pool(q, first, L, lay.two_d ? lay.grid : 0, o.m);
+  }
   // shifted: tokens 0..N-2 (CLS in, last patch out, so every patch sits one cell right of its true place);
   // patches: tokens 1..N-1; sequence: all.
   Tensor tokens = o.landmark_pool == "sequence" ? q

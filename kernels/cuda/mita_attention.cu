@@ -167,21 +167,27 @@ __global__ void __launch_bounds__(kThreads) mita_forward_kernel(AttentionView ou
 
 // ---- backward ----
 
-/// Shared-memory floats of the backward kernel: slots' scaled keys and values [S][D+1], the routed dK/dV
-/// sums [k][D] each, q and dout rows, p and ds per slot, two scalars.
+constexpr int kBwdThreads = 128;  // backward: 4 warps
+constexpr int kBwdChunk = 16;     // backward: queries per chunk
+
+/// Shared-memory floats of the backward kernel: the slots' scaled keys and values [S][D+1]; a chunk's q and dout
+/// rows [16][D] and p, ds [16][S+1]; the routed dK/dV sums [k][D].
 size_t backward_smem_floats(int64_t S, int64_t k, int64_t d) {
-  return static_cast<size_t>(2 * S * (d + 1) + 2 * k * d + 2 * d + 2 * S + 2);
+  return static_cast<size_t>(2 * S * (d + 1) + 2 * kBwdChunk * d + 2 * kBwdChunk * (S + 1) + 2 * k * d);
 }
 
-/// Block (expert e, b·h): the expert's queries one after another (ascending n), all threads on each. Every
-/// accumulator element has one owning thread, so the sums are made in a fixed order.
+/// Block (expert e, b·h): the expert's queries in chunks of 16 (ascending n). Per chunk, each warp takes queries
+/// (one slot per lane for p and ds, one column per lane for dq); then every thread adds the chunk's terms to the
+/// dK/dV sums of the (slot, column) pairs it owns. Each sum has one owner and a fixed order.
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) mita_backward_kernel(
+__global__ void __launch_bounds__(kBwdThreads) mita_backward_kernel(
     AttentionView dq, float* __restrict__ p_shared, float* __restrict__ ds_shared, float* __restrict__ routed_dk,
     float* __restrict__ routed_dv, bool per_expert, AttentionView dout, AttentionView q, AttentionView k,
     AttentionView v, AttentionView r, AttentionView vh, AttentionView out, const float* __restrict__ lse,
     MitaRoutingArrays rt, MitaShape s) {
   constexpr int KP = D + 1;
+  constexpr int PL = D >= 32 ? D / 32 : 1;  // columns per lane
+  constexpr int W = kBwdThreads / 32;
   extern __shared__ float4 smem_f4[];
   const int e = blockIdx.x;
   const int64_t bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
@@ -191,78 +197,96 @@ __global__ void __launch_bounds__(kThreads) mita_backward_kernel(
   if (count == 0) return;
   const int32_t* queries = rt.order + bh * N + first;
   const int32_t* ekeys = rt.expert_keys + (bh * m + e) * kk;
-  const int msh = s.shared ? m : 0, S = msh + kk;
+  const int msh = s.shared ? m : 0, S = msh + kk, SP = S + 1;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   float* keys = reinterpret_cast<float*>(smem_f4);  // [S][KP], pre-scaled (natural log domain)
   float* vals = keys + S * KP;                      // [S][KP]
-  float* gk = vals + S * KP;                        // [k][D] routed dK sum
-  float* gv = gk + kk * D;                          // [k][D] routed dV sum
-  float* qrow = gv + kk * D;                        // [D]
-  float* grow = qrow + D;                           // [D]
-  float* prob = grow + D;                           // [S]
-  float* dsl = prob + S;                            // [S]
-  float* scalars = dsl + S;                         // row dot, lse
-  const int tid = threadIdx.x, lane = tid % 32;
+  float* qs = vals + S * KP;                        // [chunk][D]
+  float* gs = qs + kBwdChunk * D;                   // [chunk][D]
+  float* ps = gs + kBwdChunk * D;                   // [chunk][SP]
+  float* dss = ps + kBwdChunk * SP;                 // [chunk][SP]
+  float* gk = dss + kBwdChunk * SP;                 // [k][D] routed dK sum
+  float* gv = gk + kk * D;                          // [k][D]
 
-  for (int i = tid; i < S * D; i += kThreads) {
+  for (int i = tid; i < S * D; i += kBwdThreads) {
     const int j = i / D, c = i % D;
     float key, value;
     load_slot<T>(k, v, r, vh, ekeys, msh, b, h, j, c, s.shared_scale, s.scale, key, value);
     keys[j * KP + c] = key;
     vals[j * KP + c] = value;
   }
-  for (int i = tid; i < kk * D; i += kThreads) gk[i] = gv[i] = 0.f;
+  for (int i = tid; i < kk * D; i += kBwdThreads) gk[i] = gv[i] = 0.f;
 
-  for (int t = 0; t < count; ++t) {
-    const int n = queries[t];
-    __syncthreads();  // slots loaded / the previous query's rows consumed
-    if (tid < D) {
-      qrow[tid] = to_acc(row_at<T>(q, b, h, n)[tid]);
-      grow[tid] = to_acc(row_at<T>(dout, b, h, n)[tid]);
-    }
-    if (tid < 32) {  // dout·out, the softmax's row term
-      float acc = 0.f;
-      for (int c = lane; c < D; c += 32)
-        acc += to_acc(row_at<T>(dout, b, h, n)[c]) * to_acc(row_at<T>(out, b, h, n)[c]);
-      acc = device::warp_sum(acc);
-      if (lane == 0) scalars[0] = acc, scalars[1] = lse[bh * N + n];
-    }
-    __syncthreads();
-    const float row_dot = scalars[0], row_lse = scalars[1];
-    for (int j = tid; j < S; j += kThreads) {
-      float logit = 0.f, dp = 0.f;
+  for (int t0 = 0; t0 < count; t0 += kBwdChunk) {
+    const int chunk = min(kBwdChunk, count - t0);
+    __syncthreads();  // slots loaded / the previous chunk's rows consumed
+    for (int tl = warp; tl < chunk; tl += W) {
+      const int n = queries[t0 + tl];
+      const T* qn = row_at<T>(q, b, h, n);
+      const T* gn = row_at<T>(dout, b, h, n);
+      const T* on = row_at<T>(out, b, h, n);
+      float* qrow = qs + tl * D;
+      float* grow = gs + tl * D;
+      float dot = 0.f;
+      for (int c = lane; c < D; c += 32) {
+        const float gc = to_acc(gn[c]);
+        qrow[c] = to_acc(qn[c]);
+        grow[c] = gc;
+        dot += gc * to_acc(on[c]);
+      }
+      const float row_dot = device::warp_sum(dot);  // dout·out, the softmax's row term
+      const float row_lse = lse[bh * N + n];
+      __syncwarp();
+      for (int j = lane; j < S; j += 32) {
+        float logit = 0.f, dp = 0.f;
 #pragma unroll 8
-      for (int c = 0; c < D; ++c) {
-        logit += qrow[c] * keys[j * KP + c];
-        dp += grow[c] * vals[j * KP + c];
+        for (int c = 0; c < D; ++c) {
+          logit += qrow[c] * keys[j * KP + c];
+          dp += grow[c] * vals[j * KP + c];
+        }
+        const float pj = expf(logit - row_lse), ds = pj * (dp - row_dot);
+        ps[tl * SP + j] = pj;
+        dss[tl * SP + j] = ds;
+        if (j < msh) {
+          const int64_t at = (bh * N + n) * m + j;
+          p_shared[at] = pj;
+          ds_shared[at] = ds * s.shared_scale;
+        }
       }
-      const float pj = expf(logit - row_lse), ds = pj * (dp - row_dot);
-      prob[j] = pj;
-      dsl[j] = ds;
-      if (j < msh) {
-        const int64_t at = (bh * N + n) * m + j;
-        p_shared[at] = pj;
-        ds_shared[at] = ds * s.shared_scale;
+      __syncwarp();
+      float acc[PL];
+#pragma unroll
+      for (int c = 0; c < PL; ++c) acc[c] = 0.f;
+      for (int j = 0; j < S; ++j) {
+        const float dj = dss[tl * SP + j];
+#pragma unroll
+        for (int c = 0; c < PL; ++c)
+          if (lane + 32 * c < D) acc[c] += dj * keys[j * KP + lane + 32 * c];
       }
+      T* dqn = mutable_row_at<T>(dq, b, h, n);
+#pragma unroll
+      for (int c = 0; c < PL; ++c)
+        if (lane + 32 * c < D) dqn[lane + 32 * c] = from_acc<T>(acc[c]);
     }
     __syncthreads();
-    if (tid < D) {
-      float acc = 0.f;
-      for (int j = 0; j < S; ++j) acc += dsl[j] * keys[j * KP + tid];
-      mutable_row_at<T>(dq, b, h, n)[tid] = from_acc<T>(acc);
-    }
-    for (int i = tid; i < kk * D; i += kThreads) {
-      const int j = msh + i / D, c = i % D;
-      gk[i] += dsl[j] * s.scale * qrow[c];
-      gv[i] += prob[j] * grow[c];
+    for (int i = tid; i < kk * D; i += kBwdThreads) {
+      const int slot = msh + i / D, c = i % D;
+      float sk = 0.f, sv = 0.f;
+      for (int tl = 0; tl < chunk; ++tl) {
+        sk += dss[tl * SP + slot] * qs[tl * D + c];
+        sv += ps[tl * SP + slot] * gs[tl * D + c];
+      }
+      gk[i] += sk * s.scale;
+      gv[i] += sv;
     }
   }
   __syncthreads();
   if (per_expert) {  // deterministic: one [k][D] block per (b·h, expert), summed per key later
     float* pk = routed_dk + (bh * m + e) * kk * D;
     float* pv = routed_dv + (bh * m + e) * kk * D;
-    for (int i = tid; i < kk * D; i += kThreads) pk[i] = gk[i], pv[i] = gv[i];
+    for (int i = tid; i < kk * D; i += kBwdThreads) pk[i] = gk[i], pv[i] = gv[i];
   } else {           // atomics into [B·H, N, D]
-    for (int i = tid; i < kk * D; i += kThreads) {
+    for (int i = tid; i < kk * D; i += kBwdThreads) {
       const int64_t at = (bh * N + ekeys[i / D]) * D + i % D;
       atomicAdd(routed_dk + at, gk[i]);
       atomicAdd(routed_dv + at, gv[i]);
@@ -367,8 +391,9 @@ void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, c
 }
 
 int64_t mita_backward_max_slots(int64_t d, int64_t k) {
-  const int64_t budget = max_dynamic_smem() / static_cast<int64_t>(sizeof(float)) - 2 * k * d - 2 * d - 2;
-  return std::max<int64_t>(0, budget / (2 * (d + 1) + 2));
+  const int64_t budget = max_dynamic_smem() / static_cast<int64_t>(sizeof(float)) - 2 * k * d - 2 * kBwdChunk * d -
+                         2 * kBwdChunk;
+  return std::max<int64_t>(0, budget / (2 * (d + 1) + 2 * kBwdChunk));
 }
 
 int64_t mita_backward_workspace(const MitaShape& s, bool deterministic) {
@@ -398,7 +423,7 @@ void mita_attention_backward(DType dtype, const AttentionView& dq, const Attenti
       auto kernel = mita_backward_kernel<T, D>;
       VT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
       const dim3 grid(static_cast<unsigned>(s.m), static_cast<unsigned>(s.B * s.H));
-      kernel<<<grid, kThreads, smem, stream>>>(dq, p_shared, ds_shared, routed_dk, routed_dv, deterministic, dout, q,
+      kernel<<<grid, kBwdThreads, smem, stream>>>(dq, p_shared, ds_shared, routed_dk, routed_dv, deterministic, dout, q,
                                                k, v, r, v_hat, out, lse, routing, s);
       VT_CUDA_CHECK(cudaGetLastError());
       const dim3 store_grid(static_cast<unsigned>((s.N + kWarps - 1) / kWarps), static_cast<unsigned>(s.B * s.H));

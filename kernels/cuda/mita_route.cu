@@ -1,13 +1,13 @@
 // MiTA routing on the GPU (see mita.h): score GEMMs, radix top-k per landmark, arg-max per query, stable
 // grouping of the queries by expert. All on the stream; nothing is read back.
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/block/block_scan.cuh>
 
 #include "kernels/cuda/blas.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/mita.h"
 #include "kernels/cuda/mita_mma.h"
+#include "kernels/cuda/mita_topk.h"
 
 namespace vt::kernels::cuda {
 
@@ -15,73 +15,6 @@ namespace {
 
 constexpr size_t kAlign = 256;
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-/// Float bits mapped so that unsigned order is float order (NaN with the sign bit clear sorts above +inf).
-__device__ __forceinline__ uint32_t ordered_bits(float f) {
-  const uint32_t u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-struct PairSum {
-  __device__ int2 operator()(int2 a, int2 b) const { return make_int2(a.x + b.x, a.y + b.y); }
-};
-
-/// One block per row of x [rows, N]: the k largest entries (ties to the lower index), written in ascending
-/// index order to out [rows, k]. Radix select on the ordered bits (4 passes of 8 bits find the k-th value T
-/// exactly), then one pass in index order keeps every entry > T and the first (k - #greater) entries == T.
-template <int Threads>
-__global__ void __launch_bounds__(Threads) topk_select_kernel(const float* __restrict__ x, int32_t* __restrict__ out,
-                                                              int N, int k) {
-  using Scan = cub::BlockScan<int2, Threads>;
-  __shared__ typename Scan::TempStorage scan_storage;
-  __shared__ int hist[256];
-  __shared__ uint32_t s_prefix;
-  __shared__ int s_remaining;
-  const float* row = x + static_cast<int64_t>(blockIdx.x) * N;
-  int32_t* dst = out + static_cast<int64_t>(blockIdx.x) * k;
-  const int tid = threadIdx.x;
-  uint32_t prefix = 0, mask = 0;
-  int remaining = k;  // entries still to take among those matching the prefix
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = tid; i < 256; i += Threads) hist[i] = 0;
-    __syncthreads();
-    for (int i = tid; i < N; i += Threads) {
-      const uint32_t u = ordered_bits(row[i]);
-      if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1);
-    }
-    __syncthreads();
-    if (tid == 0) {
-      int above = 0, bin = 255;
-      for (; bin > 0; --bin) {
-        if (above + hist[bin] >= remaining) break;
-        above += hist[bin];
-      }
-      s_prefix = prefix | (static_cast<uint32_t>(bin) << shift);
-      s_remaining = remaining - above;
-    }
-    __syncthreads();
-    prefix = s_prefix;
-    remaining = s_remaining;
-    mask |= 255u << shift;
-    __syncthreads();  // hist is cleared again by the next pass
-  }
-  const uint32_t threshold = prefix;  // the k-th largest value; `remaining` of its copies are taken
-  int carry_gt = 0, carry_eq = 0;
-  for (int base = 0; base < N; base += Threads) {
-    const int i = base + tid;
-    uint32_t u = 0;
-    if (i < N) u = ordered_bits(row[i]);
-    const int2 flag = make_int2(i < N && u > threshold, i < N && u == threshold);
-    int2 before, total;
-    Scan(scan_storage).ExclusiveScan(flag, before, make_int2(0, 0), PairSum(), total);
-    const int eq_rank = carry_eq + before.y;
-    if (flag.x || (flag.y && eq_rank < remaining))
-      dst[carry_gt + before.x + min(eq_rank, remaining)] = i;
-    carry_gt += total.x;
-    carry_eq += total.y;
-    __syncthreads();  // scan_storage is reused
-  }
-}
 
 /// experts[bh, n] = first argmax_j g[bh, j, n]; also the sort key (bh·m + expert) and the query index.
 __global__ void argmax_experts_kernel(const float* __restrict__ g, int32_t* __restrict__ experts,
@@ -207,9 +140,7 @@ void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, con
   // Expert construction: the top-k keys of every landmark row of r·kᵀ.
   landmark_scores(dtype, r, k, s, buf.scores, stream);
   const unsigned rows = static_cast<unsigned>(BH * s.m);
-  if (s.N >= 8192) topk_select_kernel<1024><<<rows, 1024, 0, stream>>>(buf.scores, expert_keys, N, kk);
-  else topk_select_kernel<256><<<rows, 256, 0, stream>>>(buf.scores, expert_keys, N, kk);
-  VT_CUDA_CHECK(cudaGetLastError());
+  mita_topk_rows(buf.scores, expert_keys, rows, N, kk, stream);
 
   // Routing: the arg-max landmark of every query in r·qᵀ: on tensor cores without storing the scores, or from
   // an f32 GEMM into the (reused) score buffer.

@@ -3,7 +3,10 @@
 // per-query probabilities and logit gradients that the kernel writes.
 #include "ops/mita.h"
 
+#include <cmath>
+
 #include "autograd/node.h"
+#include "kernels/cpu/landmark_pool.h"
 #include "kernels/cpu/mita.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
@@ -11,6 +14,7 @@
 
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/landmark_pool.h"
 #include "kernels/cuda/mita.h"
 #include "kernels/cuda/mita_mma.h"
 #include "kernels/cuda/stream.h"
@@ -289,6 +293,80 @@ Tensor mita_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
     node->options = options;
     if (options.shared) attach_node(out, node, {&q_in, &k_in, &v_in, &landmarks, &v_hat_in});
     else attach_node(out, node, {&q_in, &k_in, &v_in});
+  }
+  return out;
+}
+
+// ---- landmark pooling ----
+namespace {
+
+int64_t exact_isqrt(int64_t n) {
+  int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  while (r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  return r;
+}
+
+struct LandmarkPoolBackward : Node {
+  kernels::cpu::LandmarkPoolShape shape;  // strides unused: dx is contiguous
+  DType dtype;
+  const char* name() const override { return "LandmarkPoolBackward"; }
+  std::vector<Tensor> backward(const Tensor& grad) override {
+    Tensor g = (grad.dtype() == dtype ? grad : grad.to(dtype)).contiguous();
+    const Device dev = g.device();
+    Tensor dx = Tensor::empty({shape.B, shape.N, shape.C}, dtype, dev);
+    if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+      kernels::cuda::DeviceGuard guard(dev.index);
+      kernels::cuda::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape, kernels::cuda::current_stream());
+#else
+      fail_without_cuda("mita_landmark_pool", dev);
+#endif
+    } else {
+      kernels::cpu::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape);
+    }
+    return {dx};
+  }
+};
+
+}  // namespace
+
+Tensor mita_landmark_pool(const Tensor& x, int64_t first, int64_t L, int64_t grid, int64_t m) {
+  VT_CHECK(x.defined() && x.dim() == 3, "[mita_landmark_pool] x must be [B, N, C], got ",
+           x.defined() ? x.describe() : std::string("an undefined tensor"));
+  const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
+  VT_CHECK(m >= 1, "[mita_landmark_pool] needs at least one landmark, got m = ", m);
+  VT_CHECK(first >= 0 && L >= 1 && first + L <= N, "[mita_landmark_pool] tokens [", first, ", ", first + L,
+           ") do not fit in the N = ", N, " tokens of ", x.describe());
+  VT_CHECK(grid >= 0, "[mita_landmark_pool] grid must be >= 0 (0: 1-D pooling), got ", grid);
+  int64_t p = 0;
+  if (grid > 0) {
+    VT_CHECK(grid * grid == L, "[mita_landmark_pool] a ", grid, "x", grid, " grid needs L = ", grid * grid,
+             " tokens, got L = ", L);
+    p = exact_isqrt(m);
+    VT_CHECK(p * p == m, "[mita_landmark_pool] 2-D pooling needs m = p², got m = ", m);
+  }
+  const Device dev = common_device("mita_landmark_pool", {&x});
+  check_float_dtype("mita_landmark_pool", x, dev);
+  Tensor xs = x.detach();
+  if (xs.strides()[2] != 1 && C > 1) xs = xs.contiguous();
+  kernels::cpu::LandmarkPoolShape s{B, N, C, first, L, grid, m, p, xs.strides()[0], xs.strides()[1]};
+  Tensor out = Tensor::empty({B, m, C}, x.dtype(), dev);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s, kernels::cuda::current_stream());
+#else
+    fail_without_cuda("mita_landmark_pool", dev);
+#endif
+  } else {
+    kernels::cpu::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s);
+  }
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<LandmarkPoolBackward>();
+    node->shape = s;
+    node->dtype = x.dtype();
+    attach_node(out, node, {&x});
   }
   return out;
 }

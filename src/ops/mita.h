@@ -41,4 +41,10 @@ struct MitaAttentionOptions {
 Tensor mita_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
                       const Tensor& v_hat, const MitaRouting& routing, const MitaAttentionOptions& options);
 
+/// MiTA's landmarks R0 [B, m, C] (x's dtype): the mean of x[b, first + t, :] over each adaptive-pooling bin of
+/// the L tokens first .. first + L - 1; 2-D when grid G > 0 (L = G² row-major tokens pooled to p×p, m = p²,
+/// landmark j = row·p + col), else 1-D (L tokens into m bins). x [B, N, C] is read in place when its channels are
+/// contiguous (a view of the packed qkv). Differentiable in x: dx [B, N, C] in x's dtype, 0 outside the tokens.
+Tensor mita_landmark_pool(const Tensor& x, int64_t first, int64_t L, int64_t grid, int64_t m);
+
 }  // namespace vt::ops

@@ -78,10 +78,37 @@ void transfer(const Tensor& dst, const Tensor& src) {
 }
 
 // Strides for viewing a contiguous-compatible tensor with a new shape, or empty when a copy is needed.
+/// Strides that present t's memory as `shape` without a copy, when there are any (PyTorch's rule: the new dims
+/// must split or merge runs of old dims that are laid out contiguously with respect to each other).
 bool view_strides(const Tensor& t, const Shape& shape, Shape& strides) {
-  if (!t.is_contiguous()) return false;
-  strides = contiguous_strides(shape);
-  return true;
+  if (t.is_contiguous() || t.numel() == 0) {
+    strides = contiguous_strides(shape);
+    return true;
+  }
+  const Shape& old_shape = t.shape();
+  const Shape& old_strides = t.strides();
+  strides.assign(shape.size(), 0);
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = old_strides.empty() ? 1 : old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    // A chunk ends where the next-outer dim is not laid out right after this run.
+    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
 }
 
 }  // namespace
@@ -103,8 +130,13 @@ Tensor Tensor::reshape(const Shape& requested) const {
   }
   VT_CHECK(vt::numel(shape) == numel(), "[reshape] cannot reshape ", describe(), " to ", to_string(requested));
   Shape strides;
-  Tensor src = view_strides(*this, shape, strides) ? *this : contiguous();
-  Tensor out = make_view(src, shape, contiguous_strides(shape), src.offset());
+  Tensor out;
+  if (view_strides(*this, shape, strides)) {
+    out = make_view(*this, shape, strides, offset());
+  } else {
+    Tensor c = contiguous();
+    out = make_view(c, shape, contiguous_strides(shape), c.offset());
+  }
   auto node = std::make_shared<ReshapeBackward>();
   node->input_shape = this->shape();
   return attach_unary(out, *this, node);

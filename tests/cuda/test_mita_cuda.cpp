@@ -13,7 +13,9 @@
 // Model: a MiTA-DeiT-T forward/backward on the GPU equals the CPU model with the same weights; the CPU run's
 // routing is replayed on the GPU (models::MitaRoutingTap) so both make the same discrete choices.
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "cuda/device_test_util.h"
 #include "models/mita.h"
@@ -154,6 +156,32 @@ TEST(MitaCuda, RoutingWithExactTiesEqualsTheCpuBitForBit) {
     EXPECT_EQ(ints(gpu_r.experts), ints(cpu_r.experts)) << name_of(c, DType::f32);
     EXPECT_EQ(ints(gpu_r.order), ints(cpu_r.order)) << name_of(c, DType::f32);
     EXPECT_EQ(ints(gpu_r.offsets), ints(cpu_r.offsets)) << name_of(c, DType::f32);
+  }
+}
+
+// The top-k's exact path: k above its fast-path limit (2048), and a boundary bin of more than 8192 tied scores.
+TEST(MitaCuda, RoutingExactTopKPathsEqualTheCpu) {
+  VT_REQUIRE_DEVICE();
+  struct Big {
+    int64_t N, m, k;
+    bool ties;
+  };
+  for (const Big& c : {Big{5000, 2, 3000, false}, Big{20000, 2, 100, true}}) {
+    Tensor q = randn_cpu({1, 1, c.N, 32}, 1), k = randn_cpu({1, 1, c.N, 32}, 2), r = randn_cpu({1, 1, c.m, 32}, 3);
+    if (c.ties) k = Tensor::full({1, 1, c.N, 32}, 0.5, DType::f32);  // every score of a landmark is equal
+    const ops::MitaRouting cpu_r = ops::mita_route(q, k, r, c.k);
+    const ops::MitaRouting gpu_r = ops::mita_route(q.to(kGpu), k.to(kGpu), r.to(kGpu), c.k);
+    if (c.ties) {
+      EXPECT_EQ(ints(gpu_r.expert_keys), ints(cpu_r.expert_keys)) << "N=" << c.N;
+    } else {  // distinct random scores: the same sets, up to a flip at a near-tie
+      const std::vector<int32_t> a = ints(gpu_r.expert_keys), b = ints(cpu_r.expert_keys);
+      for (int64_t j = 0; j < c.m; ++j) {
+        std::vector<int32_t> both;
+        std::set_intersection(a.begin() + j * c.k, a.begin() + (j + 1) * c.k, b.begin() + j * c.k,
+                              b.begin() + (j + 1) * c.k, std::back_inserter(both));
+        EXPECT_GE(static_cast<int64_t>(both.size()), c.k - 2) << "k=" << c.k << " landmark " << j;
+      }
+    }
   }
 }
 

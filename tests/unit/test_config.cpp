@@ -166,8 +166,8 @@ TEST(Config, AttentionSectionParsesEveryFieldAndOverrides) {
   // to_yaml writes every field and reads back.
   const std::string y = io::to_yaml(c);
   EXPECT_CONTAINS(y, "  attention:\n    type: \"mita\"\n    m: 36\n    k: 25\n    s: 1\n    dwc: true\n"
-                     "    gate: true\n    landmark_pool: \"patches\"\n    shared_scale: \"paper\"\n"
-                     "    agent_num: 49\n");
+                     "    gate: true\n    landmark_pool: \"patches\"\n    impl: \"fused\"\n"
+                     "    deterministic: false\n    shared_scale: \"paper\"\n    agent_num: 49\n");
   EXPECT_EQ(io::to_yaml(io::config_from_yaml_string(y)), y);
 }
 

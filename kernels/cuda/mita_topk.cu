@@ -1,0 +1,264 @@
+// Top-k per row (see mita_topk.h). One block per row, on the float bits mapped to unsigned order:
+//   fast path (k ≤ 2048): candidates in shared memory — the whole row when it has ≤ 8192 entries, else the
+//     entries at or above a threshold estimated from 8192 evenly spaced samples (≈ 2k expected; one read of the
+//     row, appends aggregated per warp with a ballot) — then an exact radix selection among them in shared memory
+//     (ties to the lower index) and a bitonic sort of the k indices;
+//   exact path (k > 2048, or an estimate that caught < k or > 8192 entries): four 8-bit radix passes over the row
+//     find the k-th value T, then one read in index order (block scan) keeps the entries > T and the first ties.
+#include <cub/block/block_scan.cuh>
+
+#include <climits>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/mita_topk.h"
+
+namespace vt::kernels::cuda {
+
+namespace {
+
+constexpr int kCandidates = 8192, kFastMaxK = 2048;
+
+/// Float bits mapped so that unsigned order is float order (NaN with the sign bit clear sorts above +inf).
+__device__ __forceinline__ uint32_t ordered_bits(float f) {
+  const uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+struct PairSum {
+  __device__ int2 operator()(int2 a, int2 b) const { return make_int2(a.x + b.x, a.y + b.y); }
+};
+
+/// Calls f(i, bits) for every i of the row, all threads running the same number of iterations (valid = i < N),
+/// so warp collectives inside f see full warps. 16-byte loads when the row allows.
+template <int Threads, typename F>
+__device__ __forceinline__ void for_each_bits(const float* row, int N, F&& f) {
+  const int tid = threadIdx.x;
+  if (N % 4 == 0) {
+    const float4* row4 = reinterpret_cast<const float4*>(row);
+    for (int base = 0; base < N; base += 4 * Threads) {
+      const int i = base + 4 * tid;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < N) v = row4[i / 4];
+      f(i, i < N, ordered_bits(v.x));
+      f(i + 1, i < N, ordered_bits(v.y));
+      f(i + 2, i < N, ordered_bits(v.z));
+      f(i + 3, i < N, ordered_bits(v.w));
+    }
+  } else {
+    for (int base = 0; base < N; base += Threads) {
+      const int i = base + tid;
+      f(i, i < N, i < N ? ordered_bits(row[i]) : 0u);
+    }
+  }
+}
+
+template <int Threads>
+__device__ void exact_select(const float* row, int32_t* dst, int N, int k) {
+  using Scan = cub::BlockScan<int2, Threads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ int hist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ int s_remaining;
+  const int tid = threadIdx.x;
+  uint32_t prefix = 0, mask = 0;
+  int remaining = k;  // entries still to take among those matching the prefix
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = tid; i < 256; i += Threads) hist[i] = 0;
+    __syncthreads();
+    for (int i = tid; i < N; i += Threads) {
+      const uint32_t u = ordered_bits(row[i]);
+      if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1);
+    }
+    __syncthreads();
+    if (tid == 0) {
+      int above = 0, bin = 255;
+      for (; bin > 0; --bin) {
+        if (above + hist[bin] >= remaining) break;
+        above += hist[bin];
+      }
+      s_prefix = prefix | (static_cast<uint32_t>(bin) << shift);
+      s_remaining = remaining - above;
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    remaining = s_remaining;
+    mask |= 255u << shift;
+    __syncthreads();
+  }
+  const uint32_t threshold = prefix;
+  int carry_gt = 0, carry_eq = 0;
+  for (int base = 0; base < N; base += Threads) {
+    const int i = base + tid;
+    const uint32_t u = i < N ? ordered_bits(row[i]) : 0u;
+    const int2 flag = make_int2(i < N && u > threshold, i < N && u == threshold);
+    int2 before, total;
+    Scan(scan_storage).ExclusiveScan(flag, before, make_int2(0, 0), PairSum(), total);
+    const int eq_rank = carry_eq + before.y;
+    if (flag.x || (flag.y && eq_rank < remaining)) dst[carry_gt + before.x + min(eq_rank, remaining)] = i;
+    carry_gt += total.x;
+    carry_eq += total.y;
+    __syncthreads();
+  }
+}
+
+template <int Threads>
+__global__ void __launch_bounds__(Threads) exact_kernel(const float* __restrict__ x, int32_t* __restrict__ out, int N,
+                                                        int k) {
+  exact_select<Threads>(x + static_cast<int64_t>(blockIdx.x) * N, out + static_cast<int64_t>(blockIdx.x) * k, N, k);
+}
+
+/// The `need`-th largest of bits[0..n) (shared memory): four 8-bit radix steps. Returns it in `threshold` and,
+/// in `ties`, how many entries equal to it belong to the top `need`. All threads call it.
+template <int Threads>
+__device__ void smem_select(const uint32_t* bits, int n, int need, int* hist, uint32_t& threshold, int& ties) {
+  __shared__ uint32_t s_prefix;
+  __shared__ int s_need;
+  const int tid = threadIdx.x, lane = tid % 32;
+  uint32_t prefix = 0, mask = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = tid; i < 256; i += Threads) hist[i] = 0;
+    __syncthreads();
+    for (int c = tid; c < n; c += Threads) {
+      const uint32_t u = bits[c];
+      if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1);
+    }
+    __syncthreads();
+    if (tid < 32) {  // warp 0: lane l owns bins 255 - 8l .. 248 - 8l (the top first)
+      int own = 0;
+      for (int b = 255 - 8 * lane; b > 247 - 8 * lane; --b) own += hist[b];
+      int incl = own;
+      for (int d = 1; d < 32; d <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += y;
+      }
+      const int above = incl - own;
+      if (above < need && incl >= need) {
+        int cum = above, b = 255 - 8 * lane;
+        for (; b > 248 - 8 * lane; --b) {
+          if (cum + hist[b] >= need) break;
+          cum += hist[b];
+        }
+        s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
+        s_need = need - cum;
+      }
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    need = s_need;
+    mask |= 255u << shift;
+    __syncthreads();
+  }
+  threshold = prefix;
+  ties = need;
+}
+
+/// Fast path: candidates in shared memory (the whole row when N ≤ cap; otherwise the entries at or above a
+/// threshold estimated from a strided sample of the row, expecting about 2k of them), then an exact selection
+/// among them, ties to the lower index, and a bitonic sort of the k indices. Falls back to exact_select when the
+/// estimate catches fewer than k or more than cap entries.
+template <int Threads>
+__global__ void __launch_bounds__(Threads) topk_rows_kernel(const float* __restrict__ x, int32_t* __restrict__ out,
+                                                            int N, int k, int cap) {
+  __shared__ int hist[256];
+  __shared__ int s_count;
+  extern __shared__ int smem_i[];
+  uint32_t* cand_bits = reinterpret_cast<uint32_t*>(smem_i);          // [cap]
+  int* cand_index = reinterpret_cast<int*>(cand_bits + cap);          // [cap]
+  int* sel = cand_index + cap;                                        // [kFastMaxK]
+  const float* row = x + static_cast<int64_t>(blockIdx.x) * N;
+  int32_t* dst = out + static_cast<int64_t>(blockIdx.x) * k;
+  const int tid = threadIdx.x, lane = tid % 32;
+
+  int count;
+  if (N <= cap) {
+    for (int i = tid; i < N; i += Threads) cand_bits[i] = ordered_bits(row[i]), cand_index[i] = i;
+    count = N;
+  } else {
+    // The r-th largest of `cap` evenly spaced samples: about r·N/cap entries of the row lie at or above it.
+    const int r = min(cap, static_cast<int>((2LL * k * cap + N - 1) / N) + 8);
+    for (int i = tid; i < cap; i += Threads) cand_bits[i] = ordered_bits(row[static_cast<int64_t>(i) * N / cap]);
+    __syncthreads();
+    uint32_t estimate;
+    int unused;
+    smem_select<Threads>(cand_bits, cap, r, hist, estimate, unused);
+    if (tid == 0) s_count = 0;
+    __syncthreads();
+    for_each_bits<Threads>(row, N, [&](int i, bool valid, uint32_t u) {
+      const bool take = valid && u >= estimate;
+      const unsigned ballot = __ballot_sync(0xffffffffu, take);
+      if (!ballot) return;
+      int base = 0;
+      if (lane == __ffs(ballot) - 1) base = atomicAdd(&s_count, __popc(ballot));
+      base = __shfl_sync(0xffffffffu, base, __ffs(ballot) - 1);
+      const int at = base + __popc(ballot & ((1u << lane) - 1u));
+      if (take && at < cap) cand_bits[at] = u, cand_index[at] = i;
+    });
+    __syncthreads();
+    count = s_count;
+  }
+  __syncthreads();
+  if (count >= k && count <= cap) {
+    uint32_t threshold;
+    int ties;
+    smem_select<Threads>(cand_bits, count, k, hist, threshold, ties);
+    if (tid == 0) s_count = 0;
+    __syncthreads();
+    for (int c = tid; c < count; c += Threads) {
+      const uint32_t u = cand_bits[c];
+      if (u > threshold) {
+        sel[atomicAdd(&s_count, 1)] = cand_index[c];
+      } else if (u == threshold) {
+        int rank = 0;  // among the ties (few unless the row is mostly equal values)
+        for (int j = 0; j < count; ++j) rank += cand_bits[j] == u && cand_index[j] < cand_index[c];
+        if (rank < ties) sel[k - ties + rank] = cand_index[c];
+      }
+    }
+    int P = 1;
+    while (P < k) P <<= 1;
+    __syncthreads();
+    for (int i = k + tid; i < P; i += Threads) sel[i] = INT_MAX;
+    __syncthreads();
+    for (int size = 2; size <= P; size <<= 1)
+      for (int stride = size / 2; stride > 0; stride >>= 1) {
+        for (int i = tid; i < P; i += Threads) {
+          const int j = i ^ stride;
+          if (j > i) {
+            const int a = sel[i], b = sel[j];
+            if ((a > b) == ((i & size) == 0)) sel[i] = b, sel[j] = a;
+          }
+        }
+        __syncthreads();
+      }
+    for (int i = tid; i < k; i += Threads) dst[i] = sel[i];
+    return;
+  }
+  exact_select<Threads>(row, dst, N, k);
+}
+
+template <int Threads>
+void launch(const float* x, int32_t* out, int64_t rows, int N, int k, cudaStream_t stream) {
+  const int cap = N <= kCandidates ? N : kCandidates;
+  const size_t bytes = sizeof(int) * (2 * static_cast<size_t>(cap) + kFastMaxK);
+  VT_CUDA_CHECK(cudaFuncSetAttribute(topk_rows_kernel<Threads>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(bytes)));
+  topk_rows_kernel<Threads><<<static_cast<unsigned>(rows), Threads, bytes, stream>>>(x, out, N, k, cap);
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void mita_topk_rows(const float* x, int32_t* out, int64_t rows, int N, int k, cudaStream_t stream) {
+  VT_CHECK(k >= 1 && k <= N, "[mita_topk_rows] k = ", k, " must be in [1, N = ", N, "]");
+  VT_CHECK(rows < (int64_t{1} << 31), "[mita_topk_rows] ", rows, " rows exceed the grid");
+  if (rows == 0) return;
+  if (k > kFastMaxK) {  // the exact path alone (it needs no dynamic shared memory)
+    exact_kernel<256><<<static_cast<unsigned>(rows), 256, 0, stream>>>(x, out, N, k);
+    VT_CUDA_CHECK(cudaGetLastError());
+  } else if (N > kCandidates) {
+    launch<1024>(x, out, rows, N, k, stream);
+  } else {
+    launch<128>(x, out, rows, N, k, stream);
+  }
+}
+
+}  // namespace vt::kernels::cuda
