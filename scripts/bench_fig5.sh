@@ -80,7 +80,8 @@ def cell(r, with_batch=True):
     if r is None:
         return "—"
     if r["error"]:
-        return "failed" + (" (OOM)" if "memory" in r["error"].lower() else "")
+        e = r["error"].lower()
+        return "failed" + (" (OOM)" if "out of memory" in e else " (unsupported)" if "shared memory" in e else "")
     extra = f" (B {r['batch']}" + (f", m=k={r['m']}" if r["kind"] == "mita" else "") + ")"
     return num(float(r["samples_per_s"])) + (extra if with_batch else "")
 def ratio(a, b):

@@ -135,9 +135,10 @@ __device__ __forceinline__ void finish_sums(Softmax16<D>& st) {
   }
 }
 
+/// Q tile plus double-buffered K and V tiles.
 template <int D>
 constexpr int smem_bytes() {
-  return 3 * kRows * (D + flash::kPad) * static_cast<int>(sizeof(bf16));
+  return 5 * kRows * (D + flash::kPad) * static_cast<int>(sizeof(bf16));
 }
 
 // ---- joint forward ----
@@ -198,11 +199,11 @@ __global__ void __launch_bounds__(kThreads) joint_forward_kernel(const JointPara
   constexpr int LD = D + kPad;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* sQ = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sK = sQ + kRows * LD;
-  bf16* sV = sK + kCols * LD;
+  bf16* sK = sQ + kRows * LD;      // [2][kCols][LD]
+  bf16* sV = sK + 2 * kCols * LD;  // [2][kCols][LD]
   __shared__ const bf16* rows_q[kRows];
-  __shared__ const bf16* rows_k[kCols];
-  __shared__ const bf16* rows_v[kCols];
+  __shared__ const bf16* rows_k[2][kCols];
+  __shared__ const bf16* rows_v[2][kCols];
   __shared__ int query_of[kRows];
 
   const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
@@ -211,20 +212,8 @@ __global__ void __launch_bounds__(kThreads) joint_forward_kernel(const JointPara
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int32_t* ekeys = p.expert_keys + (bh * p.m + expert) * p.k_slots;
   const int S = p.msh + p.k_slots, tiles = (S + kCols - 1) / kCols;
-
-  if (tid < kRows) {
-    const int i = q0 + tid;
-    const int n = i < count ? p.order[bh * p.N + first + i] : -1;
-    query_of[tid] = n;
-    rows_q[tid] = n >= 0 ? p.q.row(b, h, n) : nullptr;
-  }
-  __syncthreads();
-  load_rows<D>(sQ, rows_q, p.q.data, tid);
-  cp_async_commit();
-
-  Softmax16<D> st;
-  uint32_t qf[D / 16][4];
-  for (int j = 0; j < tiles; ++j) {
+  // Row addresses of slot tile j into table j & 1 (threads 0..63; a barrier must follow before they are read).
+  auto slot_rows = [&](int j) {
     if (tid < kCols) {
       const int slot = j * kCols + tid;
       const bf16 *kr = nullptr, *vr = nullptr;
@@ -233,21 +222,45 @@ __global__ void __launch_bounds__(kThreads) joint_forward_kernel(const JointPara
         const int n = ekeys[slot - p.msh];
         kr = p.k.row(b, h, n), vr = p.v.row(b, h, n);
       }
-      rows_k[tid] = kr;
-      rows_v[tid] = vr;
+      rows_k[j & 1][tid] = kr;
+      rows_v[j & 1][tid] = vr;
     }
-    __syncthreads();
-    load_rows<D>(sK, rows_k, p.q.data, tid);
-    load_rows<D>(sV, rows_v, p.q.data, tid);
+  };
+
+  if (tid < kRows) {
+    const int i = q0 + tid;
+    const int n = i < count ? p.order[bh * p.N + first + i] : -1;
+    query_of[tid] = n;
+    rows_q[tid] = n >= 0 ? p.q.row(b, h, n) : nullptr;
+  }
+  slot_rows(0);
+  __syncthreads();
+  load_rows<D>(sQ, rows_q, p.q.data, tid);
+  load_rows<D>(sK, rows_k[0], p.q.data, tid);
+  load_rows<D>(sV, rows_v[0], p.q.data, tid);
+  cp_async_commit();
+
+  Softmax16<D> st;
+  uint32_t qf[D / 16][4];
+  for (int j = 0; j < tiles; ++j) {
+    if (j + 1 < tiles) {  // prefetch the next slot tile into the other buffer while this one is used
+      slot_rows(j + 1);
+      __syncthreads();
+      const int nb = (j + 1) & 1;
+      load_rows<D>(sK + nb * kCols * LD, rows_k[nb], p.q.data, tid);
+      load_rows<D>(sV + nb * kCols * LD, rows_v[nb], p.q.data, tid);
+    }
     cp_async_commit();
-    cp_async_wait<0>();
+    cp_async_wait<1>();
     __syncthreads();
     if (j == 0) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], a_rows(sQ, LD, warp * 16, kk * 16, lane));
     }
+    const bf16* kt = sK + (j & 1) * kCols * LD;
+    const bf16* vt = sV + (j & 1) * kCols * LD;
     float s[kCols / 8][4];
-    scores<D>(s, qf, sK, lane);
+    scores<D>(s, qf, kt, lane);
 #pragma unroll
     for (int nt = 0; nt < kCols / 8; ++nt)
 #pragma unroll
@@ -255,8 +268,8 @@ __global__ void __launch_bounds__(kThreads) joint_forward_kernel(const JointPara
         const int slot = j * kCols + nt * 8 + 2 * t + (e & 1);
         s[nt][e] = slot < p.msh ? s[nt][e] * p.shared_log2 : slot < S ? s[nt][e] * p.routed_log2 : -INFINITY;
       }
-    softmax_pv<D>(st, s, sV, lane);
-    __syncthreads();  // the next tile overwrites sK/sV and the row tables
+    softmax_pv<D>(st, s, vt, lane);
+    __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
   finish_sums<D>(st);
 #pragma unroll
@@ -288,35 +301,41 @@ __global__ void __launch_bounds__(kThreads) landmark_partial_kernel(const Landma
   constexpr int LD = D + kPad;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* sQ = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sK = sQ + kRows * LD;
-  bf16* sV = sK + kCols * LD;
+  bf16* sK = sQ + kRows * LD;      // [2][kCols][LD]
+  bf16* sV = sK + 2 * kCols * LD;  // [2][kCols][LD]
   const int64_t bh = blockIdx.z, b = bh / p.H, h = bh % p.H;
   const int m0 = blockIdx.x * kRows, split = blockIdx.y;
   const int key0 = split * p.chunk, key1 = min(p.N, key0 + p.chunk);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int m_valid = min(kRows, p.m - m0);
+  const int m_valid = min(kRows, p.m - m0), tiles = (key1 - key0 + kCols - 1) / kCols;
   load_tile<D, kRows, kThreads>(sQ, p.r.row(b, h, m0), p.r.n, 0, m_valid, tid);
+  load_tile<D, kCols, kThreads>(sK, p.k.row(b, h, key0), p.k.n, 0, key1 - key0, tid);
+  load_tile<D, kCols, kThreads>(sV, p.v.row(b, h, key0), p.v.n, 0, key1 - key0, tid);
   cp_async_commit();
   Softmax16<D> st;
   uint32_t qf[D / 16][4];
-  for (int k0 = key0, j = 0; k0 < key1; k0 += kCols, ++j) {
-    load_tile<D, kCols, kThreads>(sK, p.k.row(b, h, k0), p.k.n, 0, key1 - k0, tid);
-    load_tile<D, kCols, kThreads>(sV, p.v.row(b, h, k0), p.v.n, 0, key1 - k0, tid);
+  for (int j = 0; j < tiles; ++j) {
+    const int k0 = key0 + j * kCols;
+    if (j + 1 < tiles) {  // prefetch the next key tile into the other buffer
+      const int nb = (j + 1) & 1, kn = k0 + kCols;
+      load_tile<D, kCols, kThreads>(sK + nb * kCols * LD, p.k.row(b, h, kn), p.k.n, 0, key1 - kn, tid);
+      load_tile<D, kCols, kThreads>(sV + nb * kCols * LD, p.v.row(b, h, kn), p.v.n, 0, key1 - kn, tid);
+    }
     cp_async_commit();
-    cp_async_wait<0>();
+    cp_async_wait<1>();
     __syncthreads();
     if (j == 0) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], a_rows(sQ, LD, warp * 16, kk * 16, lane));
     }
     float s[kCols / 8][4];
-    scores<D>(s, qf, sK, lane);
+    scores<D>(s, qf, sK + (j & 1) * kCols * LD, lane);
 #pragma unroll
     for (int nt = 0; nt < kCols / 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[nt][e] = k0 + nt * 8 + 2 * t + (e & 1) < key1 ? s[nt][e] * p.scale_log2 : -INFINITY;
-    softmax_pv<D>(st, s, sV, lane);
+    softmax_pv<D>(st, s, sV + (j & 1) * kCols * LD, lane);
     __syncthreads();
   }
   finish_sums<D>(st);
