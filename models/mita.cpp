@@ -47,17 +47,17 @@ Tensor fused_mita(const Tensor& Q, const Tensor& K, const Tensor& V, const Tenso
                   double scale, double shared_scale) {
   const int64_t B = Q.size(0), H = Q.size(1), N = Q.size(2), d = Q.size(3);
   ops::MitaRouting routing;
+  Tensor V_hat;
   if (active_tap && active_tap->mode == MitaRoutingTap::Mode::replay) {
     VT_CHECK(active_tap->next < active_tap->routings.size(), "[mita] routing tap: no recorded routing left for call ",
              active_tap->next);
     routing = moved(active_tap->routings[active_tap->next++], Q.device());
-  } else {
+  } else if (o.route_only || !ops::mita_route_with_values(Q, K, V, R, o.k, scale, routing, V_hat)) {
     NoGradGuard no_grad;
     routing = ops::mita_route(Q.detach(), K.detach(), R.detach(), o.k);
-    if (active_tap) active_tap->routings.push_back(moved(routing, cpu()));
   }
-  Tensor V_hat;
-  if (!o.route_only) V_hat = ops::mita_shared_values(R, K, V, scale);  // V̂ = softmax(R Kᵀ/√d) V
+  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record) active_tap->routings.push_back(moved(routing, cpu()));
+  if (!o.route_only && !V_hat.defined()) V_hat = ops::mita_shared_values(R, K, V, scale);  // softmax(R Kᵀ/√d) V
   ops::MitaAttentionOptions ao;
   ao.scale = scale;
   ao.shared_scale = shared_scale;

@@ -36,6 +36,16 @@ struct MitaRoutingArrays {
   const int32_t* offsets = nullptr;      // [B, H, m + 1]
 };
 
+/// Per landmark row (B·H·m rows): the keys whose score r·k reaches a threshold, gathered while the scores are
+/// computed so the [m, N] score matrix is never stored (long sequences, inference).
+struct MitaCandidates {
+  uint32_t* threshold = nullptr;  // [rows] ordered float bits (device/ordered_bits.cuh)
+  uint32_t* bits = nullptr;       // [rows][cap] the candidates' scores as ordered bits
+  int32_t* index = nullptr;       // [rows][cap] their key indices
+  int* count = nullptr;           // [rows] candidates found (may exceed cap: then only cap were stored)
+  int cap = 0;
+};
+
 /// True when the kernels handle head dim d (16, 32, 64, 128).
 bool mita_supports_head_dim(int64_t d);
 
@@ -59,9 +69,24 @@ int64_t mita_landmark_workspace(const MitaShape& s);
 /// v_hat [B, H, m, d] = softmax(s.scale·r·kᵀ)·v, forward only, bf16 with f32 softmax statistics, on tensor cores
 /// (the keys are split into slices so that few landmarks still fill the GPU; the slices are merged exactly).
 /// Needs mita_mma_usable operands (kernels/cuda/mita_mma.h).
+/// With `candidates`, also appends every score r_j·k_n (f32, unscaled) at or above candidates->threshold[row]
+/// to that row's list (count must start at 0).
 void mita_landmark_attention_forward(const AttentionView& v_hat, const AttentionView& r, const AttentionView& k,
                                      const AttentionView& v, const MitaShape& s, float* workspace,
-                                     cudaStream_t stream);
+                                     cudaStream_t stream, const MitaCandidates* candidates = nullptr);
+
+/// Bytes of scratch memory mita_route_with_values needs.
+size_t mita_route_with_values_workspace_bytes(const MitaShape& s);
+
+/// Inference on long sequences (bf16, mita_mma_usable operands): mita_route's four arrays and
+/// v_hat = softmax(s.scale·r·kᵀ)·v in one pass over the keys. The top-k comes from candidates that the V̂ kernel
+/// collects above a per-landmark threshold estimated from 4096 sampled keys (about 2k expected per landmark), so
+/// the score matrix is never written; a landmark whose candidates fall short of k or overflow is selected exactly
+/// from recomputed scores. Same selection rule as mita_route. N must be a multiple of 4096.
+void mita_route_with_values(const AttentionView& q, const AttentionView& k, const AttentionView& v,
+                            const AttentionView& r, const AttentionView& v_hat, const MitaShape& s,
+                            int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets, void* workspace,
+                            cudaStream_t stream);
 
 /// Largest m + k (shared + routed slots) the backward kernel holds in shared memory for head dim d.
 int64_t mita_backward_max_slots(int64_t d, int64_t k);

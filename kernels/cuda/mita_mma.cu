@@ -12,6 +12,8 @@
 #include <cmath>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
+#include "kernels/cuda/device/ordered_bits.cuh"
 #include "kernels/cuda/flash_attention_device.cuh"
 #include "kernels/cuda/mita_mma.h"
 
@@ -293,6 +295,7 @@ struct LandmarkParams {
   float *part_o, *part_max, *part_sum;  // [BH][splits][m][D], [BH][splits][m] ×2
   int H, N, m, chunk, splits;
   float scale_log2;
+  MitaCandidates cand;  // cand.count == nullptr: no candidates wanted
 };
 
 template <int D>
@@ -314,6 +317,13 @@ __global__ void __launch_bounds__(kThreads) landmark_partial_kernel(const Landma
   cp_async_commit();
   Softmax16<D> st;
   uint32_t qf[D / 16][4];
+  uint32_t threshold[2] = {0xFFFFFFFFu, 0xFFFFFFFFu};
+  if (p.cand.count)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = m0 + warp * 16 + g + 8 * r;
+      if (row < p.m) threshold[r] = p.cand.threshold[bh * p.m + row];
+    }
   for (int j = 0; j < tiles; ++j) {
     const int k0 = key0 + j * kCols;
     if (j + 1 < tiles) {  // prefetch the next key tile into the other buffer
@@ -330,6 +340,20 @@ __global__ void __launch_bounds__(kThreads) landmark_partial_kernel(const Landma
     }
     float s[kCols / 8][4];
     scores<D>(s, qf, sK + (j & 1) * kCols * LD, lane);
+    if (p.cand.count) {  // the raw scores at or above the row's threshold become top-k candidates
+#pragma unroll
+      for (int nt = 0; nt < kCols / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = k0 + nt * 8 + 2 * t + (e & 1), row = m0 + warp * 16 + g + 8 * (e / 2);
+          const uint32_t u = device::ordered_bits(s[nt][e]);
+          if (col < key1 && row < p.m && u >= threshold[e / 2]) {
+            const int64_t at = bh * p.m + row;
+            const int slot = atomicAdd(p.cand.count + at, 1);
+            if (slot < p.cand.cap) p.cand.bits[at * p.cand.cap + slot] = u, p.cand.index[at * p.cand.cap + slot] = col;
+          }
+        }
+    }
 #pragma unroll
     for (int nt = 0; nt < kCols / 8; ++nt)
 #pragma unroll
@@ -482,9 +506,10 @@ void mita_joint_forward_mma(const AttentionView& out, float* lse, const Attentio
 
 namespace {
 int landmark_splits(const MitaShape& s) {
-  // About four CTAs per SM over all (b·h, landmark tile) pairs, each slice at least 512 keys.
+  // Enough CTAs for about eight full waves (three resident per SM), so the last wave's idle SMs cost little;
+  // each slice keeps at least 512 keys.
   const int64_t tiles = s.B * s.H * ((s.m + kRows - 1) / kRows);
-  int64_t splits = std::max<int64_t>(1, (4 * 132 + tiles - 1) / tiles);
+  int64_t splits = std::max<int64_t>(1, (8 * 3 * device::sm_count() + tiles - 1) / tiles);
   splits = std::min<int64_t>(splits, std::max<int64_t>(1, s.N / 512));
   return static_cast<int>(splits);
 }
@@ -502,14 +527,14 @@ int64_t mita_landmark_workspace(const MitaShape& s) {
 
 void mita_landmark_attention_forward(const AttentionView& v_hat, const AttentionView& r, const AttentionView& k,
                                      const AttentionView& v, const MitaShape& s, float* workspace,
-                                     cudaStream_t stream) {
+                                     cudaStream_t stream, const MitaCandidates* candidates) {
   int splits = landmark_splits(s);
   const int chunk = landmark_chunk(s, splits);
   splits = static_cast<int>((s.N + chunk - 1) / chunk);  // every slice non-empty
   const int64_t BH = s.B * s.H, rows = BH * s.m;
   LandmarkParams p{source(r), source(k), source(v), workspace, workspace + rows * splits * s.d,
                    workspace + rows * splits * (s.d + 1), static_cast<int>(s.H), static_cast<int>(s.N),
-                   static_cast<int>(s.m), chunk, splits, s.scale * kLog2e};
+                   static_cast<int>(s.m), chunk, splits, s.scale * kLog2e, candidates ? *candidates : MitaCandidates{}};
   const dim3 grid(static_cast<unsigned>((s.m + kRows - 1) / kRows), static_cast<unsigned>(splits),
                   static_cast<unsigned>(BH));
   dispatch_mma_dim(s.d, [&](auto dim) {

@@ -98,12 +98,13 @@ size_t sort_temp_bytes(int64_t items) {
   return bytes;
 }
 
-RouteBuffers carve(void* workspace, const MitaShape& s) {
+/// Splits the workspace: the f32 score matrix (when `scores`), then the sort buffers. Returns the bytes used.
+size_t carve(void* workspace, const MitaShape& s, bool scores, RouteBuffers& b) {
   const int64_t BH = s.B * s.H, items = BH * s.N;
-  char* p = static_cast<char*>(workspace);
-  RouteBuffers b;
-  b.scores = reinterpret_cast<float*>(p);
-  p += round_up(sizeof(float) * BH * s.m * s.N);
+  char* base = static_cast<char*>(workspace);
+  char* p = base;
+  b.scores = scores ? reinterpret_cast<float*>(p) : nullptr;
+  if (scores) p += round_up(sizeof(float) * BH * s.m * s.N);
   b.keys_in = reinterpret_cast<int32_t*>(p);
   p += round_up(sizeof(int32_t) * items);
   b.keys_out = reinterpret_cast<int32_t*>(p);
@@ -112,7 +113,31 @@ RouteBuffers carve(void* workspace, const MitaShape& s) {
   p += round_up(sizeof(int32_t) * items);
   b.sort_temp = p;
   b.sort_bytes = sort_temp_bytes(items);
-  return b;
+  return static_cast<size_t>(p - base) + round_up(b.sort_bytes);
+}
+
+/// Routing (the arg-max landmark of every query in r·qᵀ: on tensor cores without storing the scores, or from an
+/// f32 GEMM into the score buffer) and grouping (a stable radix sort by (b, h, expert) keeps ascending n inside
+/// each expert).
+void experts_and_grouping(DType dtype, const AttentionView& q, const AttentionView& r, const MitaShape& s,
+                          int32_t* experts, int32_t* order, int32_t* offsets, const RouteBuffers& buf,
+                          cudaStream_t stream) {
+  const int64_t BH = s.B * s.H, items = BH * s.N;
+  const int N = static_cast<int>(s.N), m = static_cast<int>(s.m);
+  if (dtype == DType::bf16 && mita_mma_usable(s, {&q, &r})) {
+    mita_argmax_mma(q, r, s, experts, buf.keys_in, buf.values_in, stream);
+  } else {
+    landmark_scores(dtype, r, q, s, buf.scores, stream);
+    argmax_experts_kernel<<<device::grid_for(items, 256), 256, 0, stream>>>(buf.scores, experts, buf.keys_in,
+                                                                            buf.values_in, BH, N, m);
+    VT_CUDA_CHECK(cudaGetLastError());
+  }
+  size_t bytes = buf.sort_bytes;
+  VT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(buf.sort_temp, bytes, buf.keys_in, buf.keys_out, buf.values_in,
+                                                order, static_cast<int>(items), 0, end_bit_for(BH * s.m), stream));
+  expert_offsets_kernel<<<device::grid_for(BH * (s.m + 1), 256), 256, 0, stream>>>(buf.keys_out, offsets, BH, N,
+                                                                                    m);
+  VT_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
@@ -120,9 +145,8 @@ RouteBuffers carve(void* workspace, const MitaShape& s) {
 bool mita_supports_head_dim(int64_t d) { return d == 16 || d == 32 || d == 64 || d == 128; }
 
 size_t mita_route_workspace_bytes(const MitaShape& s) {
-  const int64_t BH = s.B * s.H, items = BH * s.N;
-  return round_up(sizeof(float) * BH * s.m * s.N) + 3 * round_up(sizeof(int32_t) * items) +
-         round_up(sort_temp_bytes(items));
+  RouteBuffers b;
+  return carve(nullptr, s, true, b);
 }
 
 void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r,
@@ -133,33 +157,75 @@ void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, con
   VT_CHECK(s.N <= (int64_t{1} << 30) && s.B * s.H * s.N <= (int64_t{1} << 31) - 1 &&
                s.B * s.H * s.m <= (int64_t{1} << 30),
            "[mita_route] sizes exceed the 32-bit index range: B·H·N = ", s.B * s.H * s.N);
-  const int64_t BH = s.B * s.H, items = BH * s.N;
-  const int N = static_cast<int>(s.N), m = static_cast<int>(s.m), kk = static_cast<int>(s.k);
-  RouteBuffers buf = carve(workspace, s);
-
+  RouteBuffers buf;
+  carve(workspace, s, true, buf);
   // Expert construction: the top-k keys of every landmark row of r·kᵀ.
   landmark_scores(dtype, r, k, s, buf.scores, stream);
-  const unsigned rows = static_cast<unsigned>(BH * s.m);
-  mita_topk_rows(buf.scores, expert_keys, rows, N, kk, stream);
+  mita_topk_rows(buf.scores, expert_keys, s.B * s.H * s.m, static_cast<int>(s.N), static_cast<int>(s.k), stream);
 
-  // Routing: the arg-max landmark of every query in r·qᵀ: on tensor cores without storing the scores, or from
-  // an f32 GEMM into the (reused) score buffer.
-  if (dtype == DType::bf16 && mita_mma_usable(s, {&q, &r})) {
-    mita_argmax_mma(q, r, s, experts, buf.keys_in, buf.values_in, stream);
-  } else {
-    landmark_scores(dtype, r, q, s, buf.scores, stream);
-    argmax_experts_kernel<<<device::grid_for(items, 256), 256, 0, stream>>>(buf.scores, experts, buf.keys_in,
-                                                                            buf.values_in, BH, N, m);
-    VT_CUDA_CHECK(cudaGetLastError());
-  }
+  experts_and_grouping(dtype, q, r, s, experts, order, offsets, buf, stream);
+}
 
-  // Grouping: a stable radix sort by (b, h, expert) keeps ascending n inside each expert.
-  size_t bytes = buf.sort_bytes;
-  VT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(buf.sort_temp, bytes, buf.keys_in, buf.keys_out, buf.values_in,
-                                                order, static_cast<int>(items), 0, end_bit_for(BH * s.m), stream));
-  expert_offsets_kernel<<<device::grid_for(BH * (s.m + 1), 256), 256, 0, stream>>>(buf.keys_out, offsets, BH, N,
-                                                                                    m);
-  VT_CUDA_CHECK(cudaGetLastError());
+namespace {
+constexpr int kCandidateCap = 8192;
+
+/// The candidate lists after the sort buffers, then the V̂ kernel's partial sums.
+struct ValueRouteBuffers {
+  RouteBuffers route;
+  MitaCandidates cand;
+  float* landmark = nullptr;
+  float* samples = nullptr;  // [rows][kMitaSamples] scores against evenly spaced keys
+};
+
+size_t carve_values(void* workspace, const MitaShape& s, ValueRouteBuffers& b) {
+  char* base = static_cast<char*>(workspace);
+  char* p = base + carve(workspace, s, false, b.route);
+  const int64_t rows = s.B * s.H * s.m;
+  b.cand.cap = kCandidateCap;
+  b.cand.threshold = reinterpret_cast<uint32_t*>(p);
+  p += round_up(sizeof(uint32_t) * rows);
+  b.cand.count = reinterpret_cast<int*>(p);
+  p += round_up(sizeof(int) * rows);
+  b.cand.bits = reinterpret_cast<uint32_t*>(p);
+  p += round_up(sizeof(uint32_t) * rows * kCandidateCap);
+  b.cand.index = reinterpret_cast<int32_t*>(p);
+  p += round_up(sizeof(int32_t) * rows * kCandidateCap);
+  b.landmark = reinterpret_cast<float*>(p);
+  p += round_up(sizeof(float) * mita_landmark_workspace(s));
+  b.samples = reinterpret_cast<float*>(p);
+  p += round_up(sizeof(float) * rows * kMitaSamples);
+  return static_cast<size_t>(p - base);
+}
+}  // namespace
+
+size_t mita_route_with_values_workspace_bytes(const MitaShape& s) {
+  ValueRouteBuffers b;
+  return carve_values(nullptr, s, b);
+}
+
+void mita_route_with_values(const AttentionView& q, const AttentionView& k, const AttentionView& v,
+                            const AttentionView& r, const AttentionView& v_hat, const MitaShape& s,
+                            int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets, void* workspace,
+                            cudaStream_t stream) {
+  VT_CHECK(mita_mma_usable(s, {&q, &k, &v, &r, &v_hat}), "[mita_route] the one-pass inference routing needs bf16 "
+           "operands with 16-byte aligned rows and head dim 32, 64 or 128");
+  VT_CHECK(s.N <= (int64_t{1} << 30) && s.B * s.H * s.N <= (int64_t{1} << 31) - 1,
+           "[mita_route] sizes exceed the 32-bit index range: B·H·N = ", s.B * s.H * s.N);
+  ValueRouteBuffers buf;
+  carve_values(workspace, s, buf);
+  // Thresholds: scores against every (N / ns)-th key — a strided view of k, so one GEMM per head.
+  VT_CHECK(s.N % kMitaSamples == 0, "[mita_route] the one-pass inference routing samples every N/", kMitaSamples,
+           "-th key: N = ", s.N, " must be a multiple of ", kMitaSamples);
+  AttentionView sampled = k;
+  sampled.row_stride *= s.N / kMitaSamples;
+  MitaShape ss = s;
+  ss.N = kMitaSamples;
+  landmark_scores(DType::bf16, r, sampled, ss, buf.samples, stream);
+  mita_thresholds_from_samples(buf.samples, s.B * s.H * s.m, kMitaSamples, s, buf.cand, stream);
+  VT_CUDA_CHECK(cudaMemsetAsync(buf.cand.count, 0, sizeof(int) * s.B * s.H * s.m, stream));
+  mita_landmark_attention_forward(v_hat, r, k, v, s, buf.landmark, stream, &buf.cand);
+  mita_topk_from_candidates(r, k, s, buf.cand, expert_keys, stream);
+  experts_and_grouping(DType::bf16, q, r, s, experts, order, offsets, buf.route, stream);
 }
 
 }  // namespace vt::kernels::cuda

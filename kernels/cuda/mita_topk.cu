@@ -7,9 +7,13 @@
 //     find the k-th value T, then one read in index order (block scan) keeps the entries > T and the first ties.
 #include <cub/block/block_scan.cuh>
 
+#include <cuda_bf16.h>
+
+#include <algorithm>
 #include <climits>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/ordered_bits.cuh"
 #include "kernels/cuda/mita_topk.h"
 
 namespace vt::kernels::cuda {
@@ -18,11 +22,7 @@ namespace {
 
 constexpr int kCandidates = 8192, kFastMaxK = 2048;
 
-/// Float bits mapped so that unsigned order is float order (NaN with the sign bit clear sorts above +inf).
-__device__ __forceinline__ uint32_t ordered_bits(float f) {
-  const uint32_t u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
+using device::ordered_bits;
 
 struct PairSum {
   __device__ int2 operator()(int2 a, int2 b) const { return make_int2(a.x + b.x, a.y + b.y); }
@@ -52,8 +52,9 @@ __device__ __forceinline__ void for_each_bits(const float* row, int N, F&& f) {
   }
 }
 
-template <int Threads>
-__device__ void exact_select(const float* row, int32_t* dst, int N, int k) {
+/// value(i) gives entry i of the row (a load, or a recomputed score).
+template <int Threads, typename Value>
+__device__ void exact_select(Value&& value, int32_t* dst, int N, int k) {
   using Scan = cub::BlockScan<int2, Threads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ int hist[256];
@@ -66,7 +67,7 @@ __device__ void exact_select(const float* row, int32_t* dst, int N, int k) {
     for (int i = tid; i < 256; i += Threads) hist[i] = 0;
     __syncthreads();
     for (int i = tid; i < N; i += Threads) {
-      const uint32_t u = ordered_bits(row[i]);
+      const uint32_t u = ordered_bits(value(i));
       if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1);
     }
     __syncthreads();
@@ -89,7 +90,7 @@ __device__ void exact_select(const float* row, int32_t* dst, int N, int k) {
   int carry_gt = 0, carry_eq = 0;
   for (int base = 0; base < N; base += Threads) {
     const int i = base + tid;
-    const uint32_t u = i < N ? ordered_bits(row[i]) : 0u;
+    const uint32_t u = i < N ? ordered_bits(value(i)) : 0u;
     const int2 flag = make_int2(i < N && u > threshold, i < N && u == threshold);
     int2 before, total;
     Scan(scan_storage).ExclusiveScan(flag, before, make_int2(0, 0), PairSum(), total);
@@ -104,7 +105,8 @@ __device__ void exact_select(const float* row, int32_t* dst, int N, int k) {
 template <int Threads>
 __global__ void __launch_bounds__(Threads) exact_kernel(const float* __restrict__ x, int32_t* __restrict__ out, int N,
                                                         int k) {
-  exact_select<Threads>(x + static_cast<int64_t>(blockIdx.x) * N, out + static_cast<int64_t>(blockIdx.x) * k, N, k);
+  const float* row = x + static_cast<int64_t>(blockIdx.x) * N;
+  exact_select<Threads>([&](int i) { return row[i]; }, out + static_cast<int64_t>(blockIdx.x) * k, N, k);
 }
 
 /// The `need`-th largest of bits[0..n) (shared memory): four 8-bit radix steps. Returns it in `threshold` and,
@@ -152,6 +154,47 @@ __device__ void smem_select(const uint32_t* bits, int n, int need, int* hist, ui
   ties = need;
 }
 
+/// dst[0..k) = the indices of the k best of `count` candidates (bits, index) in shared memory, by value and then
+/// lower index, ascending. `sel` has room for kFastMaxK ints; `hist` for 256. All threads call it.
+template <int Threads>
+__device__ void select_candidates(const uint32_t* cand_bits, const int* cand_index, int count, int k, int* sel,
+                                  int* hist, int32_t* dst) {
+  __shared__ int s_taken;
+  const int tid = threadIdx.x;
+  uint32_t threshold;
+  int ties;
+  smem_select<Threads>(cand_bits, count, k, hist, threshold, ties);
+  if (tid == 0) s_taken = 0;
+  __syncthreads();
+  for (int c = tid; c < count; c += Threads) {
+    const uint32_t u = cand_bits[c];
+    if (u > threshold) {
+      sel[atomicAdd(&s_taken, 1)] = cand_index[c];
+    } else if (u == threshold) {
+      int rank = 0;  // among the ties (few unless the row is mostly equal values)
+      for (int j = 0; j < count; ++j) rank += cand_bits[j] == u && cand_index[j] < cand_index[c];
+      if (rank < ties) sel[k - ties + rank] = cand_index[c];
+    }
+  }
+  int P = 1;
+  while (P < k) P <<= 1;
+  __syncthreads();
+  for (int i = k + tid; i < P; i += Threads) sel[i] = INT_MAX;
+  __syncthreads();
+  for (int size = 2; size <= P; size <<= 1)
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      for (int i = tid; i < P; i += Threads) {
+        const int j = i ^ stride;
+        if (j > i) {
+          const int a = sel[i], b = sel[j];
+          if ((a > b) == ((i & size) == 0)) sel[i] = b, sel[j] = a;
+        }
+      }
+      __syncthreads();
+    }
+  for (int i = tid; i < k; i += Threads) dst[i] = sel[i];
+}
+
 /// Fast path: candidates in shared memory (the whole row when N ≤ cap; otherwise the entries at or above a
 /// threshold estimated from a strided sample of the row, expecting about 2k of them), then an exact selection
 /// among them, ties to the lower index, and a bitonic sort of the k indices. Falls back to exact_select when the
@@ -197,42 +240,8 @@ __global__ void __launch_bounds__(Threads) topk_rows_kernel(const float* __restr
     count = s_count;
   }
   __syncthreads();
-  if (count >= k && count <= cap) {
-    uint32_t threshold;
-    int ties;
-    smem_select<Threads>(cand_bits, count, k, hist, threshold, ties);
-    if (tid == 0) s_count = 0;
-    __syncthreads();
-    for (int c = tid; c < count; c += Threads) {
-      const uint32_t u = cand_bits[c];
-      if (u > threshold) {
-        sel[atomicAdd(&s_count, 1)] = cand_index[c];
-      } else if (u == threshold) {
-        int rank = 0;  // among the ties (few unless the row is mostly equal values)
-        for (int j = 0; j < count; ++j) rank += cand_bits[j] == u && cand_index[j] < cand_index[c];
-        if (rank < ties) sel[k - ties + rank] = cand_index[c];
-      }
-    }
-    int P = 1;
-    while (P < k) P <<= 1;
-    __syncthreads();
-    for (int i = k + tid; i < P; i += Threads) sel[i] = INT_MAX;
-    __syncthreads();
-    for (int size = 2; size <= P; size <<= 1)
-      for (int stride = size / 2; stride > 0; stride >>= 1) {
-        for (int i = tid; i < P; i += Threads) {
-          const int j = i ^ stride;
-          if (j > i) {
-            const int a = sel[i], b = sel[j];
-            if ((a > b) == ((i & size) == 0)) sel[i] = b, sel[j] = a;
-          }
-        }
-        __syncthreads();
-      }
-    for (int i = tid; i < k; i += Threads) dst[i] = sel[i];
-    return;
-  }
-  exact_select<Threads>(row, dst, N, k);
+  if (count >= k && count <= cap) return select_candidates<Threads>(cand_bits, cand_index, count, k, sel, hist, dst);
+  exact_select<Threads>([&](int i) { return row[i]; }, dst, N, k);
 }
 
 template <int Threads>
@@ -259,6 +268,102 @@ void mita_topk_rows(const float* x, int32_t* out, int64_t rows, int N, int k, cu
   } else {
     launch<128>(x, out, rows, N, k, stream);
   }
+}
+
+}  // namespace vt::kernels::cuda
+
+// ---- long-sequence inference: thresholds from samples, top-k from the collected candidates ----
+
+namespace vt::kernels::cuda {
+
+namespace {
+
+constexpr int kSamples = kMitaSamples;
+
+struct RowScore {  // r_j·k_n in f32 from bf16 operands, for the rows of one (b, h)
+  const __nv_bfloat16* k;
+  int64_t k_row;
+  const float* r;  // r_j in shared memory, f32
+  int d;
+  __device__ float operator()(int n) const {
+    const __nv_bfloat16* kn = k + static_cast<int64_t>(n) * k_row;
+    float acc = 0.f;
+    for (int c = 0; c < d; c += 2) {
+      const float2 kv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(kn + c));
+      acc += r[c] * kv.x + r[c + 1] * kv.y;
+    }
+    return acc;
+  }
+};
+
+/// r_j into shared memory (f32) and the row's score functor.
+__device__ RowScore row_score(const AttentionView& r, const AttentionView& k, const MitaShape& s, int64_t row,
+                              float* r_smem) {
+  const int64_t bh = row / s.m, j = row % s.m, b = bh / s.H, h = bh % s.H;
+  const auto* rj = static_cast<const __nv_bfloat16*>(r.data) + b * r.batch_stride + h * r.head_stride + j * r.row_stride;
+  for (int c = threadIdx.x; c < s.d; c += blockDim.x) r_smem[c] = __bfloat162float(rj[c]);
+  __syncthreads();
+  return {static_cast<const __nv_bfloat16*>(k.data) + b * k.batch_stride + h * k.head_stride, k.row_stride, r_smem,
+          static_cast<int>(s.d)};
+}
+
+template <int Threads>
+__global__ void __launch_bounds__(Threads) threshold_kernel(const float* __restrict__ samples, int ns, int rank,
+                                                            uint32_t* __restrict__ threshold) {
+  __shared__ int hist[256];
+  __shared__ uint32_t bits[kSamples];
+  const float* row = samples + static_cast<int64_t>(blockIdx.x) * ns;
+  for (int i = threadIdx.x; i < ns; i += Threads) bits[i] = ordered_bits(row[i]);
+  __syncthreads();
+  uint32_t t;
+  int unused;
+  smem_select<Threads>(bits, ns, rank, hist, t, unused);
+  if (threadIdx.x == 0) threshold[blockIdx.x] = t;
+}
+
+template <int Threads>
+__global__ void __launch_bounds__(Threads) candidates_topk_kernel(AttentionView r, AttentionView k, MitaShape s,
+                                                                  MitaCandidates c, int32_t* out) {
+  __shared__ float r_smem[128];
+  __shared__ int hist[256];
+  extern __shared__ int smem_i[];
+  uint32_t* cand_bits = reinterpret_cast<uint32_t*>(smem_i);  // [cap]
+  int* cand_index = reinterpret_cast<int*>(cand_bits + c.cap);  // [cap]
+  int* sel = cand_index + c.cap;                               // [kFastMaxK]
+  const int64_t row = blockIdx.x;
+  const int kk = static_cast<int>(s.k), count = c.count[row];
+  int32_t* dst = out + row * kk;
+  if (count >= kk && count <= c.cap) {
+    for (int i = threadIdx.x; i < count; i += Threads)
+      cand_bits[i] = c.bits[row * c.cap + i], cand_index[i] = c.index[row * c.cap + i];
+    __syncthreads();
+    select_candidates<Threads>(cand_bits, cand_index, count, kk, sel, hist, dst);
+    return;
+  }
+  const RowScore score = row_score(r, k, s, row, r_smem);
+  exact_select<Threads>(score, dst, static_cast<int>(s.N), kk);
+}
+
+}  // namespace
+
+void mita_thresholds_from_samples(const float* samples, int64_t rows, int ns, const MitaShape& s,
+                                  const MitaCandidates& candidates, cudaStream_t stream) {
+  VT_CHECK(ns >= 1 && ns <= kSamples, "[mita_route] ", ns, " samples per row, at most ", kSamples);
+  // The rank-th largest of ns evenly spaced samples has about rank·N/ns keys at or above it: aim at 2k (+ slack).
+  const int rank = static_cast<int>(std::min<int64_t>(ns, (2 * s.k * ns + s.N - 1) / s.N + 8));
+  threshold_kernel<256><<<static_cast<unsigned>(rows), 256, 0, stream>>>(samples, ns, rank, candidates.threshold);
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void mita_topk_from_candidates(const AttentionView& r, const AttentionView& k, const MitaShape& s,
+                               const MitaCandidates& candidates, int32_t* out, cudaStream_t stream) {
+  VT_CHECK(s.k <= kFastMaxK, "[mita_route] k = ", s.k, " above ", kFastMaxK, " for the candidate top-k");
+  const int64_t rows = s.B * s.H * s.m;
+  const size_t bytes = sizeof(int) * (2 * static_cast<size_t>(candidates.cap) + kFastMaxK);
+  VT_CUDA_CHECK(cudaFuncSetAttribute(candidates_topk_kernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(bytes)));
+  candidates_topk_kernel<256><<<static_cast<unsigned>(rows), 256, bytes, stream>>>(r, k, s, candidates, out);
+  VT_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace vt::kernels::cuda

@@ -17,6 +17,7 @@
 #include "kernels/cuda/landmark_pool.h"
 #include "kernels/cuda/mita.h"
 #include "kernels/cuda/mita_mma.h"
+#include "kernels/cuda/mita_topk.h"
 #include "kernels/cuda/stream.h"
 #endif
 
@@ -198,6 +199,49 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
                              out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>());
   }
   return out;
+}
+
+bool mita_route_with_values(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& landmarks,
+                            int64_t topk, double scale, MitaRouting& routing, Tensor& v_hat) {
+#ifdef VT_WITH_CUDA
+  const Device dev = q_in.device();
+  // Below ~128K keys the stored score matrix is cheap and the plain routing is faster; the sampling needs N to
+  // be a multiple of kernels::cuda::kMitaSamples.
+  if (!dev.is_cuda() || q_in.dim() != 4 || landmarks.dim() != 4 || q_in.size(2) < 131072 ||
+      q_in.size(2) % kc::kMitaSamples != 0)
+    return false;
+  for (const Tensor* t : {&q_in, &k_in, &v_in, &landmarks})
+    if (t->dtype() != DType::bf16 || t->device() != dev) return false;
+  if (GradMode::enabled() && any_requires_grad({&q_in, &k_in, &v_in, &landmarks})) return false;
+  if (q_in.shape() != k_in.shape() || q_in.shape() != v_in.shape() || landmarks.size(0) != q_in.size(0) ||
+      landmarks.size(1) != q_in.size(1) || landmarks.size(3) != q_in.size(3) || topk < 1 || topk > q_in.size(2) ||
+      topk > 2048)
+    return false;
+  kc::DeviceGuard guard(dev.index);
+  Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), v = row_contiguous(v_in), r = row_contiguous(landmarks);
+  const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = r.size(2);
+  Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
+  const kc::MitaShape s{B, H, N, m, topk, d, static_cast<float>(scale), 1.f, true};
+  const kc::AttentionView vq = cuda_view(q), vk = cuda_view(k), vv = cuda_view(v), vr = cuda_view(r),
+                          vo = cuda_view(out);
+  if (!kc::mita_mma_usable(s, {&vq, &vk, &vv, &vr, &vo})) return false;
+  MitaRouting rt;
+  rt.expert_keys = Tensor::empty({B, H, m, topk}, DType::i32, dev);
+  rt.experts = Tensor::empty({B, H, N}, DType::i32, dev);
+  rt.order = Tensor::empty({B, H, N}, DType::i32, dev);
+  rt.offsets = Tensor::empty({B, H, m + 1}, DType::i32, dev);
+  Tensor workspace =
+      Tensor::empty({static_cast<int64_t>(kc::mita_route_with_values_workspace_bytes(s))}, DType::u8, dev);
+  kc::mita_route_with_values(vq, vk, vv, vr, vo, s, rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
+                             rt.order.data<int32_t>(), rt.offsets.data<int32_t>(), workspace.raw_data(),
+                             kc::current_stream());
+  routing = rt;
+  v_hat = out;
+  return true;
+#else
+  (void)q_in, (void)k_in, (void)v_in, (void)landmarks, (void)topk, (void)scale, (void)routing, (void)v_hat;
+  return false;
+#endif
 }
 
 Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor& v, double scale) {

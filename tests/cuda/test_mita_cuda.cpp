@@ -103,7 +103,9 @@ void check_routing_valid(const Operands& x, const ops::MitaRouting& gpu, const C
         for (int64_t i = 0; i < c.k; ++i) {
           const int32_t n = keys[(bh * c.m + j) * c.k + i];
           ASSERT_TRUE(n >= 0 && n < c.N) << what;
-          if (i > 0) ASSERT_LT(keys[(bh * c.m + j) * c.k + i - 1], n) << what << ": keys ascend, no repeats";
+          if (i > 0) {
+            ASSERT_LT(keys[(bh * c.m + j) * c.k + i - 1], n) << what << ": keys ascend, no repeats";
+          }
           chosen[n] = 1;
           min_in = std::min(min_in, s[j * c.N + n]);
         }
@@ -123,7 +125,9 @@ void check_routing_valid(const Operands& x, const ops::MitaRouting& gpu, const C
       for (int64_t j = 0; j < c.m; ++j)
         for (int32_t t = off[j]; t < off[j + 1]; ++t) {
           ASSERT_EQ(experts[bh * c.N + order[bh * c.N + t]], j) << what;
-          if (t > off[j]) ASSERT_LT(order[bh * c.N + t - 1], order[bh * c.N + t]) << what;
+          if (t > off[j]) {
+            ASSERT_LT(order[bh * c.N + t - 1], order[bh * c.N + t]) << what;
+          }
         }
     }
 }
@@ -183,6 +187,28 @@ TEST(MitaCuda, RoutingExactTopKPathsEqualTheCpu) {
       }
     }
   }
+}
+
+// Long-sequence inference: routing and V̂ in one pass (candidates collected by the V̂ kernel), N ≥ 128K.
+TEST(MitaCuda, OnePassInferenceRoutingAndValuesMatchTheCpu) {
+  VT_REQUIRE_DEVICE();
+  const Case c{131072, 32, 32, "sequence"};
+  const Operands x = operands(c, DType::bf16, 900);
+  NoGradGuard no_grad;
+  ops::MitaRouting routing;
+  Tensor v_hat;
+  ASSERT_TRUE(ops::mita_route_with_values(x.q.to(kGpu), x.k.to(kGpu), x.v.to(kGpu), x.r.to(kGpu), c.k, 0.125,
+                                          routing, v_hat));
+  check_routing_valid(x, routing, c, "one-pass N=131072");
+  const Tensor ref = ops::mita_shared_values(x.r.to(DType::f64), x.k.to(DType::f64), x.v.to(DType::f64), 0.125);
+  expect_bf16_rule(v_hat, ref.to(DType::bf16), ref, "one-pass V̂");
+  // Equal scores everywhere: every key is a candidate, the lists overflow, and the exact fallback (scores
+  // recomputed) must keep the lowest indices, as the CPU does.
+  Tensor flat = Tensor::full({kB, kH, c.N, kD}, 0.5, DType::bf16);
+  ASSERT_TRUE(ops::mita_route_with_values(x.q.to(kGpu), flat.to(kGpu), x.v.to(kGpu), x.r.to(kGpu), c.k, 0.125,
+                                          routing, v_hat));
+  const ops::MitaRouting cpu_r = ops::mita_route(x.q.to(DType::f32), flat.to(DType::f32), x.r.to(DType::f32), c.k);
+  EXPECT_EQ(ints(routing.expert_keys), ints(cpu_r.expert_keys));
 }
 
 struct Result {

@@ -56,7 +56,9 @@ TEST(MitaRoute, TopKSetsArgmaxAndGroupingMatchTheReferenceSelections) {
       for (int32_t t = off[j]; t < off[j + 1]; ++t) {
         const int32_t n = order[bh * N + t];
         EXPECT_EQ(experts[bh * N + n], j);
-        if (t > off[j]) EXPECT_LT(order[bh * N + t - 1], n) << "queries ascend inside an expert";
+        if (t > off[j]) {
+          EXPECT_LT(order[bh * N + t - 1], n) << "queries ascend inside an expert";
+        }
       }
   }
 }
