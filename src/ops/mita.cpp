@@ -205,9 +205,9 @@ bool mita_route_with_values(const Tensor& q_in, const Tensor& k_in, const Tensor
                             int64_t topk, double scale, MitaRouting& routing, Tensor& v_hat) {
 #ifdef VT_WITH_CUDA
   const Device dev = q_in.device();
-  // Below ~128K keys the stored score matrix is cheap and the plain routing is faster; the sampling needs N to
-  // be a multiple of kernels::cuda::kMitaSamples.
-  if (!dev.is_cuda() || q_in.dim() != 4 || landmarks.dim() != 4 || q_in.size(2) < 131072 ||
+  // Below 16K keys the whole score row fits the top-k's shared memory and the plain routing reads it once; the
+  // sampling needs N to be a multiple of kernels::cuda::kMitaSamples.
+  if (!dev.is_cuda() || q_in.dim() != 4 || landmarks.dim() != 4 || q_in.size(2) < 16384 ||
       q_in.size(2) % kc::kMitaSamples != 0)
     return false;
   for (const Tensor* t : {&q_in, &k_in, &v_in, &landmarks})

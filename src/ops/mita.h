@@ -29,7 +29,7 @@ Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor
 
 /// Inference on long sequences: mita_route and mita_shared_values together in one pass over the keys that never
 /// stores the [m, N] score matrix (kernels/cuda/mita.h: the V̂ kernel collects each landmark's top-k candidates).
-/// Applies on CUDA to bf16 operands the tensor-core kernels can read, N ≥ 131072 and a multiple of 4096, with no
+/// Applies on CUDA to bf16 operands the tensor-core kernels can read, N ≥ 16384 and a multiple of 4096, with no
 /// gradient recorded; returns false (and does nothing) otherwise. Same routing rule as mita_route.
 bool mita_route_with_values(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
                             int64_t topk, double scale, MitaRouting& routing, Tensor& v_hat);
