@@ -10,6 +10,7 @@
 #include "cli/data_command.h"
 #include "cli/eval_output.h"
 #include "cli/plot_command.h"
+#include "engine/imagenet_data.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 
@@ -76,8 +77,10 @@ int main(int argc, char** argv) {
     } else if (*eval) {
       auto r = vt::engine::evaluate_weights(cfg, weights);
       const int64_t img_size = vt::engine::vit_config(cfg).img_size;
-      vt::cli::print_eval_results({cfg.model.name, r.top1, r.top5, r.loss, r.params, img_size, 0.875, "bicubic",
-                                   r.count, r.img_per_s},
+      // validate.py's row: Fashion-MNIST is evaluated uncropped; ImageFolder with data.crop_pct, bicubic.
+      const bool folder = vt::engine::uses_image_folder(cfg);
+      vt::cli::print_eval_results({cfg.model.name, r.top1, r.top5, r.loss, r.params, img_size,
+                                   folder ? cfg.data.crop_pct : 1.0, "bicubic", r.count, r.img_per_s},
                                   eval_out);
     }
   } catch (const std::exception& e) {

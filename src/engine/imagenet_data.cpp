@@ -27,16 +27,30 @@ bool uses_image_folder(const io::Config& cfg) {
   return cfg.data.dataset == "imagefolder" || cfg.data.dataset == "imagenet";
 }
 
-ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device) : seed_(static_cast<uint64_t>(cfg.train.seed)) {
+ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train)
+    : seed_(static_cast<uint64_t>(cfg.train.seed)) {
   const auto& d = cfg.data;
-  data::ClassificationFiles train = data::image_folder(data::find_split_dir(d.data_dir, "train"));
   data::ClassificationFiles val = data::image_folder(data::find_split_dir(d.data_dir, "val"));
-  VT_CHECK(val.classes == train.classes, "[data] ", d.data_dir, ": val/ and train/ have different class folders");
-  classes_ = train.classes.size();
-  const int64_t n = static_cast<int64_t>(train.samples.size());
-  train_source_ = std::make_unique<data::ImageFileSource>(std::move(train.samples), train_transform(d, img_size));
+  classes_ = val.classes.size();
   eval_source_ = std::make_unique<data::ImageFileSource>(std::move(val.samples),
                                                          data::eval_transform(img_size, d.crop_pct));
+  data::LoaderOptions eo;
+  eo.threads = std::max(1, d.workers);
+  eo.seed = seed_;
+  eo.batch_size = cfg.eval.batch_size;
+  eo.drop_last = false;
+  const int64_t n_val = eval_source_->size();
+  eval_loader_ = std::make_unique<data::Loader>(*eval_source_, [n_val](int64_t) {
+    std::vector<int64_t> all(static_cast<size_t>(n_val));
+    std::iota(all.begin(), all.end(), int64_t{0});
+    return all;
+  }, eo);
+  if (!with_train) return;
+
+  data::ClassificationFiles train = data::image_folder(data::find_split_dir(d.data_dir, "train"));
+  VT_CHECK(val.classes == train.classes, "[data] ", d.data_dir, ": val/ and train/ have different class folders");
+  const int64_t n = static_cast<int64_t>(train.samples.size());
+  train_source_ = std::make_unique<data::ImageFileSource>(std::move(train.samples), train_transform(d, img_size));
 
   data::Loader::Sampler sampler;
   if (d.aug_repeats > 0) {
@@ -57,16 +71,6 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device) :
   train_loader_ = std::make_unique<data::Loader>(*train_source_, sampler, lo);
   prefetcher_ = std::make_unique<data::DevicePrefetcher>(*train_loader_, device);
 
-  const int64_t n_val = eval_source_->size();
-  data::LoaderOptions eo = lo;
-  eo.batch_size = cfg.eval.batch_size;
-  eo.drop_last = false;
-  eval_loader_ = std::make_unique<data::Loader>(*eval_source_, [n_val](int64_t) {
-    std::vector<int64_t> all(static_cast<size_t>(n_val));
-    std::iota(all.begin(), all.end(), int64_t{0});
-    return all;
-  }, eo);
-
   if (d.mixup > 0 || d.cutmix > 0) {
     VT_CHECK(cfg.train.batch_size % 2 == 0, "[config] Mixup/CutMix needs an even train.batch_size, got ",
              cfg.train.batch_size);
@@ -83,7 +87,10 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device) :
 
 ImageNetData::~ImageNetData() = default;
 
+int64_t ImageNetData::eval_size() const { return eval_source_->size(); }
+
 data::Batch ImageNetData::train_batch(int64_t epoch, int64_t step) {
+  VT_CHECK(prefetcher_, "[data] this ImageNetData was built for evaluation only");
   if (epoch != epoch_ || step < next_step_) {
     prefetcher_->start_epoch(epoch);
     epoch_ = epoch;

@@ -23,7 +23,8 @@ bool uses_image_folder(const io::Config& cfg);
 class ImageNetData {
  public:
   /// Lists data.data_dir's train/ and val/ folders and builds both loaders; `img_size` is the model's input size.
-  ImageNetData(const io::Config& cfg, int img_size, Device device);
+  /// With `with_train` false (evaluation only) just val/ is read, and its class folders define the classes.
+  ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train = true);
   ~ImageNetData();
   /// Training batches per epoch (the last partial batch is dropped).
   int64_t train_batches_per_epoch() const { return train_batches_; }
@@ -33,6 +34,8 @@ class ImageNetData {
   /// mid-epoch: the skipped batches are built and dropped). With Mixup/CutMix on, labels are the f32 soft targets
   /// [B, classes] (label smoothing folded in); otherwise the i64 labels [B].
   data::Batch train_batch(int64_t epoch, int64_t step);
+  /// Number of val/ images.
+  int64_t eval_size() const;
   /// Calls `fn` with each val/ batch (host tensors, eval transform, every image once).
   void for_each_eval_batch(const std::function<void(const data::Batch&)>& fn);
 

@@ -503,12 +503,22 @@ EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_pa
                  loaded.ignored.size(), cfg.model.attention.type, joined(loaded.ignored));
   model.to(device);
   model.eval();
-  VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset, "'");
-  data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);
-  data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit), cfg.eval.batch_size,
-                                  false, 0.0, kFashionMean, kFashionStd, 0);
-  const auto start = std::chrono::steady_clock::now();
-  EvalResult r = evaluate(model, test_batches, device, amp_dtype(cfg));
+  EvalResult r;
+  std::chrono::steady_clock::time_point start;
+  if (uses_image_folder(cfg)) {  // val/ through the threaded loader with the eval transform (resize, center crop)
+    ImageNetData val(cfg, static_cast<int>(vit_config(cfg).img_size), device, false);
+    VT_CHECK(val.num_classes() <= vit_config(cfg).num_classes, "[data] ", cfg.data.data_dir, "/val has ",
+             val.num_classes(), " class folders, more than the model's ", vit_config(cfg).num_classes, " classes");
+    start = std::chrono::steady_clock::now();
+    r = evaluate_batches(model, [&](const auto& fn) { val.for_each_eval_batch(fn); }, device, amp_dtype(cfg));
+  } else {
+    VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset, "'");
+    data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);
+    data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit),
+                                    cfg.eval.batch_size, false, 0.0, kFashionMean, kFashionStd, 0);
+    start = std::chrono::steady_clock::now();
+    r = evaluate(model, test_batches, device, amp_dtype(cfg));
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.img_per_s = seconds > 0 ? static_cast<double>(r.count) / seconds : 0.0;
   for (const auto& [name, p] : model.named_parameters()) r.params += p.numel();

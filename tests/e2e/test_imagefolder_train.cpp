@@ -1,6 +1,7 @@
 // `vitrain train` on an ImageFolder through the threaded loader, with the whole DeiT recipe on (Mixup, CutMix,
-// RandAugment, random erasing, repeated augmentation): a shrunk deit_tiny_mita_dwc config on a tiny JPEG tree
-// written here trains, evaluates on val/, and a run stopped mid-epoch resumes with the same losses bit for bit.
+// RandAugment, random erasing, repeated augmentation): every Table 2 config, shrunk, on a tiny JPEG tree written
+// here trains, evaluates on val/, and a run stopped mid-epoch resumes with the same losses bit for bit; the saved
+// weights evaluated alone (`vitrain eval`'s path) give the run's final numbers.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -28,15 +29,19 @@ void write_tree(const fs::path& root) {
   }
 }
 
-io::Config shrunk(const fs::path& data_dir, const std::string& out) {
-  const fs::path yaml = fs::path(VT_SOURCE_DIR) / "configs" / "imagenet" / "deit_tiny_mita_dwc.yaml";
+const fs::path kConfigs = fs::path(VT_SOURCE_DIR) / "configs" / "imagenet";
+
+// 32x32 inputs with patch 8: a 4x4 patch grid + CLS, so MiTA pools 2x2 landmarks and Agent uses 4 agents.
+io::Config shrunk(const fs::path& data_dir, const std::string& out,
+                  const fs::path& yaml = kConfigs / "deit_tiny_mita_dwc.yaml") {
   return io::load_config(
       yaml.string(),
       {"data.dataset=imagefolder", "data.data_dir=" + data_dir.string(), "data.workers=2", "model.img_size=32",
        "model.patch_size=8", "model.num_classes=3", "model.embed_dim=48", "model.num_heads=3", "model.depth=1",
-       "model.attention.m=4", "model.attention.k=4", "train.batch_size=8", "train.epochs=2", "train.device=cpu",
-       "train.threads=2", "train.log_interval=1", "train.model_ema_decay=0.9", "schedule.warmup_epochs=1",
-       "optim.lr_base=0.032", "eval.batch_size=8", "train.output=" + out});  // lr 5e-4 after warmup
+       "model.attention.m=4", "model.attention.k=4", "model.attention.agent_num=4", "train.batch_size=8",
+       "train.epochs=2", "train.device=cpu", "train.threads=2", "train.log_interval=1",
+       "train.model_ema_decay=0.9", "schedule.warmup_epochs=1", "optim.lr_base=0.032", "eval.batch_size=8",
+       "train.output=" + out});  // lr 5e-4 after warmup
 }
 
 std::map<int64_t, double> run(const io::Config& cfg, engine::TrainSummary& s) {
@@ -77,6 +82,53 @@ TEST(ImageFolderTraining, DeitRecipeTrainsEvaluatesAndResumesExactly) {
   for (auto [k, v] : expected) EXPECT_EQ(got[k], v) << "update " << k;
   EXPECT_EQ(part.test.top1, full.test.top1);
   EXPECT_EQ(part.test.loss, full.test.loss);
+
+  // `vitrain eval` on val/: the saved weights alone reproduce the run's final evaluation.
+  const engine::EvalResult alone = engine::evaluate_weights(base, full.weights_path);
+  EXPECT_EQ(alone.count, 12);
+  EXPECT_DOUBLE_EQ(alone.top1, full.test.top1);
+  EXPECT_DOUBLE_EQ(alone.top5, full.test.top5);
+  EXPECT_NEAR(alone.loss, full.test.loss, 1e-6);
+  EXPECT_GT(alone.params, 0);
+  // A val/ with more class folders than the model has outputs is refused, naming the folder.
+  const fs::path extra = dir / "data" / "val" / "class3";
+  fs::create_directories(extra);
+  write_jpeg_rgb((extra / "0.jpg").string(), pattern_rgb(40, 40, 7));
+  try {
+    engine::evaluate_weights(base, full.weights_path);
+    ADD_FAILURE() << "4 val classes for a 3-class model were accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("val has 4 class folders"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(ImageFolderTraining, EveryTable2ConfigTrainsEvaluatesAndResumes) {
+  const fs::path dir = fs::temp_directory_path() / ("vt_e2e_imagefolder_all_" + std::to_string(::getpid()));
+  write_tree(dir / "data");
+  int seen = 0;
+  for (const auto& e : fs::directory_iterator(kConfigs)) {
+    if (e.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(e.path().string());
+    ++seen;
+    const std::string name = e.path().stem().string();
+    engine::TrainSummary full, part;
+    const auto expected = run(shrunk(dir / "data", (dir / (name + "_full")).string(), e.path()), full);
+    EXPECT_EQ(full.steps, 6);
+    EXPECT_EQ(full.test.count, 12);
+    ASSERT_TRUE(full.test_ema.has_value());
+    io::Config cfg = shrunk(dir / "data", (dir / (name + "_resumed")).string(), e.path());
+    cfg.train.max_steps = 4;
+    auto got = run(cfg, part);
+    EXPECT_TRUE(part.stopped_at_max_steps);
+    cfg.train.max_steps = 0;
+    cfg.train.resume = "auto";
+    for (auto [k, v] : run(cfg, part)) got[k] = v;
+    ASSERT_EQ(got.size(), expected.size());
+    for (auto [k, v] : expected) EXPECT_EQ(got[k], v) << "update " << k;
+    EXPECT_EQ(part.test.top1, full.test.top1);
+  }
+  EXPECT_EQ(seen, 14);
   fs::remove_all(dir);
 }
 
