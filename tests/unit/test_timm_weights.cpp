@@ -1,5 +1,6 @@
 // Weights exchange with timm: our state dict has timm's keys (checked against the timm-written DeiT-T fixture),
-// pos_embed resampling (hand-computed PyTorch values, linear ramps exact in the interior, 14x14 -> 16x16 -> 14x14),
+// pos_embed resampling (against timm/torch's own output, tests/ref/pos_embed_resample.safetensors from
+// scripts/gen_posembed_fixture.py; hand-computed PyTorch values, linear ramps exact in the interior),
 // head replacement, dense weights into MiTA, export and the safetensors round trip.
 #include <gtest/gtest.h>
 
@@ -252,6 +253,31 @@ TEST(TimmWeights, ExportRoundTripsThroughSafetensors) {
   models::ViTConfig wider = m.config();
   wider.embed_dim = 24;
   EXPECT_CONTAINS(error_of([&] { engine::check_timm_compatible(w, wider); }), "'cls_token' has shape [1, 1, 12]");
+}
+
+// Against torch itself: timm 1.0.29's resample_abs_pos_embed (antialiased bicubic) and DeiT's plain bicubic
+// F.interpolate of a seeded 14x14 grid (C 8) to 16x16, 7x7 and 12x20, computed in f64 on the GPU machine
+// (scripts/gen_posembed_fixture.py). Ours runs in f32 from the f32-rounded input: 1e-5 absolute on values ~N(0,1).
+TEST(TimmWeights, PosEmbedResamplingMatchesTimmAndDeitComputedByTorch) {
+  const io::NamedTensors w =
+      io::load_safetensors(std::string(VT_SOURCE_DIR) + "/tests/ref/pos_embed_resample.safetensors");
+  const Tensor& in = get(w, "input");
+  ASSERT_EQ(in.shape(), Shape({1, 197, 8}));
+  struct Grid {
+    const char* name;
+    int64_t h, w;
+  };
+  for (const Grid g : {Grid{"up_16x16", 16, 16}, Grid{"down_7x7", 7, 7}, Grid{"rect_12x20", 12, 20}})
+    for (const auto& [prefix, mode] : {std::pair<std::string, engine::PosEmbedResize>{"timm_", engine::PosEmbedResize::timm},
+                                       {"deit_", engine::PosEmbedResize::deit}}) {
+      const Tensor& ref = get(w, prefix + g.name);
+      const Tensor ours = engine::resample_pos_embed(in, 14, 14, g.h, g.w, 1, mode);
+      ASSERT_EQ(ours.shape(), ref.shape()) << prefix << g.name;
+      const std::vector<double> a = ours.to_vector(), b = ref.to_vector();
+      double worst = 0;
+      for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+      EXPECT_LE(worst, 1e-5) << prefix << g.name;
+    }
 }
 
 }  // namespace
