@@ -3,6 +3,7 @@
 // Prints images per CPU-second for one thread and img/s (wall) for N threads (default: all cores), for the
 // plain, the DeiT and the eval transform, then the plain one with each training speed-up switched off.
 // --train-only: one thread, only the steps tools/bench_data_pil.py times (RRC, flip, normalize).
+// --write DIR: only write the 64 synthetic JPEGs into DIR (kept; scripts/bench_feed.sh builds a tree from them).
 #include <turbojpeg.h>
 #include <unistd.h>
 
@@ -81,14 +82,21 @@ double images_per_second(const std::vector<data::LabeledFile>& files, const data
 int main(int argc, char** argv) {
   std::string folder;
   bool train_only = false;  // one thread, the Pillow script's steps only (tools/bench_data_compare.sh)
+  std::string write_dir;     // --write: only write the synthetic JPEGs there
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::stoi(argv[++i]);
     else if (a == "--train-only") train_only = true;
+    else if (a == "--write" && i + 1 < argc) write_dir = argv[++i];
     else folder = a;
   }
   try {
+    if (!write_dir.empty()) {
+      fs::create_directories(write_dir);
+      std::printf("wrote %zu JPEGs to %s\n", synthetic_jpegs(write_dir, 64).size(), write_dir.c_str());
+      return 0;
+    }
     std::vector<data::LabeledFile> files;
     fs::path tmp;
     if (folder.empty()) {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Can the JPEG loader feed DeiT-S training on this machine? Run on the GPU machine (from the unpacked bundle:
+# scripts/gpu_bundle.sh, carry .gpu/bundle.tar.xz) in one job:
+#   1. bench_data: decode + transform throughput of ImageNet-like JPEGs (500x375), 1 thread and all cores;
+#   2. a JPEG ImageFolder (CLASSES classes x the 64 bench JPEGs, hard links) trained with the full DeiT recipe
+#      (configs/imagenet/deit_small_dense.yaml: RandAugment, erasing, Mixup/CutMix, repeated augmentation) —
+#      `vitrain train` img/s with WORKERS loader threads;
+#   3. the same model and batch on synthetic data (`vitrain bench`), the ceiling.
+# Prints the ratio real / synthetic (issue 6's target: >= 90%). Usage: bash scripts/bench_feed.sh OUT_DIR
+# Env: WORKERS (default: all cores), CLASSES (200), EPOCHS (6), BATCH (256).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=$(mkdir -p "$1" && cd "$1" && pwd)
+cd "$ROOT"
+WORKERS=${WORKERS:-$(nproc)} CLASSES=${CLASSES:-200} EPOCHS=${EPOCHS:-6} BATCH=${BATCH:-256}
+BIN=${BIN:-$ROOT/.gpu/bin}
+export LD_LIBRARY_PATH=$ROOT/.gpu/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+echo "== bench_data (decode + transforms, $WORKERS threads)"
+"$BIN/bench_data" --threads "$WORKERS" | tee "$OUT/bench_data.txt"
+
+tree=$(mktemp -d)
+trap 'rm -rf "$tree"' EXIT
+"$BIN/bench_data" --write "$tree/src" >/dev/null
+jpegs=$(find "$tree/src" -type f | sort)
+for split in train val; do
+  for c in $(seq -w 1 "$CLASSES"); do
+    mkdir -p "$tree/$split/n$c"
+    n=0
+    for f in $jpegs; do
+      n=$((n + 1))
+      [ "$split" = val ] && [ "$n" -gt 2 ] && break
+      ln "$f" "$tree/$split/n$c/$n.JPEG" 2>/dev/null || cp "$f" "$tree/$split/n$c/$n.JPEG"
+    done
+  done
+done
+echo "== tree: $CLASSES classes, $(find "$tree/train" -name '*.JPEG' | wc -l) train JPEGs"
+
+echo "== vitrain train (real JPEGs, full DeiT recipe, $WORKERS loader threads)"
+"$BIN/vitrain" train --config configs/imagenet/deit_small_dense.yaml --device cuda:0 \
+  --set data.data_dir="$tree" --set data.workers="$WORKERS" --set train.batch_size="$BATCH" \
+  --set train.epochs="$EPOCHS" --set schedule.warmup_epochs=1 --set train.log_interval=10 \
+  --set train.output="$OUT/run" 2>&1 | tee "$OUT/train.log" | grep -E "img/s|data [0-9]+%" | tail -4
+real=$(sed -n 's/.*training: [0-9.]* s, \([0-9.]*\) img\/s.*/\1/p' "$OUT/train.log" | tail -1)
+
+echo "== vitrain bench (synthetic data, same model and batch)"
+"$BIN/vitrain" bench --model deit_small_patch16_224 --batch-size "$BATCH" --steps 30 --warmup 5 --amp \
+  --device cuda:0 | tee "$OUT/bench.txt" | grep train:
+synth=$(sed -n 's/^train: \([0-9.]*\) img\/s.*/\1/p' "$OUT/bench.txt")
+awk -v r="$real" -v s="$synth" 'BEGIN {printf "real JPEG training %.0f img/s vs synthetic %.0f img/s: %.0f%%\n", r, s, 100 * r / s}' |
+  tee "$OUT/feed.txt"
