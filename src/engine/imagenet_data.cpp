@@ -39,6 +39,7 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
   eo.seed = seed_;
   eo.batch_size = cfg.eval.batch_size;
   eo.drop_last = false;
+  eo.max_bad_files = d.max_bad_files;
   const int64_t n_val = eval_source_->size();
   eval_loader_ = std::make_unique<data::Loader>(*eval_source_, [n_val](int64_t) {
     std::vector<int64_t> all(static_cast<size_t>(n_val));
@@ -68,6 +69,7 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
   lo.batch_size = cfg.train.batch_size;
   lo.threads = std::max(1, d.workers);
   lo.seed = seed_;
+  lo.max_bad_files = d.max_bad_files;
   train_loader_ = std::make_unique<data::Loader>(*train_source_, sampler, lo);
   prefetcher_ = std::make_unique<data::DevicePrefetcher>(*train_loader_, device);
 
@@ -88,6 +90,11 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
 ImageNetData::~ImageNetData() = default;
 
 int64_t ImageNetData::eval_size() const { return eval_source_->size(); }
+
+int64_t ImageNetData::bad_files() const {
+  const size_t n = eval_loader_->bad_files().size() + (train_loader_ ? train_loader_->bad_files().size() : 0);
+  return static_cast<int64_t>(n);
+}
 
 data::Batch ImageNetData::train_batch(int64_t epoch, int64_t step) {
   VT_CHECK(prefetcher_, "[data] this ImageNetData was built for evaluation only");

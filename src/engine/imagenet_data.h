@@ -36,6 +36,8 @@ class ImageNetData {
   data::Batch train_batch(int64_t epoch, int64_t step);
   /// Number of val/ images.
   int64_t eval_size() const;
+  /// Distinct unreadable images skipped so far (train and val; each is logged with its path when met).
+  int64_t bad_files() const;
   /// Calls `fn` with each val/ batch (host tensors, eval transform, every image once).
   void for_each_eval_batch(const std::function<void(const data::Batch&)>& fn);
 

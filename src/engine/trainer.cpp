@@ -380,13 +380,16 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
         const double ips = static_cast<double>(window_images) / dt;
         const double eta =
             static_cast<double>(total - pos.global_step) * static_cast<double>(global_batch(cfg)) / ips;
-        log->info("{} data {:.0f}%",
+        const int64_t bad = imagenet ? imagenet->bad_files() : 0;
+        log->info("{} data {:.0f}%{}",
                   io::progress_line(static_cast<int>(epoch + 1), cfg.train.epochs, s + 1, updates_per_epoch,
                                     loss_mean, opt->lr, ips, eta),
-                  100.0 * data_wait / dt);
-        metrics.log({{"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(pos.global_step)},
-                     {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips},
-                     {"data_wait", data_wait / dt}});
+                  100.0 * data_wait / dt, bad > 0 ? " bad files " + std::to_string(bad) : std::string());
+        std::vector<std::pair<std::string, double>> fields{
+            {"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(pos.global_step)},
+            {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips}, {"data_wait", data_wait / dt}};
+        if (imagenet) fields.emplace_back("bad_files", static_cast<double>(bad));
+        metrics.log(fields);
         loss_window = Tensor();
         window = window_images = 0;
         data_wait = 0;

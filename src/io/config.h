@@ -49,6 +49,7 @@ struct DataConfig {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   double hflip = 0.5;       ///< probability of a horizontal flip during training
   int workers = 2;          ///< loader threads
+  int64_t max_bad_files = 100;  ///< unreadable images skipped (logged, counted in metrics); more stop the run
   int64_t train_limit = 0;  ///< 0: all training images
   int64_t test_limit = 0;   ///< 0: all test images
   // ImageNet-recipe augmentation (timm names), honoured for data.dataset: imagefolder (engine/imagenet_data);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "data/image_writers.h"
@@ -99,6 +100,35 @@ TEST(ImageFolderTraining, DeitRecipeTrainsEvaluatesAndResumesExactly) {
     ADD_FAILURE() << "4 val classes for a 3-class model were accepted";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("val has 4 class folders"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// A truncated JPEG in train/ is skipped, and the run's metrics count it; data.max_bad_files = 0 stops the run
+// with an error naming the file.
+TEST(ImageFolderTraining, BadFilesAreSkippedCountedInMetricsOrStopTheRun) {
+  const fs::path dir = fs::temp_directory_path() / ("vt_e2e_imagefolder_bad_" + std::to_string(::getpid()));
+  write_tree(dir / "data");
+  const fs::path bad = dir / "data" / "train" / "class1" / "truncated.jpg";
+  write_jpeg_rgb(bad.string(), pattern_rgb(40, 40, 3));
+  fs::resize_file(bad, fs::file_size(bad) / 3);
+  io::Config cfg = shrunk(dir / "data", (dir / "run").string());
+  cfg.train.epochs = 1;
+  cfg.schedule.warmup_epochs = 0;
+  engine::TrainSummary s;
+  run(cfg, s);
+  std::ifstream metrics(s.metrics_path);
+  std::string line, last_step;
+  while (std::getline(metrics, line))
+    if (line.find("\"train_loss\"") != std::string::npos) last_step = line;
+  EXPECT_NE(last_step.find("\"bad_files\": 1"), std::string::npos) << last_step;
+  cfg.data.max_bad_files = 0;
+  cfg.train.output = (dir / "strict").string();
+  try {
+    run(cfg, s);
+    ADD_FAILURE() << "a bad file with data.max_bad_files = 0 did not stop the run";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated.jpg"), std::string::npos) << e.what();
   }
   fs::remove_all(dir);
 }
