@@ -16,6 +16,23 @@ namespace {
 constexpr size_t kAlign = 256;
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+/// Hands out 256-byte aligned pieces of a workspace; with a null workspace it only adds up their sizes.
+class WorkspaceCursor {
+ public:
+  explicit WorkspaceCursor(void* base) : base_(static_cast<char*>(base)) {}
+  template <typename T>
+  T* take(int64_t count) {
+    T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += round_up(sizeof(T) * static_cast<size_t>(count));
+    return p;
+  }
+  size_t used() const { return used_; }
+
+ private:
+  char* base_;
+  size_t used_ = 0;
+};
+
 /// experts[bh, n] = first argmax_j g[bh, j, n]; also the sort key (bh·m + expert) and the query index.
 __global__ void argmax_experts_kernel(const float* __restrict__ g, int32_t* __restrict__ experts,
                                       int32_t* __restrict__ sort_keys, int32_t* __restrict__ sort_values, int64_t BH,
@@ -101,19 +118,14 @@ size_t sort_temp_bytes(int64_t items) {
 /// Splits the workspace: the f32 score matrix (when `scores`), then the sort buffers. Returns the bytes used.
 size_t carve(void* workspace, const MitaShape& s, bool scores, RouteBuffers& b) {
   const int64_t BH = s.B * s.H, items = BH * s.N;
-  char* base = static_cast<char*>(workspace);
-  char* p = base;
-  b.scores = scores ? reinterpret_cast<float*>(p) : nullptr;
-  if (scores) p += round_up(sizeof(float) * BH * s.m * s.N);
-  b.keys_in = reinterpret_cast<int32_t*>(p);
-  p += round_up(sizeof(int32_t) * items);
-  b.keys_out = reinterpret_cast<int32_t*>(p);
-  p += round_up(sizeof(int32_t) * items);
-  b.values_in = reinterpret_cast<int32_t*>(p);
-  p += round_up(sizeof(int32_t) * items);
-  b.sort_temp = p;
+  WorkspaceCursor c(workspace);
+  b.scores = scores ? c.take<float>(BH * s.m * s.N) : nullptr;
+  b.keys_in = c.take<int32_t>(items);
+  b.keys_out = c.take<int32_t>(items);
+  b.values_in = c.take<int32_t>(items);
   b.sort_bytes = sort_temp_bytes(items);
-  return static_cast<size_t>(p - base) + round_up(b.sort_bytes);
+  b.sort_temp = c.take<char>(static_cast<int64_t>(b.sort_bytes));
+  return c.used();
 }
 
 /// Routing (the arg-max landmark of every query in r·qᵀ: on tensor cores without storing the scores, or from an
@@ -178,23 +190,17 @@ struct ValueRouteBuffers {
 };
 
 size_t carve_values(void* workspace, const MitaShape& s, ValueRouteBuffers& b) {
-  char* base = static_cast<char*>(workspace);
-  char* p = base + carve(workspace, s, false, b.route);
+  const size_t route = carve(workspace, s, false, b.route);
+  WorkspaceCursor c(workspace ? static_cast<char*>(workspace) + route : nullptr);
   const int64_t rows = s.B * s.H * s.m;
   b.cand.cap = kCandidateCap;
-  b.cand.threshold = reinterpret_cast<uint32_t*>(p);
-  p += round_up(sizeof(uint32_t) * rows);
-  b.cand.count = reinterpret_cast<int*>(p);
-  p += round_up(sizeof(int) * rows);
-  b.cand.bits = reinterpret_cast<uint32_t*>(p);
-  p += round_up(sizeof(uint32_t) * rows * kCandidateCap);
-  b.cand.index = reinterpret_cast<int32_t*>(p);
-  p += round_up(sizeof(int32_t) * rows * kCandidateCap);
-  b.landmark = reinterpret_cast<float*>(p);
-  p += round_up(sizeof(float) * mita_landmark_workspace(s));
-  b.samples = reinterpret_cast<float*>(p);
-  p += round_up(sizeof(float) * rows * kMitaSamples);
-  return static_cast<size_t>(p - base);
+  b.cand.threshold = c.take<uint32_t>(rows);
+  b.cand.count = c.take<int>(rows);
+  b.cand.bits = c.take<uint32_t>(rows * kCandidateCap);
+  b.cand.index = c.take<int32_t>(rows * kCandidateCap);
+  b.landmark = c.take<float>(mita_landmark_workspace(s));
+  b.samples = c.take<float>(rows * kMitaSamples);
+  return route + c.used();
 }
 }  // namespace
 
