@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "data/loader.h"
-#include "data/loader_metrics.h"
 #include "data/samplers.h"
 #include "data/sources.h"
 #include "image_writers.h"
@@ -107,18 +106,6 @@ TEST(Loader, RealImagesWithABadFileAreIdenticalForOneAndFourThreads) {
   const bool reached = std::find(order.begin(), order.begin() + 12, 12) != order.begin() + 12;
   EXPECT_EQ(bad1.size(), reached ? 1u : 0u);
   EXPECT_EQ(bad1, bad4);
-}
-
-TEST(Loader, BadFileCountGoesIntoTheMetricsLine) {
-  RandomSource src(20);
-  data::LoaderOptions o;
-  o.batch_size = 4;
-  data::Loader loader(src, [](int64_t) { return data::shuffled_order(20, 0, 0); }, o);
-  std::vector<std::pair<std::string, double>> fields{{"step", 7}};
-  data::append_loader_metrics(loader, fields);
-  ASSERT_EQ(fields.size(), 2u);
-  EXPECT_EQ(fields[1].first, "bad_files");
-  EXPECT_EQ(fields[1].second, 0.0);
 }
 
 TEST(Loader, TooManyBadFilesStopsTheRunNamingTheFile) {
