@@ -8,6 +8,7 @@
 #include "autograd/node.h"
 #include "ops/matmul.h"
 #include "ops/elementwise.h"
+#include "ops/head_layout.h"
 #include "ops/nn_functional.h"
 
 #ifdef VT_WITH_CUDA
@@ -33,13 +34,6 @@ void check_operands(const Tensor& q, const Tensor& k, const Tensor& v) {
   VT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), "[scaled_dot_product_attention] q, k, v dtypes differ");
 }
 
-/// A new bf16 [B, H, N, d] tensor whose memory is laid out [B, N, H, d].
-Tensor empty_bnhd(const Shape& bhnd, Device dev) {
-  const int64_t B = bhnd[0], H = bhnd[1], N = bhnd[2], d = bhnd[3];
-  Tensor base = Tensor::empty({B, N, H, d}, DType::bf16, dev);
-  return make_view(base, bhnd, {N * H * d, d, H * d, 1}, 0);
-}
-
 #ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
@@ -51,9 +45,8 @@ kc::AttentionView view_of(const Tensor& t) {
 
 /// t itself when the kernels can read it in place (contiguous last dim, 16-byte aligned rows), else a copy.
 Tensor kernel_ready(const Tensor& t) {
-  Tensor x = t.detach();
-  if ((x.strides()[3] == 1 || x.size(3) == 1) && kc::flash_attention_aligned(view_of(x))) return x;
-  return x.contiguous();
+  Tensor x = row_contiguous(t);
+  return kc::flash_attention_aligned(view_of(x)) ? x : x.contiguous();
 }
 
 kc::AttentionShape shape_of(const Tensor& q, double scale) {
@@ -68,7 +61,8 @@ struct FlashAttentionBackward : Node {
     const Device dev = q.device();
     kc::DeviceGuard guard(dev.index);
     Tensor dout = kernel_ready(grad.dtype() == DType::bf16 ? grad : grad.to(DType::bf16));
-    Tensor dq = empty_bnhd(q.shape(), dev), dk = empty_bnhd(q.shape(), dev), dv = empty_bnhd(q.shape(), dev);
+    auto grad_like_q = [&] { return empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev); };
+    Tensor dq = grad_like_q(), dk = grad_like_q(), dv = grad_like_q();
     const kc::AttentionShape s = shape_of(q, scale);
     Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
     kc::flash_attention_backward(view_of(dq), view_of(dk), view_of(dv), view_of(dout), view_of(q), view_of(k),
@@ -84,7 +78,7 @@ Tensor flash_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
   kc::DeviceGuard guard(dev.index);
   Tensor q = kernel_ready(q_in), k = kernel_ready(k_in), v = kernel_ready(v_in);
   const kc::AttentionShape s = shape_of(q, scale);
-  Tensor out = empty_bnhd(q.shape(), dev);
+  Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
   Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
   kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), s,
                               kc::current_stream());
@@ -145,7 +139,7 @@ Tensor flash_qkv_attention(const Tensor& qkv_in, int64_t heads, double scale) {
   for (const Tensor* t : {&q, &k, &v})
     if (!kc::flash_attention_aligned(view_of(*t))) return Tensor();
   const kc::AttentionShape s = shape_of(q, scale);
-  Tensor out = empty_bnhd(q.shape(), dev);
+  Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
   Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
   kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), s,
                               kc::current_stream());

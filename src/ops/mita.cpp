@@ -8,6 +8,7 @@
 #include "autograd/node.h"
 #include "kernels/cpu/landmark_pool.h"
 #include "kernels/cpu/mita.h"
+#include "ops/head_layout.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
 #include "ops/elementwise.h"
@@ -25,20 +26,13 @@ namespace vt::ops {
 
 namespace {
 
-/// t, or a copy when its last dim is not contiguous (the kernels step over rows, not elements).
-Tensor row_contiguous(const Tensor& t) {
-  Tensor x = t.detach();
-  return x.strides()[3] == 1 || x.size(3) == 1 ? x : x.contiguous();
-}
-
-/// A new [B, H, N, d] tensor whose memory is laid out [B, N, H, d].
-Tensor empty_bnhd(int64_t B, int64_t H, int64_t N, int64_t d, DType dtype, Device dev) {
-  Tensor base = Tensor::empty({B, N, H, d}, dtype, dev);
-  return make_view(base, {B, H, N, d}, {N * H * d, d, H * d, 1}, 0);
-}
-
 kernels::cpu::HeadView cpu_view(const Tensor& t) {
   return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
+}
+
+MitaRouting empty_routing(int64_t B, int64_t H, int64_t N, int64_t m, int64_t topk, Device dev) {
+  return {Tensor::empty({B, H, m, topk}, DType::i32, dev), Tensor::empty({B, H, N}, DType::i32, dev),
+          Tensor::empty({B, H, N}, DType::i32, dev), Tensor::empty({B, H, m + 1}, DType::i32, dev)};
 }
 
 kernels::cpu::MitaIndex cpu_index(const MitaRouting& r) {
@@ -160,6 +154,16 @@ struct MitaAttentionBackward : Node {
 
 }  // namespace
 
+bool mita_fused_supports(DType dtype, Device device, int64_t head_dim) {
+  if (device.is_cpu()) return dtype == DType::f32 || dtype == DType::f64;
+#ifdef VT_WITH_CUDA
+  return (dtype == DType::f32 || dtype == DType::bf16) && (head_dim <= 0 || kc::mita_supports_head_dim(head_dim));
+#else
+  (void)head_dim;
+  return false;
+#endif
+}
+
 MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& landmarks, int64_t topk) {
   for (const Tensor* t : {&q_in, &k_in, &landmarks})
     VT_CHECK(t->defined() && t->dim() == 4, "[mita_route] q, k, landmarks must be [B, H, rows, d], got ",
@@ -178,10 +182,7 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
   check_float_dtype("mita_route", q_in, dev);
   Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), r = row_contiguous(landmarks);
   MitaRouting out;
-  out.expert_keys = Tensor::empty({B, H, m, topk}, DType::i32, dev);
-  out.experts = Tensor::empty({B, H, N}, DType::i32, dev);
-  out.order = Tensor::empty({B, H, N}, DType::i32, dev);
-  out.offsets = Tensor::empty({B, H, m + 1}, DType::i32, dev);
+  out = empty_routing(B, H, N, m, topk, dev);
   if (dev.is_cuda()) {
 #ifdef VT_WITH_CUDA
     kc::DeviceGuard guard(dev.index);
@@ -225,11 +226,7 @@ bool mita_route_with_values(const Tensor& q_in, const Tensor& k_in, const Tensor
   const kc::AttentionView vq = cuda_view(q), vk = cuda_view(k), vv = cuda_view(v), vr = cuda_view(r),
                           vo = cuda_view(out);
   if (!kc::mita_mma_usable(s, {&vq, &vk, &vv, &vr, &vo})) return false;
-  MitaRouting rt;
-  rt.expert_keys = Tensor::empty({B, H, m, topk}, DType::i32, dev);
-  rt.experts = Tensor::empty({B, H, N}, DType::i32, dev);
-  rt.order = Tensor::empty({B, H, N}, DType::i32, dev);
-  rt.offsets = Tensor::empty({B, H, m + 1}, DType::i32, dev);
+  MitaRouting rt = empty_routing(B, H, N, m, topk, dev);
   Tensor workspace =
       Tensor::empty({static_cast<int64_t>(kc::mita_route_with_values_workspace_bytes(s))}, DType::u8, dev);
   kc::mita_route_with_values(vq, vk, vv, vr, vo, s, rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),

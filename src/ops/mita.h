@@ -18,6 +18,11 @@ struct MitaRouting {
   Tensor offsets;      ///< [B, H, m + 1] i32: expert j's queries are order[offsets[j] .. offsets[j + 1])
 };
 
+/// True when mita_route / mita_attention / mita_landmark_pool have kernels for `dtype` operands with head dim
+/// `head_dim` on `device` (CPU: f32, f64; CUDA: f32, bf16 with head dims 16, 32, 64, 128; head_dim ≤ 0: the
+/// dtype alone, as for mita_landmark_pool).
+bool mita_fused_supports(DType dtype, Device device, int64_t head_dim);
+
 /// Routing from the unscaled scores r·kᵀ (top-k per landmark) and r·qᵀ (arg-max per query), computed in f32
 /// (f64 for f64 inputs). q, k [B, H, N, d], landmarks [B, H, m, d], same dtype (f32/f64 on CPU, f32/bf16 on CUDA).
 MitaRouting mita_route(const Tensor& q, const Tensor& k, const Tensor& landmarks, int64_t topk);

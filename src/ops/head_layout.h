@@ -1,0 +1,14 @@
+// Head-split [B, H, rows, d] operands of the fused attention ops (flash, MiTA): the layout their results use and
+// the one requirement their kernels have on inputs. Internal to src/ops.
+#pragma once
+#include "tensor/tensor.h"
+
+namespace vt::ops {
+
+/// A new [B, H, N, d] tensor whose memory is laid out [B, N, H, d], so transpose(1, 2).reshape({B, N, H·d}) is free.
+Tensor empty_bnhd(int64_t B, int64_t H, int64_t N, int64_t d, DType dtype, Device dev);
+
+/// t detached, or a copy when its last dim is not contiguous (the kernels step over rows, not elements).
+Tensor row_contiguous(const Tensor& t);
+
+}  // namespace vt::ops
