@@ -41,16 +41,21 @@ void init_linear_pytorch_default(nn::Linear& layer, Generator& gen) {
   if (layer.bias.defined()) nn::init::default_uniform(layer.bias, fan_in, gen);
 }
 
-namespace {
-bool is_square(int64_t n) {
-  const auto r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
-  return r * r == n;
+int64_t square_side(int64_t n) {
+  if (n < 0) return -1;
+  int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  while (r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  return r * r == n ? r : -1;
 }
+
+namespace {
+bool is_square(int64_t n) { return square_side(n) >= 0; }
 }  // namespace
 
 int64_t square_grid(int64_t num_tokens) {
   const int64_t L = num_tokens - 1;
-  return L >= 1 && is_square(L) ? static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(L)))) : 0;
+  return L >= 1 ? std::max<int64_t>(square_side(L), 0) : 0;
 }
 
 void check_attention_shape(const AttentionConfig& cfg, int64_t N) {

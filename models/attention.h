@@ -46,6 +46,9 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t num_tokens);
 /// rather than timm's trunc_normal(0.02) (docs/mita-spec.md §4).
 void init_linear_pytorch_default(nn::Linear& layer, Generator& gen);
 
+/// s with s·s = n when n ≥ 0 is a perfect square, else -1 (exact for any int64).
+int64_t square_side(int64_t n);
+
 /// The side of the square patch grid when N - 1 is a perfect square, else 0.
 int64_t square_grid(int64_t num_tokens);
 

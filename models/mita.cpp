@@ -4,6 +4,8 @@
 // gradients are exactly those of spec §2.4.
 #include "models/mita.h"
 
+#include "models/attention.h"
+
 #include <cmath>
 
 #include "autograd/node.h"
@@ -12,13 +14,6 @@
 namespace vt::models {
 
 namespace {
-
-int64_t isqrt(int64_t n) {
-  int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
-  while (r * r > n) --r;
-  while ((r + 1) * (r + 1) <= n) ++r;
-  return r;
-}
 
 void check_strings(const MitaOptions& o) {
   VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches" || o.landmark_pool == "sequence",
@@ -67,19 +62,6 @@ Tensor fused_mita(const Tensor& Q, const Tensor& K, const Tensor& V, const Tenso
   return out.transpose(1, 2).reshape({B, N, H * d});
 }
 
-bool fused_supported(const Tensor& q, const MitaOptions& o, int64_t d) {
-  if (o.impl != "fused" || o.s != 1) return false;
-  if (q.device().is_cpu()) return q.dtype() == DType::f32 || q.dtype() == DType::f64;
-  const bool head_dim_ok = d == 16 || d == 32 || d == 64 || d == 128;  // kernels::cuda::mita_supports_head_dim
-  return head_dim_ok && (q.dtype() == DType::f32 || q.dtype() == DType::bf16);
-}
-
-/// The dtypes ops::mita_landmark_pool takes on q's device (others keep the composite).
-bool landmark_pool_fused(const Tensor& q) {
-  const DType dt = q.dtype();
-  return q.device().is_cpu() ? dt == DType::f32 || dt == DType::f64 : dt == DType::f32 || dt == DType::bf16;
-}
-
 }  // namespace
 
 MitaRoutingTap::MitaRoutingTap(Mode m) : mode(m) {
@@ -98,10 +80,10 @@ LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o) {
     return lay;
   }
   VT_CHECK(N >= 2, "[mita] landmark pooling needs at least 2 tokens (CLS + patches), got N = ", N);
-  const int64_t L = N - 1, G = isqrt(L);
-  if (G * G != L) return lay;  // 1-D pooling of L tokens to m bins
-  const int64_t p = isqrt(o.m);
-  VT_CHECK(p * p == o.m, "[mita] model.attention.m = ", o.m, " must be a perfect square: the ", L, " pooled tokens (",
+  const int64_t L = N - 1, G = square_side(L);
+  if (G < 0) return lay;  // 1-D pooling of L tokens to m bins
+  const int64_t p = square_side(o.m);
+  VT_CHECK(p >= 0, "[mita] model.attention.m = ", o.m, " must be a perfect square: the ", L, " pooled tokens (",
            o.landmark_pool, ") form a ", G, "x", G, " grid that is pooled 2-D to p x p landmarks");
   lay.two_d = true;
   lay.grid = G;
@@ -114,7 +96,7 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
            q.defined() ? q.describe() : std::string("an undefined tensor"));
   const int64_t B = q.size(0), N = q.size(1), C = q.size(2);
   const LandmarkLayout lay = landmark_layout(N, o);
-  if (o.impl == "fused" && landmark_pool_fused(q)) {  // one op reading q in place: no transposed copies
+  if (o.impl == "fused" && ops::mita_fused_supports(q.dtype(), q.device(), 0)) {  // one op reading q in place: no transposed copies
     const int64_t first = o.landmark_pool == "patches" ? 1 : 0, L = o.landmark_pool == "sequence" ? N : N - 1;
     return ops::mita_landmark_pool(q, first, L, lay.two_d ? lay.grid : 0, o.m);
   }
@@ -148,7 +130,7 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
            " and v ", v.describe(), " must have the same shape");
   const int64_t d_head = o.heads >= 1 && q.size(2) % o.heads == 0 ? q.size(2) / o.heads : 0;
   if (!debug && d_head > 0 && q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == landmarks.dtype() &&
-      fused_supported(q, o, d_head)) {
+      o.impl == "fused" && o.s == 1 && ops::mita_fused_supports(q.dtype(), q.device(), d_head)) {
     VT_CHECK(o.k >= 1 && o.k <= q.size(1), "[mita] model.attention.k = ", o.k,
              " keys per expert must be in [1, N] with N = ", q.size(1), " tokens");
     VT_CHECK(landmarks.size(0) == q.size(0) && landmarks.size(1) == o.m && landmarks.size(2) == q.size(2),

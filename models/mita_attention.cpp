@@ -9,17 +9,6 @@
 
 namespace vt::models {
 
-namespace {
-
-int64_t square_side(int64_t n) {
-  int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
-  while (r * r > n) --r;
-  while ((r + 1) * (r + 1) <= n) ++r;
-  return r * r == n ? r : -1;
-}
-
-}  // namespace
-
 DepthwiseConv3x3::DepthwiseConv3x3(int64_t channels, Generator& gen) {
   weight = register_parameter("weight", Tensor::empty({channels, 1, 3, 3}));
   bias = register_parameter("bias", Tensor::empty({channels}));
@@ -79,7 +68,7 @@ Tensor MitaAttention::forward(const Tensor& x) const { return forward(x, nullptr
 Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
   VT_CHECK(x.dim() == 3 && x.size(2) == dim_, "[mita] expected input [B, N, ", dim_, "], got ", x.describe());
   const int64_t B = x.size(0), N = x.size(1), C = dim_;
-  const int64_t G = N >= 2 ? square_side(N - 1) : -1;
+  const int64_t G = square_grid(N);
   VT_CHECK(!dwc || G > 0, "[mita] model.attention.dwc needs the ", N - 1,
            " tokens after CLS to form a square patch grid (N - 1 = G^2), got N = ", N);
   // [B, N, 3C] (or 4C) splits into q, k, v (, g) on the last dim: timm's reshape(B, N, 3, C) layout.
