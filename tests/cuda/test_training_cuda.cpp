@@ -10,6 +10,7 @@
 #include <map>
 
 #include "cuda/device_test_util.h"
+#include "training_runs.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 #include "io/safetensors.h"
@@ -20,46 +21,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-io::Config tiny_gpu_config(const std::string& out) {
-  io::Config c;
-  c.model.embed_dim = 64;  // head dim 32: the flash kernels run under autocast
-  c.model.depth = 2;
-  c.model.num_heads = 2;
-  c.model.drop_path_rate = 0.1;
-  c.data.train_limit = 96;
-  c.data.test_limit = 32;
-  c.train.batch_size = 16;
-  c.train.epochs = 2;
-  c.train.device = "cuda:0";
-  c.train.log_interval = 1;
-  c.train.output = out;
-  c.train.model_ema = true;
-  c.train.model_ema_decay = 0.9;
-  c.eval.batch_size = 32;
-  c.schedule.warmup_epochs = 0.5;
-  c.validate();
-  return c;
-}
-
-std::map<int64_t, double> run(const io::Config& cfg) {
-  std::map<int64_t, double> losses;
-  engine::TrainHooks hooks;
-  hooks.on_update = [&](int64_t step, double loss) { losses[step] = loss; };
-  engine::train(cfg, hooks);
-  return losses;
-}
+// Head dim 32 (width 64, 2 heads): the flash kernels run under autocast.
+io::Config tiny_gpu_config(const std::string& out) { return tiny_training_config(out, "cuda:0", 64); }
 
 TEST(TrainingCuda, StopMidEpochAndResumeGivesTheSameLosses) {
   VT_REQUIRE_DEVICE();
   if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not at " << io::Config().data.data_dir;
   TempDir dir;
-  const auto expected = run(tiny_gpu_config(dir.file("straight")));
+  const auto expected = run_losses(tiny_gpu_config(dir.file("straight")));
   ASSERT_EQ(expected.size(), 12u);
   io::Config cfg = tiny_gpu_config(dir.file("resumed"));
   std::map<int64_t, double> got;
   for (int64_t stop : {4, 9, 0}) {
     cfg.train.max_steps = stop;
-    for (auto [k, v] : run(cfg)) got[k] = v;
+    for (auto [k, v] : run_losses(cfg)) got[k] = v;
     cfg.train.resume = "auto";
   }
   ASSERT_EQ(got.size(), expected.size());

@@ -13,7 +13,7 @@
 #include "data/image_writers.h"
 #include "engine/trainer.h"
 #include "io/config.h"
-#include "tests/e2e/resume_check.h"
+#include "training_runs.h"
 
 namespace vt::test {
 namespace {
@@ -99,7 +99,7 @@ TEST(ImageFolderTraining, BadFilesAreSkippedCountedInMetricsOrStopTheRun) {
   cfg.train.epochs = 1;
   cfg.schedule.warmup_epochs = 0;
   engine::TrainSummary s;
-  run_losses(cfg, s);
+  run_losses(cfg, &s);
   std::ifstream metrics(s.metrics_path);
   std::string line, last_step;
   while (std::getline(metrics, line))
@@ -108,7 +108,7 @@ TEST(ImageFolderTraining, BadFilesAreSkippedCountedInMetricsOrStopTheRun) {
   cfg.data.max_bad_files = 0;
   cfg.train.output = (dir / "strict").string();
   try {
-    run_losses(cfg, s);
+    run_losses(cfg, &s);
     ADD_FAILURE() << "a bad file with data.max_bad_files = 0 did not stop the run";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("truncated.jpg"), std::string::npos) << e.what();

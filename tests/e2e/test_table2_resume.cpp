@@ -7,7 +7,7 @@
 #include <map>
 
 #include "engine/trainer.h"
-#include "tests/e2e/resume_check.h"
+#include "training_runs.h"
 #include "io/config.h"
 
 namespace vt::test {

@@ -16,46 +16,14 @@
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "io_temp_dir.h"
+#include "training_runs.h"
 
 namespace vt::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-// 96 images, batches of 16: 6 updates per epoch, 2 epochs; drop-path and the EMA exercise the RNG and EMA state.
-io::Config tiny_config(const std::string& out) {
-  io::Config c;
-  c.model.embed_dim = 32;
-  c.model.depth = 2;
-  c.model.num_heads = 2;
-  c.model.drop_path_rate = 0.1;
-  c.data.train_limit = 96;
-  c.data.test_limit = 32;
-  c.train.batch_size = 16;
-  c.train.epochs = 2;
-  c.train.device = "cpu";
-  c.train.threads = 1;
-  c.train.log_interval = 1;
-  c.train.output = out;
-  c.train.model_ema = true;
-  c.train.model_ema_decay = 0.9;
-  c.eval.batch_size = 32;
-  c.schedule.warmup_epochs = 0.5;
-  c.validate();
-  return c;
-}
-
 bool have_data() { return fs::exists(io::Config().data.data_dir); }
-
-// Runs training and returns the loss of every update it ran, keyed by the global update number.
-std::map<int64_t, double> run(const io::Config& cfg, engine::TrainSummary* summary = nullptr) {
-  std::map<int64_t, double> losses;
-  engine::TrainHooks hooks;
-  hooks.on_update = [&](int64_t step, double loss) { losses[step] = loss; };
-  auto s = engine::train(cfg, hooks);
-  if (summary) *summary = s;
-  return losses;
-}
 
 void expect_same_tensors(const std::string& a, const std::string& b) {
   auto ta = io::load_safetensors(a), tb = io::load_safetensors(b);
@@ -72,18 +40,18 @@ void expect_same_tensors(const std::string& a, const std::string& b) {
 TEST(TrainingResume, StopMidEpochAndResumeGivesTheSameLossesBitForBit) {
   if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
   TempDir dir;
-  const io::Config straight = tiny_config(dir.file("straight"));
+  const io::Config straight = tiny_training_config(dir.file("straight"));
   engine::TrainSummary full;
-  const auto expected = run(straight, &full);
+  const auto expected = run_losses(straight, &full);
   ASSERT_EQ(expected.size(), 12u);
   EXPECT_EQ(full.steps, 12);
 
-  io::Config cfg = tiny_config(dir.file("resumed"));
+  io::Config cfg = tiny_training_config(dir.file("resumed"));
   std::map<int64_t, double> got;
   for (int64_t stop : {4, 9, 0}) {  // mid epoch 1, mid epoch 2 (after an epoch end), then to the end
     cfg.train.max_steps = stop;
     engine::TrainSummary s;
-    for (auto [k, v] : run(cfg, &s)) got[k] = v;
+    for (auto [k, v] : run_losses(cfg, &s)) got[k] = v;
     EXPECT_EQ(s.stopped_at_max_steps, stop != 0);
     cfg.train.resume = "auto";
   }
@@ -96,17 +64,17 @@ TEST(TrainingResume, StopMidEpochAndResumeGivesTheSameLossesBitForBit) {
 TEST(TrainingResume, RecoveryCheckpointsResumeExactlyAndAutoPicksTheNewest) {
   if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
   TempDir dir;
-  io::Config cfg = tiny_config(dir.file("run"));
+  io::Config cfg = tiny_training_config(dir.file("run"));
   cfg.train.epochs = 1;
   cfg.train.recovery_interval = 2;
   cfg.train.max_steps = 5;  // the recovery written at update 4, then the stop's at 5
-  run(cfg);
+  run_losses(cfg);
   EXPECT_EQ(engine::checkpoint_global_step(dir.file("run/recovery.safetensors")), 5);
   EXPECT_FALSE(fs::exists(dir.file("run/last.safetensors")));
   EXPECT_EQ(engine::find_resume_checkpoint(dir.file("run")), dir.file("run/recovery.safetensors"));
   cfg.train.max_steps = 0;
   cfg.train.resume = "auto";
-  const auto tail = run(cfg);
+  const auto tail = run_losses(cfg);
   ASSERT_EQ(tail.size(), 1u);
   EXPECT_EQ(tail.begin()->first, 6);
   EXPECT_EQ(engine::find_resume_checkpoint(dir.file("run")), dir.file("run/last.safetensors"));
@@ -117,7 +85,7 @@ TEST(TrainingResume, RecoveryCheckpointsResumeExactlyAndAutoPicksTheNewest) {
 TEST(TrainingResume, GradientAccumulationMatchesTheLargeBatch) {
   if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
   TempDir dir;
-  io::Config big = tiny_config(dir.file("big"));
+  io::Config big = tiny_training_config(dir.file("big"));
   big.model.drop_path_rate = 0;  // the micro-batches would draw other drop-path masks
   big.train.epochs = 1;
   big.train.model_ema = false;
@@ -125,7 +93,7 @@ TEST(TrainingResume, GradientAccumulationMatchesTheLargeBatch) {
   small.train.output = dir.file("small");
   small.train.batch_size = 8;
   small.train.grad_accum_steps = 2;
-  const auto a = run(big), b = run(small);
+  const auto a = run_losses(big), b = run_losses(small);
   ASSERT_EQ(a.size(), b.size());
   for (auto [k, v] : a) EXPECT_NEAR(b.at(k), v, 1e-5) << "update " << k;
 }
@@ -133,14 +101,14 @@ TEST(TrainingResume, GradientAccumulationMatchesTheLargeBatch) {
 TEST(TrainingResume, NonFiniteLossStopsAndLeavesTheLastCheckpointLoadable) {
   if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
   TempDir dir;
-  io::Config cfg = tiny_config(dir.file("run"));
+  io::Config cfg = tiny_training_config(dir.file("run"));
   cfg.train.epochs = 1;
-  run(cfg);
+  run_losses(cfg);
   cfg.train.epochs = 2;
   cfg.train.resume = "auto";
   cfg.optim.lr = 1e30;  // the weights overflow at once
   cfg.schedule.warmup_epochs = 0;
-  expect_error([&] { run(cfg); }, "non-finite loss");
+  expect_error([&] { run_losses(cfg); }, "non-finite loss");
   EXPECT_EQ(engine::checkpoint_global_step(dir.file("run/last.safetensors")), 6);
   EXPECT_FALSE(fs::exists(dir.file("run/recovery.safetensors")));
 }
@@ -148,9 +116,9 @@ TEST(TrainingResume, NonFiniteLossStopsAndLeavesTheLastCheckpointLoadable) {
 TEST(Checkpoint, RejectsTruncatedForeignAndMismatchedFilesNamingTheProblem) {
   if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
   TempDir dir;
-  io::Config cfg = tiny_config(dir.file("run"));
+  io::Config cfg = tiny_training_config(dir.file("run"));
   cfg.train.max_steps = 1;
-  run(cfg);
+  run_losses(cfg);
   const std::string good = dir.file("run/recovery.safetensors");
   EXPECT_EQ(engine::load_checkpoint(good).state.position.global_step, 1);
 
@@ -162,11 +130,11 @@ TEST(Checkpoint, RejectsTruncatedForeignAndMismatchedFilesNamingTheProblem) {
   write_bytes(dir.file("junk.safetensors"), "hello, world");
   expect_error([&] { engine::load_checkpoint(dir.file("junk.safetensors")); }, "junk.safetensors");
 
-  io::Config other = tiny_config(dir.file("other"));
+  io::Config other = tiny_training_config(dir.file("other"));
   other.model.embed_dim = 48;
   other.model.num_heads = 3;
   other.train.resume = good;
-  expect_error([&] { run(other); }, "tensor '");
+  expect_error([&] { run_losses(other); }, "tensor '");
 }
 
 // A child process rewrites one checkpoint in a loop and is killed with SIGKILL at an arbitrary point; the file
