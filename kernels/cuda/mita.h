@@ -1,13 +1,15 @@
 // MiTA kernels on the GPU (docs/mita-spec.md §2.3-2.5, one expert per query); the device twins of
 // kernels/cpu/mita.h, same routing rules and the same joint softmax, f32 or bf16 operands with f32 math.
 //
-// Routing (mita_route.cu): the unscaled scores r·kᵀ and r·qᵀ are f32 cuBLASLt GEMMs into a workspace; a radix
-// select per landmark row picks its k keys (ties to the lower index) and writes them in ascending order; an
-// arg-max per query picks its expert; a stable radix sort (CUB) groups the queries by expert.
-// Joint attention (mita_attention.cu): one block per (expert, batch·head) loads the expert's slots — the m shared
-// landmarks (keys scaled by shared_scale) and its k routed keys/values — into shared memory once and runs all
-// the expert's queries against them (online softmax over slot chunks). The backward recomputes the softmax
-// from the saved row log-sum-exp: each query's dq is written once; the shared branch's probabilities and logit
+// Routing (mita_route.cu): the unscaled scores r·kᵀ are an f32 cuBLASLt GEMM into a workspace and
+// mita_topk.cu picks each landmark's k keys (ties to the lower index, written in ascending order); each query's
+// expert is the arg-max of r·qᵀ (on tensor cores for bf16, mita_mma.cu; else a GEMM and a column arg-max); a
+// stable radix sort (CUB) groups the queries by expert. For long-sequence inference mita_route_with_values
+// gathers the top-k candidates inside the V̂ kernel instead of storing the scores.
+// Joint attention: per expert, its slots — the m shared landmarks (keys scaled by shared_scale) and its k routed
+// keys/values — are loaded once and all its queries run against them with an online softmax (mita_mma.cu on
+// tensor cores for bf16; mita_attention.cu on CUDA cores otherwise). The backward (mita_attention.cu)
+// recomputes the softmax from the saved row log-sum-exp: each query's dq is written once; the shared branch's probabilities and logit
 // gradients are written per query so dR and dV̂ are two GEMMs; the routed dK/dV sums are made per expert in
 // shared memory, then either added with f32 atomics or, deterministically, written per (expert, slot) and
 // summed per key in a fixed order.
