@@ -9,10 +9,10 @@
 // Joint attention: per expert, its slots — the m shared landmarks (keys scaled by shared_scale) and its k routed
 // keys/values — are loaded once and all its queries run against them with an online softmax (mita_mma.cu on
 // tensor cores for bf16; mita_attention.cu on CUDA cores otherwise). The backward (mita_attention.cu)
-// recomputes the softmax from the saved row log-sum-exp: each query's dq is written once; the shared branch's probabilities and logit
-// gradients are written per query so dR and dV̂ are two GEMMs; the routed dK/dV sums are made per expert in
-// shared memory, then either added with f32 atomics or, deterministically, written per (expert, slot) and
-// summed per key in a fixed order.
+// recomputes the softmax from the saved row log-sum-exp: each query's dq is written once; the shared branch's
+// probabilities and logit gradients are written per query so dR and dV̂ are two GEMMs; the routed dK/dV sums are
+// made per expert in shared memory, then either added with f32 atomics or, deterministically, written per
+// (expert, slot) and summed per key in a fixed order.
 #pragma once
 #include <cstddef>
 #include <cstdint>
