@@ -91,13 +91,16 @@ struct DevicePrefetcher::Impl {
     InFlight f;
     f.batch.images = Tensor::empty(host.images.shape(), host.images.dtype(), device);
     f.batch.labels = Tensor::empty(host.labels.shape(), host.labels.dtype(), device);
+    if (host.erasing.defined()) f.batch.erasing = Tensor::empty(host.erasing.shape(), host.erasing.dtype(), device);
     // The caching allocator hands out blocks in the order of the legacy default stream: a block may still be
-    // read by queued compute, so the copy waits for the work queued there so far.
+    // read by queued compute, so the copies wait for the work queued there so far. Every block of the batch must
+    // be taken before this event (one taken after it raced with compute: NaN losses at batch 256).
     cu::CudaEvent allocated(false);
     allocated.record(nullptr);
     allocated.block(stream);
     copy_to_device(host.images, f.batch.images, f);
     copy_to_device(host.labels, f.batch.labels, f);
+    if (host.erasing.defined()) copy_to_device(host.erasing, f.batch.erasing, f);
     f.copied.record(stream);
     return f;
   }

@@ -35,7 +35,7 @@ std::vector<int64_t> ImageBatches::order(int64_t epoch) const {
 Batch ImageBatches::build(int64_t epoch, int64_t step) const {
   const int64_t begin = step * batch_size_, end = std::min(set_.n, begin + batch_size_), B = end - begin;
   const int64_t H = set_.rows, W = set_.cols;
-  Batch b{Tensor::empty({B, 1, H, W}), Tensor::empty({B}, DType::i64)};
+  Batch b{Tensor::empty({B, 1, H, W}), Tensor::empty({B}, DType::i64), Tensor()};
   float* img = b.images.data<float>();
   int64_t* lab = b.labels.data<int64_t>();
   const float scale = static_cast<float>(1.0 / (255.0 * std_)), shift = static_cast<float>(mean_ / std_);

@@ -1,5 +1,7 @@
 #include "data/loader.h"
 
+#include "data/normalize_erase.h"
+
 #include <spdlog/spdlog.h>
 
 #include <malloc.h>
@@ -24,7 +26,8 @@ Loader::Loader(const SampleSource& source, Sampler sampler, LoaderOptions option
       sampler_(std::move(sampler)),
       opt_(options),
       shape_(source.image_shape()),
-      label_map_(source.label_map_shape()) {
+      label_map_(source.label_map_shape()),
+      pixels_(options.pixels && source.yields_pixels()) {
   VT_CHECK(opt_.batch_size > 0, "[data] loader: batch_size must be positive, got ", opt_.batch_size);
   VT_CHECK(opt_.threads >= 1, "[data] loader: threads must be >= 1, got ", opt_.threads);
   VT_CHECK(opt_.prefetch_batches >= 1, "[data] loader: prefetch_batches must be >= 1");
@@ -65,15 +68,16 @@ void Loader::start_epoch(int64_t epoch) {
   for (int t = 0; t < opt_.threads; ++t) threads_.emplace_back([this] { worker(); });
 }
 
-int64_t Loader::load_with_fallback(int64_t position, float* image, int64_t* label_map) {
+int64_t Loader::load_with_fallback(int64_t position, const SampleOut& out) {
   SampleRng rng(opt_.seed, epoch_, position, opt_.stream);
   const int64_t n = source_.size();
   int64_t index = order_[static_cast<size_t>(position)];
   // A bad file is replaced by the next index of the dataset: the same choice for any thread count.
   for (int64_t attempt = 0;; ++attempt) {
     try {
-      if (!label_map) return source_.load(index, rng, image);
-      source_.load_with_label_map(index, rng, image, label_map);
+      if (out.pixels) return source_.load_pixels(index, rng, out.pixels, out.erasing);
+      if (!out.label_map) return source_.load(index, rng, out.image);
+      source_.load_with_label_map(index, rng, out.image, out.label_map);
       return 0;
     } catch (const BadSampleError& e) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -91,8 +95,7 @@ void Loader::worker() {
   const int64_t per_image = shape_[0] * shape_[1] * shape_[2], per_map = label_map_[0] * label_map_[1];
   for (;;) {
     int64_t position, batch;
-    float* image;
-    int64_t* label_map = nullptr;
+    SampleOut out;
     Slot* slot;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -106,13 +109,20 @@ void Loader::worker() {
         const int64_t rows = rows_in(batch);
         slot->batch = batch;
         slot->remaining = rows;
-        slot->images = Tensor::empty({rows, shape_[0], shape_[1], shape_[2]});
+        slot->images = pixels_ ? Tensor::empty({rows, shape_[1], shape_[2], shape_[0]}, DType::u8)
+                               : Tensor::empty({rows, shape_[0], shape_[1], shape_[2]});
+        if (pixels_) slot->erasing = Tensor::empty({rows, kErasingColumns}, DType::i64);
         slot->labels = per_map ? Tensor::empty({rows, label_map_[0], label_map_[1]}, DType::i64)
                                : Tensor::empty({rows}, DType::i64);
       }
       const int64_t row = position - batch * opt_.batch_size;
-      image = slot->images.data<float>() + row * per_image;
-      if (per_map) label_map = slot->labels.data<int64_t>() + row * per_map;
+      if (pixels_) {
+        out.pixels = slot->images.data<uint8_t>() + row * per_image;
+        out.erasing = slot->erasing.data<int64_t>() + row * kErasingColumns;
+      } else {
+        out.image = slot->images.data<float>() + row * per_image;
+      }
+      if (per_map) out.label_map = slot->labels.data<int64_t>() + row * per_map;
     }
     // The first error wins; every waiter wakes up to see it.
     auto fail = [&](std::exception_ptr e) {
@@ -127,7 +137,7 @@ void Loader::worker() {
           Error(detail::concat("[data] loading sample ", index, " (", source_.describe(index), ") failed: ", what)));
     };
     try {
-      const int64_t label = load_with_fallback(position, image, label_map);
+      const int64_t label = load_with_fallback(position, out);
       std::lock_guard<std::mutex> lock(mu_);
       if (!per_map) slot->labels.data<int64_t>()[position - batch * opt_.batch_size] = label;
       if (--slot->remaining == 0) ready_cv_.notify_all();
@@ -157,6 +167,7 @@ bool Loader::next(Batch& out) {
   }
   out.images = std::move(slot.images);
   out.labels = std::move(slot.labels);
+  out.erasing = std::move(slot.erasing);
   slot.batch = -1;
   ++consumed_;
   lock.unlock();

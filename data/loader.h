@@ -40,6 +40,13 @@ class SampleSource {
   virtual int64_t load(int64_t index, SampleRng& rng, float* image) const = 0;
   /// {H, W} of a per-pixel label map (segmentation), or {0, 0} for one label per image (classification).
   virtual std::array<int64_t, 2> label_map_shape() const { return {0, 0}; }
+  /// True when load_pixels() is implemented (training image files).
+  virtual bool yields_pixels() const { return false; }
+  /// Writes sample `index` as 8-bit H*W*C pixels, before normalization, plus its RandomErasing draw (5 values,
+  /// see data/normalize_erase.h) and returns its label; data::normalize_and_erase finishes it on the device.
+  virtual int64_t load_pixels(int64_t index, SampleRng& rng, uint8_t* pixels, int64_t* erasing) const {
+    VT_FAIL("[data] ", describe(index), ": this dataset has no 8-bit pixel form");
+  }
   /// Segmentation: writes the image and its H*W int64 label map; only called when label_map_shape() is set.
   virtual void load_with_label_map(int64_t index, SampleRng& rng, float* image, int64_t* label_map) const {
     VT_FAIL("[data] ", describe(index), ": this dataset has no label maps");
@@ -54,6 +61,9 @@ struct LoaderOptions {
   uint64_t seed = 0;
   uint64_t stream = 0;        // e.g. the rank, so ranks draw different augmentations
   int64_t max_bad_files = 100;  // more distinct bad files than this stops the run
+  /// With a source that yields_pixels(): batches carry u8 [B, H, W, C] pixels and i64 [B, 5] erasing draws, to be
+  /// finished by normalize_and_erase where they land (timm's prefetcher split).
+  bool pixels = false;
 };
 
 /// Process-wide settings for decoding on a thread pool (OpenCV single-threaded, glibc malloc keeping freed
@@ -76,7 +86,7 @@ class Loader {
   /// Batches in the current epoch.
   int64_t batches_per_epoch() const { return num_batches_; }
   /// The next batch of the epoch in order; false when the epoch is done. Rethrows a worker's error. Labels are
-  /// i64 [B], or [B, H, W] for a source with label maps.
+  /// i64 [B], or [B, H, W] for a source with label maps. Images are f32 [B, C, H, W], or u8 pixels (options.pixels).
   bool next(Batch& out);
   /// Paths of the distinct bad files met so far.
   std::vector<std::string> bad_files() const;
@@ -84,18 +94,25 @@ class Loader {
  private:
   struct Slot {
     int64_t batch = -1, remaining = 0;
-    Tensor images, labels;
+    Tensor images, labels, erasing;
+  };
+  struct SampleOut {  // where one sample goes in its slot
+    float* image = nullptr;
+    uint8_t* pixels = nullptr;
+    int64_t* erasing = nullptr;
+    int64_t* label_map = nullptr;
   };
   void stop_workers();
   void worker();
   int64_t rows_in(int64_t batch) const;
-  int64_t load_with_fallback(int64_t position, float* image, int64_t* label_map);
+  int64_t load_with_fallback(int64_t position, const SampleOut& out);
 
   const SampleSource& source_;
   Sampler sampler_;
   LoaderOptions opt_;
   std::array<int64_t, 3> shape_;
   std::array<int64_t, 2> label_map_;
+  bool pixels_;
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_, ready_cv_;

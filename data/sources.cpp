@@ -5,6 +5,7 @@
 
 #include "data/image_decode.h"
 #include "data/jpeg_region.h"
+#include "data/normalize_erase.h"
 
 namespace vt::data {
 
@@ -101,6 +102,19 @@ int64_t ImageFileSource::load(int64_t index, SampleRng& rng, float* image) const
   const cv::Mat img = transformed(index, rng);
   to_normalized_chw(img, t_.norm, image);
   if (t_.train && t_.erasing.probability > 0) random_erase(image, 3, t_.size, t_.size, rng, t_.erasing);
+  return files_[static_cast<size_t>(index)].label;
+}
+
+int64_t ImageFileSource::load_pixels(int64_t index, SampleRng& rng, uint8_t* pixels, int64_t* erasing) const {
+  VT_CHECK(t_.train, "[data] ", describe(index), ": 8-bit pixels are the training path");
+  const cv::Mat img = transformed(index, rng);
+  VT_CHECK(img.type() == CV_8UC3 && img.rows == t_.size && img.cols == t_.size, "[data] ", describe(index),
+           ": transformed to ", img.cols, "x", img.rows, "x", img.channels(), ", expected ", t_.size, "x", t_.size, "x3");
+  cv::Mat dst(t_.size, t_.size, CV_8UC3, pixels);
+  img.copyTo(dst);
+  // The same draws as load(): erasing comes after every image choice in the sample's stream.
+  store_erasing(t_.erasing.probability > 0 ? draw_random_erasing(t_.size, t_.size, rng, t_.erasing) : ErasingDraw{},
+                erasing);
   return files_[static_cast<size_t>(index)].label;
 }
 

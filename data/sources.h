@@ -50,6 +50,9 @@ class ImageFileSource : public SampleSource {
   std::array<int64_t, 3> image_shape() const override { return {3, t_.size, t_.size}; }
   std::string describe(int64_t index) const override { return files_[static_cast<size_t>(index)].path; }
   int64_t load(int64_t index, SampleRng& rng, float* image) const override;
+  bool yields_pixels() const override { return t_.train; }
+  int64_t load_pixels(int64_t index, SampleRng& rng, uint8_t* pixels, int64_t* erasing) const override;
+  const Normalization& normalization() const { return t_.norm; }
   /// The transformed 8-bit image before normalization (exposed for tests and tools).
   cv::Mat transformed(int64_t index, SampleRng& rng) const;
 

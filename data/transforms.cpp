@@ -99,7 +99,7 @@ void to_normalized_chw(const cv::Mat& src, const Normalization& norm, float* out
   }
 }
 
-CropBox random_erase(float* chw, int channels, int height, int width, SampleRng& rng, const RandomErasingParams& p) {
+ErasingDraw draw_random_erasing(int height, int width, SampleRng& rng, const RandomErasingParams& p) {
   if (rng.uniform() > p.probability) return {};
   const double area = static_cast<double>(height) * width;
   const double log_lo = std::log(p.min_aspect), log_hi = std::log(1.0 / p.min_aspect);
@@ -111,14 +111,25 @@ CropBox random_erase(float* chw, int channels, int height, int width, SampleRng&
     if (w < width && h < height) {
       const int top = static_cast<int>(rng.randint(0, height - h));
       const int left = static_cast<int>(rng.randint(0, width - w));
-      for (int c = 0; c < channels; ++c)
-        for (int y = top; y < top + h; ++y)
-          for (int x = left; x < left + w; ++x)
-            chw[(static_cast<int64_t>(c) * height + y) * width + x] = static_cast<float>(rng.normal());
-      return {left, top, w, h};
+      return {{left, top, w, h}, rng.bits()};
     }
   }
   return {};
+}
+
+void fill_erasing(float* chw, int channels, int height, int width, const ErasingDraw& d) {
+  const CropBox& b = d.box;
+  uint64_t e = 0;
+  for (int c = 0; c < channels; ++c)
+    for (int y = b.y; y < b.y + b.height; ++y)
+      for (int x = b.x; x < b.x + b.width; ++x)
+        chw[(static_cast<int64_t>(c) * height + y) * width + x] = rng::normal_at(d.noise_seed, 0, e++);
+}
+
+CropBox random_erase(float* chw, int channels, int height, int width, SampleRng& rng, const RandomErasingParams& p) {
+  const ErasingDraw d = draw_random_erasing(height, width, rng, p);
+  fill_erasing(chw, channels, height, width, d);
+  return d.box;
 }
 
 }  // namespace vt::data

@@ -55,9 +55,21 @@ struct RandomErasingParams {
   double min_aspect = 0.3;  // max = 1/min_aspect
 };
 
-/// timm RandomErasing, mode "pixel", count 1, on a normalized CHW image: with the given probability, up to
-/// 10 tries for a box of area fraction U(min,max) and log-uniform aspect, filled with N(0,1) per value.
-/// Returns the box erased (width 0 when none).
+/// One sample's RandomErasing choice: the box (width 0: nothing erased) and the seed of its N(0,1) values.
+struct ErasingDraw {
+  CropBox box;
+  uint64_t noise_seed = 0;
+};
+
+/// timm RandomErasing, mode "pixel", count 1: with the given probability, up to 10 tries for a box of area
+/// fraction U(min,max) and log-uniform aspect inside height x width.
+ErasingDraw draw_random_erasing(int height, int width, SampleRng& rng, const RandomErasingParams& p = {});
+
+/// Fills the drawn box of every channel of a normalized CHW image with N(0,1) values: value e of the box
+/// (channel-major, then rows) is rng::normal_at(noise_seed, 0, e), so the device kernel writes the same values.
+void fill_erasing(float* chw, int channels, int height, int width, const ErasingDraw& d);
+
+/// draw_random_erasing + fill_erasing; returns the box erased (width 0 when none).
 CropBox random_erase(float* chw, int channels, int height, int width, SampleRng& rng,
                      const RandomErasingParams& p = {});
 

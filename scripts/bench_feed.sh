@@ -7,18 +7,23 @@
 #      `vitrain train` img/s with WORKERS loader threads;
 #   3. the same model and batch on synthetic data (`vitrain bench`), the ceiling.
 # Prints the ratio real / synthetic (issue 6's target: >= 90%). Usage: bash scripts/bench_feed.sh OUT_DIR
-# Env: WORKERS (default: all cores), CLASSES (200), EPOCHS (6), BATCH (256).
+# Also prints the steady-state speed: the mean of the progress windows after the first epoch (metrics.jsonl).
+# Env: WORKERS (default: all cores), CLASSES (800), EPOCHS (3), BATCH (256 per GPU), GPUS (1; more: data-parallel
+# through `vitrain launch`, WORKERS / GPUS loader threads per process; the synthetic ceiling stays one GPU's),
+# BENCH_DATA (1; 0 skips step 1).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 cd "$ROOT"
-WORKERS=${WORKERS:-$(nproc)} CLASSES=${CLASSES:-200} EPOCHS=${EPOCHS:-6} BATCH=${BATCH:-256}
+WORKERS=${WORKERS:-$(nproc)} CLASSES=${CLASSES:-800} EPOCHS=${EPOCHS:-3} BATCH=${BATCH:-256} GPUS=${GPUS:-1}
 BIN=${BIN:-$ROOT/.gpu/bin}
 export LD_LIBRARY_PATH=$ROOT/.gpu/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-echo "== bench_data (decode + transforms, $WORKERS threads)"
-"$BIN/bench_data" --threads "$WORKERS" | tee "$OUT/bench_data.txt"
+if [ "${BENCH_DATA:-1}" = 1 ]; then
+  echo "== bench_data (decode + transforms, $WORKERS threads)"
+  "$BIN/bench_data" --threads "$WORKERS" | tee "$OUT/bench_data.txt"
+fi
 
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
@@ -37,16 +42,20 @@ for split in train val; do
 done
 echo "== tree: $CLASSES classes, $(find "$tree/train" -name '*.JPEG' | wc -l) train JPEGs"
 
-echo "== vitrain train (real JPEGs, full DeiT recipe, $WORKERS loader threads)"
-"$BIN/vitrain" train --config configs/imagenet/deit_small_dense.yaml --device cuda:0 \
-  --set data.data_dir="$tree" --set data.workers="$WORKERS" --set train.batch_size="$BATCH" \
+echo "== vitrain train (real JPEGs, full DeiT recipe, $GPUS GPU(s), $WORKERS loader threads)"
+launch=(train --device cuda:0)
+((GPUS > 1)) && launch=(launch -n "$GPUS" -- train --device cuda)  # one process per GPU, WORKERS shared out
+"$BIN/vitrain" "${launch[@]}" --config configs/imagenet/deit_small_dense.yaml \
+  --set data.data_dir="$tree" --set data.workers=$((WORKERS / GPUS)) --set train.batch_size="$BATCH" \
   --set train.epochs="$EPOCHS" --set schedule.warmup_epochs=1 --set train.log_interval=10 \
   --set train.output="$OUT/run" 2>&1 | tee "$OUT/train.log" | grep -E "img/s|data [0-9]+%" | tail -4
 real=$(sed -n 's/.*training: [0-9.]* s, \([0-9.]*\) img\/s.*/\1/p' "$OUT/train.log" | tail -1)
+steady=$(grep '"img_per_s"' "$OUT/run/metrics.jsonl" | awk -F'"epoch": *' '{split($2, a, /[,}]/); if (a[1] > 1) print}' |
+  sed -n 's/.*"img_per_s": *\([0-9.e+]*\).*/\1/p' | awk '{s += $1; n++} END {if (n) printf "%.0f", s / n; else print 0}')
 
 echo "== vitrain bench (synthetic data, same model and batch)"
 "$BIN/vitrain" bench --model deit_small_patch16_224 --batch-size "$BATCH" --steps 30 --warmup 5 --amp \
   --device cuda:0 | tee "$OUT/bench.txt" | grep train:
 synth=$(sed -n 's/^train: \([0-9.]*\) img\/s.*/\1/p' "$OUT/bench.txt")
-awk -v r="$real" -v s="$synth" 'BEGIN {printf "real JPEG training %.0f img/s vs synthetic %.0f img/s: %.0f%%\n", r, s, 100 * r / s}' |
+awk -v r="$real" -v t="$steady" -v s="$synth" 'BEGIN {printf "real JPEG training %.0f img/s (steady state after epoch 1: %.0f) vs synthetic %.0f img/s: %.0f%% (steady %.0f%%)\n", r, t, s, 100 * r / s, 100 * t / s}' |
   tee "$OUT/feed.txt"

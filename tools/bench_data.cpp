@@ -3,6 +3,7 @@
 // Prints images per CPU-second for one thread and img/s (wall) for N threads (default: all cores), for the
 // plain, the DeiT and the eval transform, then the plain one with each training speed-up switched off.
 // --train-only: one thread, only the steps tools/bench_data_pil.py times (RRC, flip, normalize).
+// --deit-only: one thread, only the DeiT transform, f32 out and pixels out (a longer run, for a profiler).
 // --write DIR: only write the 64 synthetic JPEGs into DIR (kept; scripts/bench_feed.sh builds a tree from them).
 #include <turbojpeg.h>
 #include <unistd.h>
@@ -49,14 +50,17 @@ std::vector<data::LabeledFile> synthetic_jpegs(const fs::path& dir, int count) {
   return files;
 }
 
+// `pixels`: the workers stop at 8-bit pixels + the erasing draw (what training does; normalize and erasing run on
+// the training device).
 double images_per_second(const std::vector<data::LabeledFile>& files, const data::ClassificationTransform& t,
-                         int threads, int64_t images) {
+                         int threads, int64_t images, bool pixels = false) {
   data::ImageFileSource src(files, t);
   const int64_t n = static_cast<int64_t>(files.size());
   data::LoaderOptions o;
   o.batch_size = 32;
   o.threads = threads;
   o.prefetch_batches = 2 * threads + 2;
+  o.pixels = pixels;
   data::Loader loader(src, [n, images](int64_t epoch) {
     std::vector<int64_t> idx;
     for (int64_t i = 0; i < images; ++i) idx.push_back((i + epoch) % n);
@@ -83,12 +87,14 @@ int main(int argc, char** argv) {
   std::string folder;
   bool train_only = false;  // one thread, the Pillow script's steps only (tools/bench_data_compare.sh)
   std::string write_dir;     // --write: only write the synthetic JPEGs there
+  bool deit_only = false;    // --deit-only: one thread, the DeiT transform only (for a profiler)
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::stoi(argv[++i]);
     else if (a == "--train-only") train_only = true;
     else if (a == "--write" && i + 1 < argc) write_dir = argv[++i];
+    else if (a == "--deit-only") deit_only = true;
     else folder = a;
   }
   try {
@@ -116,12 +122,25 @@ int main(int argc, char** argv) {
       if (!tmp.empty()) fs::remove_all(tmp);
       return 0;
     }
+    if (deit_only) {
+      std::printf("DeiT (+RandAugment)    1 thread: %7.1f img/cpu-s, pixels out (normalize + erase on the device) "
+                  "%7.1f img/cpu-s\n",
+                  images_per_second(files, data::deit_train_transform(224), 1, 4 * images),
+                  images_per_second(files, data::deit_train_transform(224), 1, 4 * images, true));
+      if (!tmp.empty()) fs::remove_all(tmp);
+      return 0;
+    }
     for (const auto& [name, t] : {std::pair{"RRC+flip+erase", data::train_transform(224)},
                                   std::pair{"DeiT (+RandAugment)", data::deit_train_transform(224)},
                                   std::pair{"eval resize+crop", data::eval_transform(224)}}) {
       std::printf("%-22s 1 thread: %7.1f img/cpu-s   %d threads: %7.1f img/s\n", name,
                   images_per_second(files, t, 1, images), threads, images_per_second(files, t, threads, images));
     }
+    // What a training run's workers do: stop at 8-bit pixels + the erasing draw (normalize + erase on the device).
+    const auto deit = data::deit_train_transform(224);
+    std::printf("%-22s 1 thread: %7.1f img/cpu-s   %d threads: %7.1f img/s\n", "DeiT, pixels out",
+                images_per_second(files, deit, 1, images, true), threads,
+                images_per_second(files, deit, threads, images, true));
     // What each training speed-up is worth: switch them off one at a time, then all (the pipeline before them).
     auto base = data::train_transform(224);
     auto no_crop = base, no_dct = base, exact = base, old = base;
