@@ -2,6 +2,7 @@
 // each node once with the sum of the gradients that reached it, and frees its saved tensors right after.
 #include <unordered_map>
 
+#include "autograd/grad_hooks.h"
 #include "autograd/node.h"
 #include "ops/elementwise.h"
 
@@ -51,6 +52,7 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_out) {
   } else {
     ops::add_(Tensor(leaf_->grad), g);
   }
+  run_post_accumulate_grad_hook(leaf_.get());
   return {};
 }
 

@@ -9,6 +9,7 @@
 #include "cli/convert_command.h"
 #include "cli/data_command.h"
 #include "cli/eval_output.h"
+#include "cli/launch_command.h"
 #include "cli/plot_command.h"
 #include "engine/imagenet_data.h"
 #include "engine/trainer.h"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   vt::cli::add_data_command(app);
   vt::cli::add_plot_command(app);
   vt::cli::add_convert_command(app);
+  vt::cli::add_launch_command(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench) {

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "data/datasets.h"
+#include "data/normalize_erase.h"
 #include "data/samplers.h"
 
 namespace vt::engine {
@@ -27,8 +28,8 @@ bool uses_image_folder(const io::Config& cfg) {
   return cfg.data.dataset == "imagefolder" || cfg.data.dataset == "imagenet";
 }
 
-ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train)
-    : seed_(static_cast<uint64_t>(cfg.train.seed)) {
+ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train, int rank, int world)
+    : seed_(static_cast<uint64_t>(cfg.train.seed)), epochs_(cfg.train.epochs) {
   const auto& d = cfg.data;
   data::ClassificationFiles val = data::image_folder(data::find_split_dir(d.data_dir, "val"));
   classes_ = val.classes.size();
@@ -41,7 +42,13 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
   eo.drop_last = false;
   eo.max_bad_files = d.max_bad_files;
   const int64_t n_val = eval_source_->size();
-  eval_loader_ = std::make_unique<data::Loader>(*eval_source_, [n_val](int64_t) {
+  data::DistributedSamplerOptions eval_shard;  // no padding: exact totals once the ranks' sums are added
+  eval_shard.rank = rank;
+  eval_shard.world = world;
+  eval_shard.shuffle = false;
+  eval_shard.pad = false;
+  eval_loader_ = std::make_unique<data::Loader>(*eval_source_, [n_val, eval_shard](int64_t) {
+    if (eval_shard.world > 1) return data::distributed_indices(n_val, eval_shard, 0);
     std::vector<int64_t> all(static_cast<size_t>(n_val));
     std::iota(all.begin(), all.end(), int64_t{0});
     return all;
@@ -58,8 +65,16 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
     data::RepeatedAugOptions o;
     o.repeats = d.aug_repeats;
     o.seed = seed_;
+    o.rank = rank;
+    o.world = world;
     o.selected_round = n >= 256 ? 256 : 0;  // DeiT rounds down to 256s, which would leave a tiny set empty
     sampler = [n, o](int64_t epoch) { return data::repeated_aug_indices(n, o, epoch); };
+  } else if (world > 1) {
+    data::DistributedSamplerOptions o;
+    o.rank = rank;
+    o.world = world;
+    o.seed = seed_;
+    sampler = [n, o](int64_t epoch) { return data::distributed_indices(n, o, epoch); };
   } else {
     const uint64_t seed = seed_;
     sampler = [n, seed](int64_t epoch) { return data::shuffled_order(n, seed, epoch); };
@@ -69,7 +84,9 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
   lo.batch_size = cfg.train.batch_size;
   lo.threads = std::max(1, d.workers);
   lo.seed = seed_;
+  lo.stream = static_cast<uint64_t>(rank);  // each rank its own augmentations
   lo.max_bad_files = d.max_bad_files;
+  lo.pixels = true;  // u8 over the bus; normalize + erasing in train_batch on the training device
   train_loader_ = std::make_unique<data::Loader>(*train_source_, sampler, lo);
   prefetcher_ = std::make_unique<data::DevicePrefetcher>(*train_loader_, device);
 
@@ -106,6 +123,13 @@ data::Batch ImageNetData::train_batch(int64_t epoch, int64_t step) {
   data::Batch b;
   for (; next_step_ <= step; ++next_step_)
     VT_CHECK(prefetcher_->next(b), "[data] epoch ", epoch, " has no batch ", step);
+  if (step + 1 == train_batches_ && epoch + 1 < epochs_) {  // the loader starts on the next epoch while this one ends (eval, checkpoints)
+    prefetcher_->start_epoch(epoch + 1);
+    epoch_ = epoch + 1;
+    next_step_ = 0;
+  }
+  b.images = data::normalize_and_erase(b.images, b.erasing, train_source_->normalization());
+  b.erasing = Tensor();
   if (mix_) {
     data::SampleRng rng(seed_, epoch, step, kMixStream);
     const data::MixDraw draw = data::draw_mix(*mix_, static_cast<int>(b.images.size(2)),

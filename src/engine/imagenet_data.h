@@ -24,7 +24,10 @@ class ImageNetData {
  public:
   /// Lists data.data_dir's train/ and val/ folders and builds both loaders; `img_size` is the model's input size.
   /// With `with_train` false (evaluation only) just val/ is read, and its class folders define the classes.
-  ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train = true);
+  /// Data parallel: rank `rank` of `world` reads its share of both splits (train: DistributedSampler or RASampler
+  /// order, padded; val: every image exactly once across the ranks) and draws its own augmentations.
+  ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train = true, int rank = 0,
+               int world = 1);
   ~ImageNetData();
   /// Training batches per epoch (the last partial batch is dropped).
   int64_t train_batches_per_epoch() const { return train_batches_; }
@@ -32,13 +35,15 @@ class ImageNetData {
   int64_t num_classes() const { return static_cast<int64_t>(classes_); }
   /// Batch `step` of `epoch` on the device. Steps must be asked in order within an epoch (a resumed run starts
   /// mid-epoch: the skipped batches are built and dropped). With Mixup/CutMix on, labels are the f32 soft targets
-  /// [B, classes] (label smoothing folded in); otherwise the i64 labels [B].
+  /// [B, classes] (label smoothing folded in); otherwise the i64 labels [B]. Handing out an epoch's last batch
+  /// starts building the next epoch's first ones.
   data::Batch train_batch(int64_t epoch, int64_t step);
   /// Number of val/ images.
   int64_t eval_size() const;
   /// Distinct unreadable images skipped so far (train and val; each is logged with its path when met).
   int64_t bad_files() const;
-  /// Calls `fn` with each val/ batch (host tensors, eval transform, every image once).
+  /// Calls `fn` with each of this rank's val/ batches (host tensors, eval transform, every image once across
+  /// the ranks).
   void for_each_eval_batch(const std::function<void(const data::Batch&)>& fn);
 
  private:
@@ -49,6 +54,7 @@ class ImageNetData {
   uint64_t seed_ = 0;
   size_t classes_ = 0;
   int64_t train_batches_ = 0;
+  int64_t epochs_ = 0;  // train.epochs: no epoch is started beyond the last
   int64_t epoch_ = -1, next_step_ = 0;
 };
 

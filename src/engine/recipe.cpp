@@ -8,21 +8,21 @@
 
 namespace vt::engine {
 
-int64_t global_batch(const io::Config& cfg) {
-  return static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum_steps;
+int64_t global_batch(const io::Config& cfg, int world) {
+  return static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum_steps * world;
 }
 
-double resolved_lr(const io::Config& cfg) {
+double resolved_lr(const io::Config& cfg, int world) {
   const auto& o = cfg.optim;
   if (o.lr_base <= 0) return o.lr;
-  const double ratio = static_cast<double>(global_batch(cfg)) / static_cast<double>(o.lr_base_size);
+  const double ratio = static_cast<double>(global_batch(cfg, world)) / static_cast<double>(o.lr_base_size);
   return o.lr_base * (o.lr_base_scale == "sqrt" ? std::sqrt(ratio) : ratio);
 }
 
-LrPlan::LrPlan(const io::Config& cfg, int64_t updates_per_epoch)
+LrPlan::LrPlan(const io::Config& cfg, int64_t updates_per_epoch, int world)
     : on_updates_(cfg.schedule.sched_on_updates), deit_lag_(cfg.schedule.deit_epoch_lag) {
   const auto& s = cfg.schedule;
-  sched_.base_lr = resolved_lr(cfg);
+  sched_.base_lr = resolved_lr(cfg, world);
   sched_.warmup_lr = s.warmup_lr;
   sched_.min_lr = s.min_lr;
   sched_.warmup_prefix = s.warmup_prefix;

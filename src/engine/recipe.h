@@ -8,19 +8,20 @@
 
 namespace vt::engine {
 
-/// Images per optimizer update: train.batch_size × train.grad_accum_steps × 1 process.
-int64_t global_batch(const io::Config& cfg);
+/// Images per optimizer update: train.batch_size × train.grad_accum_steps × `world` processes (data parallel).
+int64_t global_batch(const io::Config& cfg, int world = 1);
 
 /// The base learning rate: optim.lr, or with optim.lr_base > 0 the timm/DeiT scaling rule
 /// lr_base · global_batch / lr_base_size (linear) or lr_base · sqrt(global_batch / lr_base_size) (sqrt).
-double resolved_lr(const io::Config& cfg);
+double resolved_lr(const io::Config& cfg, int world = 1);
 
 /// The learning rate of each optimizer update, per update or per epoch (schedule.sched_on_updates), with
 /// DeiT's per-epoch lag when schedule.deit_epoch_lag (see optim/schedule_cosine.h).
 class LrPlan {
  public:
-  /// `updates_per_epoch` optimizer updates make one epoch; the run has cfg.train.epochs epochs.
-  LrPlan(const io::Config& cfg, int64_t updates_per_epoch);
+  /// `updates_per_epoch` optimizer updates make one epoch; the run has cfg.train.epochs epochs over `world`
+  /// processes.
+  LrPlan(const io::Config& cfg, int64_t updates_per_epoch, int world = 1);
   /// The rate for update `global_step` (0-based), which belongs to epoch `epoch` (0-based).
   double lr(int64_t global_step, int64_t epoch) const;
 

@@ -15,6 +15,9 @@
 
 #include "autograd/node.h"
 #include "data/idx.h"
+#include "dist/data_parallel.h"
+#include "dist/launch_env.h"
+#include "dist/nccl_communicator.h"
 #include "engine/checkpoint.h"
 #include "engine/device.h"
 #include "engine/ema.h"
@@ -54,6 +57,21 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& log_path) {
   logger->set_pattern("[%H:%M:%S] %v");
   logger->flush_on(spdlog::level::info);
   return logger;
+}
+
+// Ranks other than 0 of a data-parallel job: warnings and errors on the console, prefixed with the rank.
+std::shared_ptr<spdlog::logger> make_rank_logger(int rank) {
+  auto logger = std::make_shared<spdlog::logger>("vitrain", std::make_shared<spdlog::sinks::stdout_color_sink_mt>());
+  logger->set_pattern("[%H:%M:%S] [rank " + std::to_string(rank) + "] %v");
+  logger->set_level(spdlog::level::warn);
+  return logger;
+}
+
+// The device of a launched job's process: cuda:LOCAL_RANK (NCCL needs a GPU per process).
+Device distributed_device(const std::string& spec, const dist::LaunchEnv& env) {
+  VT_CHECK(spec != "cpu", "[dist] rank ", env.rank, ": a launched job of ", env.world,
+           " processes trains on GPUs with NCCL, but train.device is cpu");
+  return resolve_device("cuda:" + std::to_string(env.local_rank));
 }
 
 data::ImageSet image_set(const data::IdxImages& images, const std::vector<uint8_t>& labels, int64_t limit) {
@@ -125,9 +143,10 @@ models::ViTConfig vit_config(const io::Config& cfg) {
 namespace {
 
 // Top-1/top-5/loss over the batches that `for_each_batch` hands to its callback.
+// With `comm`, each rank passes its share of the batches and the sums are added over the ranks (exact totals).
 EvalResult evaluate_batches(const models::VisionTransformer& model,
                             const std::function<void(const std::function<void(const data::Batch&)>&)>& for_each_batch,
-                            Device device, std::optional<DType> amp) {
+                            Device device, std::optional<DType> amp, dist::Communicator* comm = nullptr) {
   NoGradGuard no_grad;
   EvalResult r;
   double loss_sum = 0;
@@ -151,6 +170,15 @@ EvalResult evaluate_batches(const models::VisionTransformer& model,
     }
     r.count += B;
   });
+  if (comm && comm->world() > 1) {
+    const std::vector<double> t = dist::sum_over_ranks(
+        *comm, {loss_sum, static_cast<double>(correct1), static_cast<double>(correct5), static_cast<double>(r.count)},
+        device);
+    loss_sum = t[0];
+    correct1 = static_cast<int64_t>(t[1]);
+    correct5 = static_cast<int64_t>(t[2]);
+    r.count = static_cast<int64_t>(t[3]);
+  }
   r.loss = loss_sum / static_cast<double>(r.count);
   r.top1 = 100.0 * static_cast<double>(correct1) / static_cast<double>(r.count);
   r.top5 = 100.0 * static_cast<double>(correct5) / static_cast<double>(r.count);
@@ -213,14 +241,30 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   summary.log_path = files.path("train.log");
   summary.metrics_path = files.path("metrics.jsonl");
   summary.weights_path = files.path("model.safetensors");
-  auto log = make_logger(summary.log_path);
+  // Data parallel: the communicator a test hands in, or NCCL across the processes of a launched job.
+  const dist::LaunchEnv env = hooks.communicator ? dist::LaunchEnv{} : dist::launch_env();
+  const int rank = hooks.communicator ? hooks.communicator->rank() : env.rank;
+  const int world = hooks.communicator ? hooks.communicator->world() : env.world;
+  const bool lead = rank == 0;  // writes the log, metrics, checkpoints and weights
+  auto log = lead ? make_logger(summary.log_path) : make_rank_logger(rank);
   set_threads(cfg.train.threads);
   const std::string config_yaml = io::to_yaml(cfg);
-  {
+  if (lead) {
     std::ofstream resolved(files.dir / "config.yaml");
     resolved << config_yaml;
   }
-  const Device device = resolve_device(cfg.train.device);
+  const Device device =
+      env.distributed() ? distributed_device(cfg.train.device, env) : resolve_device(cfg.train.device);
+  std::unique_ptr<dist::Communicator> nccl;
+  dist::Communicator* comm = hooks.communicator;
+  if (!comm && env.distributed()) {
+    nccl = std::make_unique<dist::NcclCommunicator>(env, device);
+    comm = nccl.get();
+  }
+  if (world > 1)
+    log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", world,
+              hooks.communicator ? "in-process" : env.launcher, cfg.dist.bucket_mb,
+              cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
   const std::optional<DType> amp = amp_dtype(cfg);
   summary.device = device.str();
   log->info("device: {}", describe_device(device, amp, cfg.train.device));
@@ -231,21 +275,27 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   std::optional<data::ImageBatches> train_batches, test_batches;
   std::optional<ImageNetData> imagenet;
   if (uses_image_folder(cfg)) {
-    imagenet.emplace(cfg, vit_config(cfg).img_size, device);
+    imagenet.emplace(cfg, vit_config(cfg).img_size, device, true, rank, world);
     VT_CHECK(imagenet->num_classes() <= vit_config(cfg).num_classes, "[data] ", cfg.data.data_dir, " has ",
              imagenet->num_classes(), " classes, more than model.num_classes = ", vit_config(cfg).num_classes);
   } else {
     ds = data::load_fashion_mnist(cfg.data.data_dir);
-    train_batches.emplace(image_set(ds->train_images, ds->train_labels, cfg.data.train_limit), cfg.train.batch_size,
-                          true, cfg.data.hflip, kFashionMean, kFashionStd, data_seed);
+    // Data parallel: every rank builds the global batch of batch_size × world and trains on its rows (so the
+    // ranks together see exactly the batches of one process with the global batch size).
+    train_batches.emplace(image_set(ds->train_images, ds->train_labels, cfg.data.train_limit),
+                          static_cast<int64_t>(cfg.train.batch_size) * world, true, cfg.data.hflip, kFashionMean,
+                          kFashionStd, data_seed);
     test_batches.emplace(image_set(ds->test_images, ds->test_labels, cfg.data.test_limit), cfg.eval.batch_size, false,
                          0.0, kFashionMean, kFashionStd, 0);
   }
   const int64_t batches_per_epoch =
       imagenet ? imagenet->train_batches_per_epoch() : train_batches->batches_per_epoch();
   auto evaluate_on_test = [&](const models::VisionTransformer& m) {
-    if (!imagenet) return evaluate(m, *test_batches, device, amp);
-    return evaluate_batches(m, [&](const auto& fn) { imagenet->for_each_eval_batch(fn); }, device, amp);
+    if (!imagenet)  // Fashion-MNIST: test batch s goes to rank s % world
+      return evaluate_batches(m, [&](const auto& fn) {
+        for (int64_t s = rank; s < test_batches->batches_per_epoch(); s += world) fn(test_batches->get(0, s));
+      }, device, amp, comm);
+    return evaluate_batches(m, [&](const auto& fn) { imagenet->for_each_eval_batch(fn); }, device, amp, comm);
   };
 
   // Models are built and loaded on the host, so every device starts equal; then moved (f32 master weights).
@@ -282,18 +332,32 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
     ema.emplace(model, *ema_model, cfg.train.model_ema_decay, /*copy_model=*/resumed.ema.empty());
   }
   auto opt = make_optimizer(cfg, model);
+  if (comm) opt->use_flat_buffers();  // buckets are ranges of the flat gradient buffer (already flat on CUDA)
   if (!resumed.optimizer.empty()) opt->load_state(resumed.optimizer);
+  std::unique_ptr<dist::DataParallel> dp;
+  if (comm) {
+    std::vector<Tensor> params, replicated;  // replicated: everything rank 0 sets for all
+    for (const auto& [name, p] : model.named_parameters()) params.push_back(p);
+    for (const auto& [name, t] : model.state_dict()) replicated.push_back(t);
+    if (ema_model)
+      for (const auto& [name, t] : ema_model->state_dict()) replicated.push_back(t);
+    dp = std::make_unique<dist::DataParallel>(*opt, *comm, dist::DataParallelOptions{cfg.dist.bucket_mb, cfg.dist.zero1},
+                                              params);
+    dp->broadcast_from_rank0(replicated);
+  }
 
   const int64_t accum = cfg.train.grad_accum_steps;
   const int64_t updates_per_epoch = batches_per_epoch / accum;
   VT_CHECK(updates_per_epoch >= 1, "[train] one epoch has ", batches_per_epoch,
            " batches, fewer than train.grad_accum_steps = ", accum);
   const int64_t total = updates_per_epoch * cfg.train.epochs;
-  const LrPlan lr_plan(cfg, updates_per_epoch);
-  log->info("global batch {} = {} per step x {} accumulation x 1 process; base lr {:.3e}{}", global_batch(cfg),
-            cfg.train.batch_size, accum, resolved_lr(cfg),
+  const LrPlan lr_plan(cfg, updates_per_epoch, world);
+  log->info("global batch {} = {} per step x {} accumulation x {} process{}; base lr {:.3e}{}",
+            global_batch(cfg, world), cfg.train.batch_size, accum, world, world > 1 ? "es" : "",
+            resolved_lr(cfg, world),
             cfg.optim.lr_base > 0 ? " (optim.lr_base scaled by global batch / optim.lr_base_size)" : "");
-  io::MetricsLog metrics(summary.metrics_path, !resume_path.empty());
+  std::optional<io::MetricsLog> metrics;
+  if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 
   // The losses since the last finiteness check, summed on the device (NaN/Inf propagate through the sum).
   Tensor unchecked_loss;
@@ -308,6 +372,8 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   };
   auto checkpoint = [&](const std::string& path) {
     require_finite_losses(state.position.global_step);
+    if (dp) dp->gather_state();  // ZeRO-1: the full optimizer state (a collective: every rank comes here)
+    if (!lead) return;
     Checkpoint c;
     c.model = host_state_dict(model);
     if (ema) c.ema = host_state_dict(ema->shadow());
@@ -348,6 +414,11 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
         const auto t_data = Clock::now();
         const int64_t index = pos.step_in_epoch * accum + j;
         data::Batch b = imagenet ? imagenet->train_batch(epoch, index) : train_batches->get(epoch, index);
+        if (!imagenet && world > 1) {  // this rank's rows of the global Fashion-MNIST batch
+          const int64_t B = cfg.train.batch_size;
+          b.images = b.images.slice(0, rank * B, (rank + 1) * B);
+          b.labels = b.labels.slice(0, rank * B, (rank + 1) * B);
+        }
         const Tensor images = b.images.to(device), labels = b.labels.to(device);
         data_wait += seconds_since(t_data);
         Tensor loss;
@@ -359,13 +430,16 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
                                               : ops::cross_entropy(logits, labels, cfg.optim.smoothing);
         }
         if (accum > 1) loss = ops::mul(loss, 1.0 / static_cast<double>(accum));
+        if (dp) dp->begin_backward(j + 1 == accum);  // only the last micro-batch communicates (no_sync)
         loss.backward();  // gradients of the micro-batches add up in .grad
         update_loss = update_loss.defined() ? update_loss + loss.detach() : loss.detach();
         window_images += images.size(0);
         images_seen += images.size(0);
       }
+      if (dp) dp->finish_backward(cfg.optim.clip_grad > 0);  // averaged gradients (ZeRO-1: this rank's slice)
       if (cfg.optim.clip_grad > 0) opt->clip_grad_norm(cfg.optim.clip_grad);
       opt->step();
+      if (dp) dp->after_step();
       if (ema) ema->update(model);
       ++pos.global_step;
       unchecked_loss = unchecked_loss.defined() ? unchecked_loss + update_loss : update_loss;
@@ -374,12 +448,14 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
       if (hooks.on_update) hooks.on_update(pos.global_step, update_loss.item());
       const int64_t s = pos.step_in_epoch;
       if ((s + 1) % cfg.train.log_interval == 0 || s + 1 == updates_per_epoch) {
-        const double loss_mean = loss_window.item() / static_cast<double>(window);  // the step's one host sync
+        double loss_sum = loss_window.item();  // the step's one host sync
+        if (comm && world > 1) loss_sum = dist::sum_over_ranks(*comm, {loss_sum}, device)[0] / world;  // all samples
+        const double loss_mean = loss_sum / static_cast<double>(window);
         require_finite_losses(pos.global_step);
         const double dt = seconds_since(t_window);
-        const double ips = static_cast<double>(window_images) / dt;
+        const double ips = static_cast<double>(window_images) * world / dt;  // all ranks together
         const double eta =
-            static_cast<double>(total - pos.global_step) * static_cast<double>(global_batch(cfg)) / ips;
+            static_cast<double>(total - pos.global_step) * static_cast<double>(global_batch(cfg, world)) / ips;
         const int64_t bad = imagenet ? imagenet->bad_files() : 0;
         log->info("{} data {:.0f}%{}",
                   io::progress_line(static_cast<int>(epoch + 1), cfg.train.epochs, s + 1, updates_per_epoch,
@@ -389,7 +465,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
             {"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(pos.global_step)},
             {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips}, {"data_wait", data_wait / dt}};
         if (imagenet) fields.emplace_back("bad_files", static_cast<double>(bad));
-        metrics.log(fields);
+        if (metrics) metrics->log(fields);
         loss_window = Tensor();
         window = window_images = 0;
         data_wait = 0;
@@ -435,22 +511,23 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
         row.emplace_back("ema_loss", summary.test_ema->loss);
       }
       row.emplace_back("best_metric", state.best_metric);
-      metrics.log(row);
+      if (metrics) metrics->log(row);
       if (improved) checkpoint(files.path("best.safetensors"));
     }
     checkpoint(files.path("last.safetensors"));
     if (cfg.train.checkpoint_interval > 0 && pos.epoch % cfg.train.checkpoint_interval == 0) {
       checkpoint(files.epoch_path(pos.epoch));
-      files.prune_epoch_checkpoints(cfg.train.checkpoint_hist);
+      if (lead) files.prune_epoch_checkpoints(cfg.train.checkpoint_hist);
     }
   }
   summary.steps = pos.global_step;
   summary.best_metric = state.best_metric;
   summary.best_epoch = state.best_epoch;
   summary.train_seconds = train_time;
-  summary.train_img_per_s = train_time > 0 ? static_cast<double>(images_seen) / train_time : 0;
-  io::save_safetensors(summary.weights_path, host_state_dict(model),
-                       {{"model", cfg.model.name}, {"attention", cfg.model.attention.type}});
+  summary.train_img_per_s = train_time > 0 ? static_cast<double>(images_seen) * world / train_time : 0;
+  if (lead)
+    io::save_safetensors(summary.weights_path, host_state_dict(model),
+                         {{"model", cfg.model.name}, {"attention", cfg.model.attention.type}});
   log->info("training: {:.1f} s, {:.0f} img/s; total {:.1f} s", train_time, summary.train_img_per_s,
             seconds_since(t_start));
   return summary;

@@ -10,6 +10,10 @@
 #include "io/safetensors.h"
 #include "models/vit.h"
 
+namespace vt::dist {
+class Communicator;
+}
+
 namespace vt::engine {
 
 struct EvalResult {
@@ -47,6 +51,9 @@ struct TrainHooks {
   /// Called after every optimizer update with the 1-based global update number and its loss (the mean over its
   /// micro-batches). Setting it makes every update wait for the device.
   std::function<void(int64_t step, double loss)> on_update;
+  /// Runs as rank communicator->rank() of a data-parallel job over this communicator (tests: ranks as threads
+  /// with a dist::ThreadCommunicator) instead of the job the launch environment describes. Not owned.
+  dist::Communicator* communicator = nullptr;
 };
 
 /// Trains on the configured dataset on cfg.train.device (bf16 autocast on CUDA when cfg.train.amp), evaluates
@@ -54,6 +61,9 @@ struct TrainHooks {
 /// checkpoint-<epoch>, recovery; see checkpoint.h) and the final weights under cfg.train.output. Resumes from
 /// cfg.train.resume exactly where that checkpoint stopped. Inside a step the host waits for the device only when
 /// a progress line reads the loss. A non-finite loss stops the run with an error before any checkpoint holds it.
+/// In a launched job (dist::launch_env().distributed()) each process trains on cuda:LOCAL_RANK with NCCL data
+/// parallelism (dist/data_parallel.h, dist.* keys): train.batch_size per rank, the ranks' shares of the data,
+/// evaluation totals summed over the ranks; rank 0 alone writes the log, metrics and checkpoints.
 TrainSummary train(const io::Config& cfg, const TrainHooks& hooks = {});
 
 /// What load_weights_compatible did besides plain name-for-name copies.

@@ -123,6 +123,11 @@ template <class V> void fields(EvalConfig& c, V& v) {
   v("best_metric", c.best_metric);
 }
 
+template <class V> void fields(DistConfig& c, V& v) {
+  v("bucket_mb", c.bucket_mb);
+  v("zero1", c.zero1);
+}
+
 template <class V> void fields(Config& c, V& v) {
   v("model", c.model);
   v("data", c.data);
@@ -130,6 +135,7 @@ template <class V> void fields(Config& c, V& v) {
   v("schedule", c.schedule);
   v("train", c.train);
   v("eval", c.eval);
+  v("dist", c.dist);
 }
 
 // ---- decoding ----
@@ -439,6 +445,10 @@ void EvalConfig::validate() const {
   require_one_of("eval.best_metric", best_metric, {"top1", "ema_top1", "loss", "ema_loss"});
 }
 
+void DistConfig::validate() const {
+  require(bucket_mb > 0, "dist.bucket_mb", "> 0", bucket_mb);
+}
+
 void Config::validate() const {
   model.validate();
   data.validate();
@@ -446,6 +456,9 @@ void Config::validate() const {
   schedule.validate();
   train.validate();
   eval.validate();
+  dist.validate();
+  if (dist.zero1 && optim.opt != "adamw")
+    VT_FAIL("[config] dist.zero1 shards AdamW's state: set optim.opt: adamw (got '", optim.opt, "')");
   if (eval.best_metric.rfind("ema_", 0) == 0 && !train.model_ema)
     VT_FAIL("[config] eval.best_metric '", eval.best_metric, "' needs train.model_ema: true");
   if (schedule.deit_epoch_lag && schedule.sched_on_updates)

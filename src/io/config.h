@@ -80,7 +80,7 @@ struct OptimConfig {
   double smoothing = 0.1;  ///< label smoothing
   /// LR scaling rule (timm --lr-base): when lr_base > 0 the optimizer uses
   /// lr = lr_base · (global_batch / lr_base_size) for "linear" (DeiT: 5e-4 · batch / 512) or the square root of
-  /// that ratio for "sqrt", and optim.lr is ignored. global_batch = train.batch_size · train.grad_accum_steps.
+  /// that ratio for "sqrt", and optim.lr is ignored. global_batch = train.batch_size · train.grad_accum_steps · processes.
   double lr_base = 0.0;
   int lr_base_size = 512;
   std::string lr_base_scale = "linear";  ///< linear | sqrt
@@ -131,6 +131,13 @@ struct EvalConfig {
   void validate() const;
 };
 
+/// Data-parallel training (several processes, one per GPU; see dist/data_parallel.h). Ignored in a single process.
+struct DistConfig {
+  double bucket_mb = 25.0;  ///< gradient bucket size in MiB (torch DDP's bucket_cap_mb)
+  bool zero1 = false;       ///< ZeRO-1: shard the optimizer update and state across ranks (AdamW only)
+  void validate() const;
+};
+
 struct Config {
   ModelConfig model;
   DataConfig data;
@@ -138,6 +145,7 @@ struct Config {
   ScheduleConfig schedule;
   TrainConfig train;
   EvalConfig eval;
+  DistConfig dist;
   /// Validates every section; throws vt::Error "[config] optim.lr must be > 0, got -1" on the first violation.
   void validate() const;
 };

@@ -3,6 +3,7 @@
 // launch for everything on CUDA (kernels/cuda/adamw.h).
 #include "optim/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "optim/flat_buffers.h"
@@ -70,6 +71,20 @@ void AdamW::step() {
   });
 }
 
+void AdamW::set_flat_range(int64_t begin, int64_t end) {
+  VT_CHECK(flat_, "[adamw] set_flat_range needs flat buffers (use_flat_buffers())");
+  VT_CHECK(0 <= begin && begin <= end && end <= flat_->size() && begin % 4 == 0 && (end % 4 == 0 || end == flat_->size()),
+           "[adamw] flat range [", begin, ", ", end, ") is not a 4-aligned range of the ", flat_->size(),
+           "-element flat buffers");
+  range_begin_ = begin;
+  range_end_ = end;
+}
+
+std::vector<Tensor> AdamW::flat_state_buffers() {
+  VT_CHECK(flat_, "[adamw] flat_state_buffers needs flat buffers (use_flat_buffers())");
+  return {flat_slot("exp_avg"), flat_slot("exp_avg_sq")};
+}
+
 void AdamW::flat_step() {
   const double t = static_cast<double>(begin_flat_step());
   PendingClip clip = take_pending_clip();
@@ -80,20 +95,27 @@ void AdamW::flat_step() {
   const Tensor& p = flat_->params();
   const Tensor& g = flat_->grads();
   if (flat_->size() == 0) return;
+  // The updated range (everything unless set_flat_range) and the group ends relative to its start.
+  const int64_t r0 = range_begin_, r1 = range_end_ < 0 ? flat_->size() : range_end_;
+  std::vector<std::pair<int64_t, double>> group_ends;
+  for (const auto& [end, weight_decay] : flat_->group_ends())
+    group_ends.emplace_back(std::clamp(end, r0, r1) - r0, weight_decay);
   if (flat_->device().is_cpu()) {
     int64_t begin = 0;
-    for (const auto& [end, weight_decay] : flat_->group_ends()) {
+    for (const auto& [end, weight_decay] : group_ends) {
       AdamWStep s{lr, weight_decay, beta1_, beta2_, eps_, bias_correction1, bias_correction2_sqrt};
+      const int64_t at = r0 + begin;
       VT_DISPATCH_FLOAT(p.dtype(), "adamw", [&] {
-        adamw_update(p.data<scalar_t>() + begin, g.data<scalar_t>() + begin, m.data<scalar_t>() + begin,
-                     v.data<scalar_t>() + begin, end - begin, s);
+        adamw_update(p.data<scalar_t>() + at, g.data<scalar_t>() + at, m.data<scalar_t>() + at,
+                     v.data<scalar_t>() + at, end - begin, s);
       });
       begin = end;
     }
     return;
   }
+  if (r1 == r0) return;
 #ifdef VT_WITH_CUDA
-  const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(flat_->group_ends());
+  const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(group_ends);
   const kernels::cuda::AdamWHyper hyper{static_cast<float>(lr),    static_cast<float>(beta1_),
                                         static_cast<float>(beta2_), static_cast<float>(eps_),
                                         static_cast<float>(1.0 - beta1_),
@@ -103,8 +125,9 @@ void AdamW::flat_step() {
   kernels::cuda::DeviceClip device_clip;
   if (clip.norm.defined()) device_clip = {clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
   kernels::cuda::DeviceGuard guard(flat_->device().index);
-  kernels::cuda::adamw_flat_step(p.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), flat_->size(),
-                                 flat_groups, hyper, device_clip, kernels::cuda::current_stream());
+  kernels::cuda::adamw_flat_step(p.data<float>() + r0, g.data<float>() + r0, m.data<float>() + r0,
+                                 v.data<float>() + r0, r1 - r0, flat_groups, hyper, device_clip,
+                                 kernels::cuda::current_stream());
 #else
   fail_without_cuda("adamw", flat_->device());
 #endif

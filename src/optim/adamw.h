@@ -17,11 +17,18 @@ class AdamW : public Optimizer {
   double beta1() const { return beta1_; }
   double beta2() const { return beta2_; }
   double eps() const { return eps_; }
+  /// Flat buffers only: later steps update just [begin, end) of the flat buffers (ZeRO-1: each rank its slice; the
+  /// state outside the range is left as is). Offsets must be multiples of 4 (or the buffer's end).
+  void set_flat_range(int64_t begin, int64_t end);
+  /// Flat buffers only: the flat state buffers {exp_avg, exp_avg_sq} (created zero-filled when needed), so a
+  /// sharded state can be gathered in place.
+  std::vector<Tensor> flat_state_buffers();
 
  private:
   void flat_step();
 
   double beta1_, beta2_, eps_;
+  int64_t range_begin_ = 0, range_end_ = -1;  // flat step range; end -1: the whole buffer
 };
 
 }  // namespace vt::optim
