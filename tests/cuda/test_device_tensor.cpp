@@ -40,6 +40,8 @@ std::vector<double> values(int64_t n, uint32_t seed, bool floating) {
   return v;
 }
 
+Tensor dv_to_f32(const Tensor& t) { return t.to(DType::f32); }
+
 Tensor random_f32(const Shape& shape, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> dist(0.0, 3.0);
@@ -134,6 +136,42 @@ TEST(DeviceTensor, StridedViewsBecomeContiguousLikeOnCpu) {
   // Integer views too.
   Tensor hi = Tensor::from_vector(values(5 * 7 * 9, 9, false), {5, 7, 9}, DType::i64), di = hi.to(kGpu);
   check(hi.permute({1, 2, 0}), di.permute({1, 2, 0}), "i64 permute");
+}
+
+// The fast paths of the device copy: 16-byte vectors for same-dtype copies with contiguous aligned rows (the
+// slices of a packed qkv, in both directions), 32-bit index arithmetic, four values per access for contiguous
+// conversions, and the fallbacks next to them (rows not a multiple of a vector, odd offsets, 64-bit offsets).
+TEST(DeviceTensor, PackedQkvSlicesCopyLikeOnCpu) {
+  VT_REQUIRE_DEVICE();
+  for (DType dt : {DType::f32, DType::bf16}) {
+    for (int64_t C : {64, 24, 13}) {  // 64 and 24: vectors for both dtypes (24 bf16: no); 13: never
+      Tensor h = random_f32({3, 7, 3 * C}, 11).to(dt), d = h.to(kGpu);
+      const DType other = dt == DType::f32 ? DType::bf16 : DType::f32;  // contiguous conversion, 4 values at a time
+      EXPECT_EQ(bytes_of(d.to(other)), bytes_of(h.to(other))) << dtype_name(dt) << " C " << C << " converted whole";
+      for (int part = 0; part < 3; ++part) {
+        const Tensor hv = h.slice(2, part * C, (part + 1) * C), dv = d.slice(2, part * C, (part + 1) * C);
+        EXPECT_EQ(bytes_of(dv.contiguous()), bytes_of(hv.contiguous())) << dtype_name(dt) << " C " << C << " part " << part;
+        // Into a slice of a packed buffer (the gradient direction), the rest left as it was.
+        Tensor hz = Tensor::full({3, 7, 3 * C}, 2.0, dt), dz = Tensor::full({3, 7, 3 * C}, 2.0, dt, kGpu);
+        hz.slice(2, part * C, (part + 1) * C).copy_(hv.contiguous());
+        dz.slice(2, part * C, (part + 1) * C).copy_(dv.contiguous());
+        EXPECT_EQ(bytes_of(dz), bytes_of(hz)) << dtype_name(dt) << " C " << C << " into part " << part;
+      }
+      // Heads split and transposed, as the attention ops read them: [B, H, N, d] views of the packed rows.
+      const Tensor hh = h.slice(2, C, 2 * C).reshape({3, 7, 1, C}).permute({0, 2, 1, 3});
+      const Tensor dh = d.slice(2, C, 2 * C).reshape({3, 7, 1, C}).permute({0, 2, 1, 3});
+      EXPECT_EQ(bytes_of(dh.contiguous()), bytes_of(hh.contiguous())) << dtype_name(dt) << " C " << C << " heads";
+      EXPECT_EQ(bytes_of(dv_to_f32(dh)), bytes_of(hh.to(DType::f32))) << dtype_name(dt) << " C " << C << " converted";
+    }
+  }
+  // Offsets beyond 2^31 take the 64-bit kernel: 16 columns of a [3, 2^30 + 8] u8 buffer (3 GiB on the device),
+  // written from the host and read back, both through strided device copies.
+  const int64_t row = (int64_t{1} << 30) + 8;
+  Tensor big = Tensor::zeros({3, row}, DType::u8, kGpu);
+  Tensor cols = Tensor::from_vector(values(3 * 16, 13, false), {3, 16}, DType::u8);
+  big.slice(1, row - 16, row).copy_(cols.to(kGpu));
+  EXPECT_EQ(bytes_of(big.slice(1, row - 16, row).contiguous()), bytes_of(cols));
+  EXPECT_EQ(bytes_of(big.slice(1, 0, 16).contiguous()), bytes_of(Tensor::zeros({3, 16}, DType::u8)));
 }
 
 TEST(DeviceTensor, CopyAndFillIntoStridedDestinations) {
