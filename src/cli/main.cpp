@@ -9,8 +9,11 @@
 #include "cli/convert_command.h"
 #include "cli/data_command.h"
 #include "cli/eval_output.h"
+#include "cli/eval_sweep_command.h"
+#include "cli/flops_command.h"
 #include "cli/launch_command.h"
 #include "cli/plot_command.h"
+#include "cli/viz_command.h"
 #include "engine/imagenet_data.h"
 #include "engine/trainer.h"
 #include "io/config.h"
@@ -55,6 +58,9 @@ int main(int argc, char** argv) {
   vt::cli::add_plot_command(app);
   vt::cli::add_convert_command(app);
   vt::cli::add_launch_command(app);
+  vt::cli::add_flops_command(app);
+  vt::cli::add_viz_command(app);
+  vt::cli::add_eval_sweep_commands(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -16,6 +17,58 @@
 #include "core/error.h"
 
 namespace vt::engine {
+
+int draw_text(int x, int y, const std::string& s, int scale, const std::function<void(int, int)>& dot) {
+  static const std::map<char, const char*> glyphs = {
+      {'0', "111101101101111"}, {'1', "010110010010111"}, {'2', "111001111100111"}, {'3', "111001111001111"},
+      {'4', "101101111001001"}, {'5', "111100111001111"}, {'6', "111100111101111"}, {'7', "111001010010010"},
+      {'8', "111101111101111"}, {'9', "111101111001111"}, {'.', "000000000000010"}, {'-', "000000111000000"},
+      {'+', "000010111010000"}, {'e', "000111101110111"}, {'%', "101001010100101"},
+      // Upper-case letters and a few signs for chart titles and legends (plot_xy_log).
+      {'A', "010101111101101"}, {'B', "110101110101110"}, {'C', "011100100100011"}, {'D', "110101101101110"},
+      {'E', "111100110100111"}, {'F', "111100110100100"}, {'G', "011100101101011"}, {'H', "101101111101101"},
+      {'I', "111010010010111"}, {'J', "001001001101010"}, {'K', "101101110101101"}, {'L', "100100100100111"},
+      {'M', "101111111101101"}, {'N', "110101101101101"}, {'O', "010101101101010"}, {'P', "110101110100100"},
+      {'Q', "010101101110011"}, {'R', "110101110101101"}, {'S', "011100010001110"}, {'T', "111010010010010"},
+      {'U', "101101101101111"}, {'V', "101101101101010"}, {'W', "101101111111101"}, {'X', "101101010101101"},
+      {'Y', "101101010010010"}, {'Z', "111001010100111"}, {'/', "001001010100100"}, {'(', "010100100100010"},
+      {')', "010001001001010"}, {':', "000010000010000"}, {'_', "000000000000111"}, {'=', "000111000111000"},
+      {'x', "000101010101000"}};
+  int cx = x;
+  for (char ch : s) {
+    auto it = glyphs.find(ch);
+    if (it != glyphs.end())
+      for (int r = 0; r < 5; ++r)
+        for (int col = 0; col < 3; ++col)
+          if (it->second[r * 3 + col] == '1')
+            for (int a = 0; a < scale; ++a)
+              for (int b = 0; b < scale; ++b) dot(cx + col * scale + a, y + r * scale + b);
+    cx += 4 * scale;
+  }
+  return cx - x;
+}
+
+void write_png_rgb(const std::string& path, int width, int height, const std::vector<uint8_t>& rgb) {
+  VT_CHECK(width > 0 && height > 0 && rgb.size() == static_cast<size_t>(width) * static_cast<size_t>(height) * 3,
+           "[plot] '", path, "': ", rgb.size(), " bytes do not make a ", width, "x", height, " RGB image");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
+  VT_CHECK(f, "[plot] cannot write '", path, "'");
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  VT_CHECK(png && info, "[plot] libpng setup failed");
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    VT_FAIL("[plot] libpng failed writing '", path, "'");
+  }
+  png_init_io(png, f.get());
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8, PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < height; ++y) png_write_row(png, &rgb[static_cast<size_t>(y) * static_cast<size_t>(width) * 3]);
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+}
+
 namespace {
 
 // ---- reading ----
@@ -72,52 +125,9 @@ class Canvas {
   }
   // Digits, '.', '-', '+', 'e' and '%' in a 3x5 font scaled by `scale`; returns the width drawn.
   int text(int x, int y, const std::string& s, int scale = 2) {
-    static const std::map<char, const char*> glyphs = {
-        {'0', "111101101101111"}, {'1', "010110010010111"}, {'2', "111001111100111"}, {'3', "111001111001111"},
-        {'4', "101101111001001"}, {'5', "111100111001111"}, {'6', "111100111101111"}, {'7', "111001010010010"},
-        {'8', "111101111101111"}, {'9', "111101111001111"}, {'.', "000000000000010"}, {'-', "000000111000000"},
-        {'+', "000010111010000"}, {'e', "000111101110111"}, {'%', "101001010100101"},
-        // Upper-case letters and a few signs for chart titles and legends (plot_xy_log).
-        {'A', "010101111101101"}, {'B', "110101110101110"}, {'C', "011100100100011"}, {'D', "110101101101110"},
-        {'E', "111100110100111"}, {'F', "111100110100100"}, {'G', "011100101101011"}, {'H', "101101111101101"},
-        {'I', "111010010010111"}, {'J', "001001001101010"}, {'K', "101101110101101"}, {'L', "100100100100111"},
-        {'M', "101111111101101"}, {'N', "110101101101101"}, {'O', "010101101101010"}, {'P', "110101110100100"},
-        {'Q', "010101101110011"}, {'R', "110101110101101"}, {'S', "011100010001110"}, {'T', "111010010010010"},
-        {'U', "101101101101111"}, {'V', "101101101101010"}, {'W', "101101111111101"}, {'X', "101101010101101"},
-        {'Y', "101101010010010"}, {'Z', "111001010100111"}, {'/', "001001010100100"}, {'(', "010100100100010"},
-        {')', "010001001001010"}, {':', "000010000010000"}, {'_', "000000000000111"}, {'=', "000111000111000"},
-        {'x', "000101010101000"}};
-    int cx = x;
-    for (char ch : s) {
-      auto it = glyphs.find(ch);
-      if (it != glyphs.end())
-        for (int r = 0; r < 5; ++r)
-          for (int col = 0; col < 3; ++col)
-            if (it->second[r * 3 + col] == '1')
-              for (int a = 0; a < scale; ++a)
-                for (int b = 0; b < scale; ++b) set(cx + col * scale + a, y + r * scale + b, kText);
-      cx += 4 * scale;
-    }
-    return cx - x;
+    return draw_text(x, y, s, scale, [&](int px, int py) { set(px, py, kText); });
   }
-  void save(const std::string& path) const {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
-    VT_CHECK(f, "[plot] cannot write '", path, "'");
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-    png_infop info = png_create_info_struct(png);
-    VT_CHECK(png && info, "[plot] libpng setup failed");
-    if (setjmp(png_jmpbuf(png))) {
-      png_destroy_write_struct(&png, &info);
-      VT_FAIL("[plot] libpng failed writing '", path, "'");
-    }
-    png_init_io(png, f.get());
-    png_set_IHDR(png, info, static_cast<png_uint_32>(w_), static_cast<png_uint_32>(h_), 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < h_; ++y) png_write_row(png, &px_[static_cast<size_t>(y * w_ * 3)]);
-    png_write_end(png, nullptr);
-    png_destroy_write_struct(&png, &info);
-  }
+  void save(const std::string& path) const { write_png_rgb(path, w_, h_, px_); }
 
  private:
   int w_, h_;

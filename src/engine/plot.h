@@ -2,6 +2,8 @@
 // small line rasterizer; no Python needed). Each chart has a frame, a light grid, its y range and x range
 // written in a tiny digit font, and one colour per series: blue = the model / training, orange = test or EMA.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -32,5 +34,12 @@ struct XYSeries {
 /// skipped, leaving a gap), one colour per series, a legend (bottom left) of their names and the title in upper
 /// case. Throws when nothing can be drawn.
 void plot_xy_log(const std::vector<XYSeries>& series, const std::string& path, const std::string& title = "");
+
+/// Writes `rgb` (8-bit RGB, rows top to bottom, width·height·3 bytes) to `path` as a PNG; throws naming the path.
+void write_png_rgb(const std::string& path, int width, int height, const std::vector<uint8_t>& rgb);
+
+/// Draws `text` in the charts' 3x5 font (digits, upper case, a few signs; others are blank) scaled by `scale`,
+/// top-left at (x, y), calling `dot(px, py)` for each pixel set; returns the width (4·scale per character).
+int draw_text(int x, int y, const std::string& text, int scale, const std::function<void(int, int)>& dot);
 
 }  // namespace vt::engine

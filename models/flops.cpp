@@ -1,0 +1,178 @@
+// Parameter and MAC counting for a VisionTransformer; the conventions are in flops.h.
+#include "models/flops.h"
+
+#include <cstdio>
+
+#include "models/mita_attention.h"
+
+namespace vt::models {
+
+namespace {
+
+constexpr int64_t kLayerNormMacsPerElement = 5;  // fvcore's norm_flop_counter with an affine transform
+
+// Where a parameter of one block goes: "attn.qkvg" is split into its q, k, v part (qkv) and its g part (gate).
+std::string block_row_of(const std::string& name) {
+  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
+  if (starts("norm1.")) return "norm1";
+  if (starts("norm2.")) return "norm2";
+  if (starts("mlp.fc1.")) return "mlp.fc1";
+  if (starts("mlp.fc2.")) return "mlp.fc2";
+  if (starts("attn.qkv.")) return "attn.qkv";
+  if (starts("attn.proj.")) return "attn.proj";
+  if (starts("attn.dwc.")) return "attn.dwc";
+  if (starts("attn.")) return "attn.core";  // agent biases, linear attention's q/k norms
+  VT_CHECK(false, "[flops] parameter '", name, "' of a block belongs to no known module");
+  return {};
+}
+
+FlopsRow& find_row(std::vector<FlopsRow>& rows, const std::string& name) {
+  for (auto& r : rows)
+    if (r.name == name) return r;
+  VT_CHECK(false, "[flops] no row '", name, "'");
+  return rows.front();
+}
+
+void add_macs(FlopsRow& r, int64_t macs) {
+  r.macs += macs;
+  r.macs_fvcore += macs;
+}
+
+std::string describe_attention(const AttentionConfig& a, int64_t heads) {
+  if (a.type == "mita" || a.type == "mita_route") {
+    const MitaOptions o = mita_options(a, heads);
+    std::string s = a.type + " m=" + std::to_string(o.m) + " k=" + std::to_string(o.k);
+    if (o.s != 1) s += " s=" + std::to_string(o.s);
+    if (a.dwc) s += " +dwc";
+    if (a.gate) s += " +gate";
+    return s;
+  }
+  if (a.type == "agent" || a.type == "agent_bias") return a.type + " n=" + std::to_string(a.agent_num);
+  return a.type;
+}
+
+}  // namespace
+
+const FlopsRow& FlopsReport::row(const std::string& name) const {
+  for (const auto* list : {&rows, &block_rows})
+    for (const auto& r : *list)
+      if (r.name == name) return r;
+  VT_CHECK(false, "[flops] no row '", name, "'");
+  return total;
+}
+
+std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int64_t tokens, int64_t dim,
+                                                int64_t heads) {
+  const int64_t N = tokens, C = dim;
+  VT_CHECK(heads > 0 && C % heads == 0, "[flops] embed_dim ", C, " is not divisible by num_heads ", heads);
+  if (cfg.type == "dense") return {2 * N * N * C, 2 * N * N * C};  // q kᵀ and p v; timm 0.4.12: explicit matmuls
+  if (cfg.type == "mita" || cfg.type == "mita_route") {
+    const MitaOptions o = mita_options(cfg, heads);
+    const int64_t pooled = o.landmark_pool == "sequence" ? N : N - 1;
+    const int64_t routing = 2 * o.m * N * C + pooled * C;  // R Kᵀ, R Qᵀ (explicit matmuls), pooling
+    int64_t fused = 2 * N * o.s * o.k * C;                  // routed attention (FlashAttention varlen)
+    if (!o.route_only) fused += 2 * o.m * N * C + 2 * N * o.m * C;  // V̂ = SDPA(R, K, V); shared attention
+    return {routing + fused, routing};
+  }
+  if (cfg.type == "agent" || cfg.type == "agent_bias") {
+    const int64_t n = cfg.agent_num;
+    const int64_t pooling = (N - 1) * C;
+    const int64_t attend = 2 * n * N * C + 2 * N * n * C;  // V_A = attn(A, K, V); O = attn(Q, A, V_A)
+    // agent: both through F.scaled_dot_product_attention (skipped by fvcore); agent_bias: explicit softmaxes.
+    return {pooling + attend, pooling + (cfg.type == "agent_bias" ? attend : 0)};
+  }
+  if (cfg.type == "linear") {
+    const int64_t d = C / heads;
+    const int64_t macs = 2 * N * C * d + N * C;  // φ(K)ᵀV and φ(Q)(KV) per head; φ(Q)·Σφ(K) for the normaliser
+    return {macs, macs};
+  }
+  VT_CHECK(false, "[flops] unknown model.attention.type '", cfg.type, "'");
+  return {};
+}
+
+FlopsReport count_flops(const VisionTransformer& model) {
+  const ViTConfig& cfg = model.config();
+  FlopsReport rep;
+  rep.attention = describe_attention(cfg.attention, cfg.num_heads);
+  rep.image_size = cfg.img_size;
+  rep.patch_size = cfg.patch_size;
+  rep.depth = static_cast<int64_t>(model.blocks.size());
+  const int64_t patches = model.patch_embed->num_patches(), N = 1 + patches, C = cfg.embed_dim;
+  rep.tokens = N;
+
+  // ---- parameters, from the tensors ----
+  rep.rows = {{"patch_embed"}, {"cls_token, pos_embed"}, {"blocks"}, {"norm"}, {"head"}};
+  for (const char* name : {"norm1", "attn.qkv", "attn.core", "attn.proj", "attn.dwc", "attn.gate", "norm2",
+                           "mlp.fc1", "mlp.fc2"})
+    rep.block_rows.push_back({name});
+  const auto& block0 = *model.blocks.front();
+  for (const auto& [name, t] : block0.named_parameters()) {
+    if (name.rfind("attn.qkvg.", 0) == 0) {  // [4C, C] / [4C]: rows 0..3C-1 are q, k, v, the rest g
+      find_row(rep.block_rows, "attn.qkv").params += t.numel() / 4 * 3;
+      find_row(rep.block_rows, "attn.gate").params += t.numel() / 4;
+    } else {
+      find_row(rep.block_rows, block_row_of(name)).params += t.numel();
+    }
+  }
+  for (const auto& [name, t] : model.named_parameters()) {
+    if (name.rfind("patch_embed.", 0) == 0) find_row(rep.rows, "patch_embed").params += t.numel();
+    else if (name == "cls_token" || name == "pos_embed") find_row(rep.rows, "cls_token, pos_embed").params += t.numel();
+    else if (name.rfind("blocks.", 0) == 0) find_row(rep.rows, "blocks").params += t.numel();
+    else if (name.rfind("norm.", 0) == 0) find_row(rep.rows, "norm").params += t.numel();
+    else if (name.rfind("head.", 0) == 0) find_row(rep.rows, "head").params += t.numel();
+    else VT_CHECK(false, "[flops] parameter '", name, "' belongs to no known module");
+  }
+
+  // ---- MACs: linears and convs from the weight shapes, the attention core from the settings ----
+  add_macs(find_row(rep.rows, "patch_embed"), patches * model.patch_embed->proj->weight.numel());
+  add_macs(find_row(rep.rows, "norm"), kLayerNormMacsPerElement * N * C);
+  add_macs(find_row(rep.rows, "head"), model.head->weight.numel());  // the CLS token only
+
+  add_macs(find_row(rep.block_rows, "norm1"), kLayerNormMacsPerElement * N * C);
+  add_macs(find_row(rep.block_rows, "norm2"), kLayerNormMacsPerElement * N * C);
+  add_macs(find_row(rep.block_rows, "mlp.fc1"), N * block0.mlp->fc1->weight.numel());
+  add_macs(find_row(rep.block_rows, "mlp.fc2"), N * block0.mlp->fc2->weight.numel());
+  // Every attention kind names its projections qkv (or qkvg) and proj; the linear kind has no proj with 1 head.
+  for (const auto& [name, t] : block0.named_parameters()) {
+    if (name == "attn.qkv.weight" || name == "attn.proj.weight")
+      add_macs(find_row(rep.block_rows, block_row_of(name)), N * t.numel());
+    if (name == "attn.qkvg.weight") {
+      add_macs(find_row(rep.block_rows, "attn.qkv"), N * t.numel() / 4 * 3);
+      add_macs(find_row(rep.block_rows, "attn.gate"), N * t.numel() / 4);
+    }
+    if (name == "attn.dwc.weight") add_macs(find_row(rep.block_rows, "attn.dwc"), patches * t.numel());
+  }
+  const auto [core_all, core_fvcore] = attention_core_macs(cfg.attention, N, C, cfg.num_heads);
+  FlopsRow& core = find_row(rep.block_rows, "attn.core");
+  core.macs += core_all;
+  core.macs_fvcore += core_fvcore;
+
+  FlopsRow& blocks = find_row(rep.rows, "blocks");
+  for (const auto& r : rep.block_rows) {
+    blocks.macs += rep.depth * r.macs;
+    blocks.macs_fvcore += rep.depth * r.macs_fvcore;
+  }
+  rep.total.name = "model";
+  for (const auto& r : rep.rows) {
+    rep.total.params += r.params;
+    rep.total.macs += r.macs;
+    rep.total.macs_fvcore += r.macs_fvcore;
+  }
+  int64_t block_params = 0;
+  for (const auto& r : rep.block_rows) block_params += r.params;
+  VT_CHECK(rep.total.params == model.num_parameters() && blocks.params == rep.depth * block_params,
+           "[flops] the per-module parameters do not add up (blocks of different shapes?)");
+  return rep;
+}
+
+std::string si_count(int64_t n) {
+  const double v = static_cast<double>(n);
+  char buf[32];
+  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
+  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.2fK", v / 1e3);
+  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
+  return buf;
+}
+
+}  // namespace vt::models

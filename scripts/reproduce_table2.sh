@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Reproduces the MiTA paper's Table 2: every configs/imagenet/*.yaml row (DeiT-T/S × dense, linear, agent,
+# agent+bias, mita, mita+dwc, mita+dwc+gate) trained on an ImageNet-style folder, then collected beside the
+# paper's numbers into OUT_DIR/table2.md (scripts/collect_table2.sh).
+#   scripts/reproduce_table2.sh DATA_DIR GPUS [OUT_DIR]      (DATA_DIR holds train/ and val/ class folders)
+# First it measures each model's training throughput (`vitrain bench`, synthetic data, one device) and prints
+# the estimated GPU-hours: epochs × training images / img/s, per row and in total (wall-clock: ÷ GPUS, assuming
+# linear scaling). Then it trains each config into OUT_DIR/<config>/ (GPUS > 1: `vitrain launch -n GPUS`, the
+# per-process batch divided by GPUS so the global batch and the learning rate stay the paper's), resuming a run
+# that has a checkpoint and skipping a finished one, so rerunning the command after an interruption continues.
+# Env knobs (defaults: the paper's recipe on the GPU):
+#   VITRAIN        the binary (default `vitrain` on PATH, else build/bin/vitrain)
+#   CONFIGS        config names to run (default: all 14 of configs/imagenet/paper_table2.tsv)
+#   DEVICE         train/bench device (default: cuda; "cpu" for the CI-sized mode, GPUS must then be 1)
+#   EPOCHS         train.epochs override (default: the config's 300)
+#   BATCH          per-process train.batch_size override (default: the config's 1024 / GPUS)
+#   EXTRA_SET      more `--set key=value` overrides for every run, space-separated (e.g. to shrink the models)
+#   BENCH_BATCH, BENCH_STEPS, BENCH_WARMUP   `vitrain bench` sizes (default 256, 20, 5)
+#   BENCH_EXTRA    more `vitrain bench` options (e.g. "--threads 2")
+#   BENCH_MODEL, BENCH_M, BENCH_K   bench another preset / MiTA m, k than the config's (CI: vit_micro, 4, 4)
+#   N_TRAIN        the number of training images (default: counted in DATA_DIR/train)
+#   ESTIMATE_ONLY  1: print the estimate and stop
+set -euo pipefail
+usage="usage: $0 DATA_DIR GPUS [OUT_DIR]"
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then echo "$usage" >&2; exit 2; fi
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+[ -d "$1/train" ] || { echo "error: no '$1/train' (DATA_DIR needs train/ and val/ class folders)" >&2; exit 1; }
+DATA=$(cd "$1" && pwd)
+GPUS=$2
+OUT=${3:-runs/table2}
+[[ $GPUS =~ ^[1-9][0-9]*$ ]] || { echo "error: GPUS must be a positive integer, got '$GPUS'" >&2; exit 2; }
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
+export VITRAIN
+DEVICE=${DEVICE:-cuda}
+[[ $DEVICE != cpu || $GPUS == 1 ]] || { echo "error: DEVICE=cpu runs one process: GPUS must be 1" >&2; exit 2; }
+CONFIG_DIR=$ROOT/configs/imagenet
+PAPER_TSV=${PAPER_TSV:-$CONFIG_DIR/paper_table2.tsv}
+export PAPER_TSV
+CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
+read -r -a extra_set <<<"${EXTRA_SET:-}"
+
+# The value of a dotted key (model.attention.type) in one of our configs: two-space indentation, no lists of maps.
+yaml_get() {
+  awk -v want="$2" '
+    /^[[:space:]]*(#|$)/ { next }
+    {
+      match($0, /^ */); depth = RLENGTH / 2; line = substr($0, RLENGTH + 1)
+      key = line; sub(/:.*/, "", key)
+      val = substr(line, length(key) + 2); sub(/[[:space:]]+#.*/, "", val); gsub(/^[[:space:]]+|[[:space:]]+$/, "", val)
+      path[depth] = key; p = path[0]
+      for (i = 1; i <= depth; ++i) p = p "." path[i]
+      if (p == want) { print val; exit }
+    }' "$1"
+}
+
+# The last evaluated epoch in a run's metrics.jsonl (0 when none).
+epochs_done() {
+  [ -f "$1" ] || { echo 0; return; }
+  awk '/"test_top1"/ && match($0, /"epoch": *[0-9]+/) { e = substr($0, RSTART, RLENGTH); sub(/.*: */, "", e) }
+       END { print e + 0 }' "$1"
+}
+
+# ---- 1. throughput and the estimate ----
+if [ -n "${N_TRAIN:-}" ]; then
+  n_train=$N_TRAIN
+else
+  echo "counting training images in $DATA/train ..."
+  n_train=$(find "$DATA/train" -type f | wc -l)
+fi
+bench_args=(--batch-size "${BENCH_BATCH:-256}" --steps "${BENCH_STEPS:-20}" --warmup "${BENCH_WARMUP:-5}"
+            --device "$DEVICE")
+[[ $DEVICE == cpu ]] || bench_args+=(--amp)
+read -r -a bench_extra <<<"${BENCH_EXTRA:-}"
+
+estimate=$OUT/estimate.tsv
+printf 'config\tmodel\tattention\tepochs\timg_per_s\tgpu_hours\twall_hours\n' >"$estimate"
+for name in $CONFIGS; do
+  yaml=$CONFIG_DIR/$name.yaml
+  [ -f "$yaml" ] || { echo "error: no config '$yaml'" >&2; exit 1; }
+  mkdir -p "$OUT/$name"
+  model=$(yaml_get "$yaml" model.name)
+  attn=$(yaml_get "$yaml" model.attention.type)
+  kind=$attn
+  [[ $(yaml_get "$yaml" model.attention.dwc) == true ]] && kind+=+dwc
+  [[ $(yaml_get "$yaml" model.attention.gate) == true ]] && kind+=+gate
+  epochs=${EPOCHS:-$(yaml_get "$yaml" train.epochs)}
+  # The bench line is kept, so a resumed reproduction does not measure again.
+  if [ ! -s "$OUT/$name/bench.json" ]; then
+    args=(--model "${BENCH_MODEL:-$model}" --attention "$attn")
+    if [[ $attn == mita* ]]; then
+      args+=(--m "${BENCH_M:-$(yaml_get "$yaml" model.attention.m)}" --k "${BENCH_K:-$(yaml_get "$yaml" model.attention.k)}")
+      [[ $kind == *+dwc* ]] && args+=(--dwc)
+      [[ $kind == *+gate ]] && args+=(--gate)
+    fi
+    echo "bench $name: $VITRAIN bench ${args[*]} ${bench_args[*]} ${bench_extra[*]}"
+    "$VITRAIN" bench "${args[@]}" "${bench_args[@]}" "${bench_extra[@]}" >"$OUT/$name/bench.log" 2>&1 ||
+      { echo "error: bench failed for $name, see $OUT/$name/bench.log" >&2; exit 1; }
+    grep '^{' "$OUT/$name/bench.log" | tail -1 >"$OUT/$name/bench.json"
+  fi
+  ips=$(sed -n 's/.*"train_img_per_s": *\([0-9.eE+-]*\).*/\1/p' "$OUT/$name/bench.json")
+  [ -n "$ips" ] || { echo "error: no train_img_per_s in $OUT/$name/bench.json" >&2; exit 1; }
+  awk -v n="$name" -v m="$model" -v a="$kind" -v e="$epochs" -v ips="$ips" -v imgs="$n_train" -v g="$GPUS" \
+    'BEGIN { h = e * imgs / ips / 3600; printf "%s\t%s\t%s\t%s\t%.1f\t%.4f\t%.4f\n", n, m, a, e, ips, h, h / g }' \
+    >>"$estimate"
+done
+echo
+echo "Estimated cost on this hardware ($n_train training images, $GPUS × $DEVICE, img/s from vitrain bench):"
+awk -F'\t' '
+  NR == 1 { printf "%-26s %-24s %-15s %6s %9s %9s %9s\n", "config", "model", "attention", "epochs", "img/s", "GPU-h", "wall-h"; next }
+  { printf "%-26s %-24s %-15s %6s %9.1f %9.3f %9.3f\n", $1, $2, $3, $4, $5, $6, $7; gh += $6; wh += $7 }
+  END { printf "%-26s %-24s %-15s %6s %9s %9.3f %9.3f\n", "total", "", "", "", "", gh, wh }' "$estimate"
+echo
+[[ ${ESTIMATE_ONLY:-0} == 1 ]] && exit 0
+
+# ---- 2. the runs ----
+for name in $CONFIGS; do
+  yaml=$CONFIG_DIR/$name.yaml
+  run=$OUT/$name
+  epochs=${EPOCHS:-$(yaml_get "$yaml" train.epochs)}
+  done_epochs=$(epochs_done "$run/metrics.jsonl")
+  if [ -f "$run/model.safetensors" ] && ((done_epochs >= epochs)); then
+    echo "== $name: finished ($done_epochs epochs), skipped"
+    continue
+  fi
+  batch=${BATCH:-}
+  if [ -z "$batch" ] && ((GPUS > 1)); then
+    full=$(yaml_get "$yaml" train.batch_size)
+    ((full % GPUS == 0)) || { echo "error: $name: batch $full does not split over $GPUS GPUs; set BATCH" >&2; exit 1; }
+    batch=$((full / GPUS))
+  fi
+  sets=(--set "data.data_dir=$DATA" --set "train.output=$run")
+  [ -n "${EPOCHS:-}" ] && sets+=(--set "train.epochs=$EPOCHS")
+  [ -n "$batch" ] && sets+=(--set "train.batch_size=$batch")
+  for s in "${extra_set[@]}"; do sets+=(--set "$s"); done
+  train=(train --config "$yaml" "${sets[@]}" --device "$DEVICE" --resume auto)
+  if ((GPUS > 1)); then
+    cmd=("$VITRAIN" launch -n "$GPUS" -- "${train[@]}")
+  else
+    cmd=("$VITRAIN" "${train[@]}")
+  fi
+  state=starting
+  [ -f "$run/last.safetensors" ] || [ -f "$run/recovery.safetensors" ] && state="resuming (epochs done: $done_epochs)"
+  echo "== $name: $state; log $run/console.log"
+  "${cmd[@]}" >>"$run/console.log" 2>&1 || { echo "error: $name failed, see $run/console.log" >&2; exit 1; }
+done
+
+# ---- 3. the table ----
+"$ROOT/scripts/collect_table2.sh" "$OUT"
+cat "$OUT/table2.md"

@@ -1,0 +1,282 @@
+// Figures 3 and 4 from one image's routing (see viz_experts.h).
+#include "engine/viz_experts.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <opencv2/imgproc.hpp>
+
+#include "autograd/node.h"
+#include "core/error.h"
+#include "data/image_decode.h"
+#include "data/sources.h"
+#include "engine/device.h"
+#include "engine/timm_weights.h"
+#include "engine/trainer.h"
+#include "io/safetensors.h"
+#include "models/mita_attention.h"
+#include "nn/autocast.h"
+
+namespace vt::engine {
+namespace {
+
+constexpr Rgb8 kInk{30, 30, 30}, kKey{255, 127, 14}, kQuery{31, 119, 180}, kCell{200, 200, 200};
+constexpr int kPad = 10, kGap = 6, kStrip = 16, kTitle = 30;
+// Fashion-MNIST's normalization, as the trainer's in-memory path uses for 1-channel models.
+constexpr float kFashionMean = 0.2860f, kFashionStd = 0.3530f;
+
+int panel_scale(int picture_size) { return std::max(1, (112 + picture_size - 1) / picture_size); }
+
+int64_t grid_columns(int64_t m) {
+  int64_t c = 1;
+  while (c * c < m) ++c;
+  return c;
+}
+
+RgbImage picture_from(const cv::Mat& rgb) {
+  RgbImage p(rgb.cols, rgb.rows);
+  for (int y = 0; y < rgb.rows; ++y)
+    for (int x = 0; x < rgb.cols; ++x) {
+      const cv::Vec3b v = rgb.at<cv::Vec3b>(y, x);
+      p.set(x, y, {v[0], v[1], v[2]});
+    }
+  return p;
+}
+
+const int32_t* head_ptr(const Tensor& t, int64_t head) {
+  return t.data<int32_t>() + head * (t.numel() / t.size(1));
+}
+
+void check_head(const ImageRouting& r, int64_t head) {
+  VT_CHECK(head >= 0 && head < r.heads, "[viz] --head ", head, " is out of range: the model has ", r.heads, " heads");
+}
+
+}  // namespace
+
+VizInput load_viz_input(const io::Config& cfg, const std::string& path) {
+  const models::ViTConfig v = vit_config(cfg);
+  const int size = static_cast<int>(v.img_size);
+  VizInput in;
+  if (v.in_chans == 3) {
+    data::ImageFileSource src({{path, 0}}, data::eval_transform(size, cfg.data.crop_pct));
+    data::SampleRng rng(0, 0, 0);  // the eval transform draws nothing
+    in.picture = picture_from(src.transformed(0, rng));
+    in.image = Tensor::empty({1, 3, size, size});
+    src.load(0, rng, in.image.data<float>());
+    return in;
+  }
+  VT_CHECK(v.in_chans == 1, "[viz] model.in_chans = ", v.in_chans, ": images are read as RGB (3) or gray (1)");
+  cv::Mat gray, small;
+  cv::cvtColor(data::load_rgb(path), gray, cv::COLOR_RGB2GRAY);
+  cv::resize(gray, small, cv::Size(size, size), 0, 0, cv::INTER_AREA);
+  cv::Mat rgb;
+  cv::cvtColor(small, rgb, cv::COLOR_GRAY2RGB);
+  in.picture = picture_from(rgb);
+  in.image = Tensor::empty({1, 1, size, size});
+  data::Normalization norm;
+  norm.mean[0] = kFashionMean;
+  norm.std[0] = kFashionStd;
+  data::to_normalized_chw(small, norm, in.image.data<float>());
+  return in;
+}
+
+ImageRouting record_image_routing(const models::VisionTransformer& model, const Tensor& image,
+                                  std::optional<DType> amp) {
+  const models::ViTConfig& v = model.config();
+  ImageRouting r;
+  for (const auto& block : model.blocks) {
+    auto mita = std::dynamic_pointer_cast<models::MitaAttention>(block->attn);
+    VT_CHECK(mita, "[viz] expert pictures need MiTA attention (model.attention.type mita or mita_route); this model's "
+                   "attention is '", v.attention.type, "'");
+    VT_CHECK(mita->options().s == 1, "[viz] expert pictures need top-1 routing; model.attention.s = ",
+             mita->options().s);
+    r.m = mita->options().m;
+    r.k = mita->options().k;
+    r.heads = mita->options().heads;
+  }
+  VT_CHECK(!model.blocks.empty(), "[viz] the model has no blocks");
+  const Device device = model.named_parameters().front().second.device();
+  {
+    NoGradGuard no_grad;
+    models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
+    {
+      nn::AutocastGuard autocast(amp);
+      (void)model.forward(image.to(device));
+    }
+    for (const auto& t : tap.routings)
+      r.layers.push_back({t.expert_keys.contiguous(), t.experts.contiguous(), t.order, t.offsets});
+  }
+  VT_CHECK(r.layers.size() == model.blocks.size(), "[viz] ", r.layers.size(), " of ", model.blocks.size(),
+           " MiTA layers reported their routing: only the fused path does (model.attention.impl=fused; on CUDA "
+           "f32/bf16 with head dim 16, 32, 64 or 128)");
+  r.tokens = r.layers.front().experts.size(2);
+  r.grid = models::square_grid(r.tokens);
+  VT_CHECK(r.grid > 0, "[viz] ", r.tokens - 1, " patch tokens do not form a square grid");
+  return r;
+}
+
+std::vector<std::vector<int64_t>> selection_counts(const ImageRouting& routing, int64_t head) {
+  check_head(routing, head);
+  std::vector<std::vector<int64_t>> counts;
+  for (const auto& layer : routing.layers) {
+    std::vector<int64_t> c(static_cast<size_t>(routing.tokens), 0);
+    const int32_t* keys = head_ptr(layer.expert_keys, head);
+    for (int64_t i = 0; i < routing.m * routing.k; ++i) ++c[static_cast<size_t>(keys[i])];
+    counts.push_back(std::move(c));
+  }
+  return counts;
+}
+
+std::vector<int64_t> routed_experts(const ImageRouting& routing, int64_t layer, int64_t head) {
+  check_head(routing, head);
+  const int32_t* e = head_ptr(routing.layers.at(static_cast<size_t>(layer)).experts, head);
+  return std::vector<int64_t>(e, e + routing.tokens);
+}
+
+std::pair<int, int> expert_grid_size(int64_t m, int picture_size) {
+  const int panel = picture_size * panel_scale(picture_size);
+  const int cols = static_cast<int>(grid_columns(m)), rows = static_cast<int>((m + cols - 1) / cols);
+  const int w = 2 * kPad + cols * panel + (cols - 1) * kGap;
+  const int title_w = text_width("LAYER 00 HEAD 00: KEYS ORANGE  QUERIES BLUE", 2) + 2 * kPad;
+  return {std::max(w, title_w), kTitle + rows * (kStrip + panel) + (rows - 1) * kGap + kPad};
+}
+
+void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, const RgbImage& picture,
+                      const std::string& path) {
+  check_head(routing, head);
+  VT_CHECK(picture.width() == picture.height() && picture.width() % routing.grid == 0, "[viz] a ", picture.width(),
+           "x", picture.height(), " picture does not split into the ", routing.grid, "x", routing.grid, " patch grid");
+  const int f = panel_scale(picture.width()), panel = picture.width() * f;
+  const int cell = panel / static_cast<int>(routing.grid);
+  const int cols = static_cast<int>(grid_columns(routing.m));
+  const auto [w, h] = expert_grid_size(routing.m, picture.width());
+  RgbImage img(w, h);
+  img.text(kPad, kPad, std::string("LAYER ") + std::to_string(layer + 1) + " HEAD " + std::to_string(head) +
+                           ": KEYS ORANGE  QUERIES BLUE", 2, kInk);
+  const int32_t* keys = head_ptr(routing.layers.at(static_cast<size_t>(layer)).expert_keys, head);
+  const std::vector<int64_t> experts = routed_experts(routing, layer, head);
+  for (int64_t j = 0; j < routing.m; ++j) {
+    const int x0 = kPad + static_cast<int>(j % cols) * (panel + kGap);
+    const int y0 = kTitle + static_cast<int>(j / cols) * (kStrip + panel + kGap);
+    std::vector<int> role(static_cast<size_t>(routing.tokens), 0);  // bit 1: key of j, bit 2: routed to j
+    for (int64_t i = 0; i < routing.k; ++i) role[static_cast<size_t>(keys[j * routing.k + i])] |= 1;
+    int64_t queries = 0;
+    for (int64_t n = 0; n < routing.tokens; ++n)
+      if (experts[static_cast<size_t>(n)] == j) role[static_cast<size_t>(n)] |= 2, ++queries;
+    // Label strip: expert number, its query count, and the CLS marker.
+    const std::string label = std::string("E") + std::to_string(j) + " Q" + std::to_string(queries);
+    const int tw = img.text(x0, y0 + 3, label, 2, kInk);
+    const int cls_x = x0 + tw + 8;
+    if (role[0] & 2) img.fill(cls_x, y0 + 2, 12, 12, kQuery);
+    img.frame(cls_x, y0 + 2, 12, 12, (role[0] & 1) ? kKey : kCell, (role[0] & 1) ? 3 : 1);
+    const int py = y0 + kStrip;
+    for (int y = 0; y < panel; ++y)
+      for (int x = 0; x < panel; ++x) {
+        const Rgb8 p = picture.get(x / f, y / f);
+        const int t = 1 + (y / cell) * static_cast<int>(routing.grid) + x / cell;
+        const int r = role[static_cast<size_t>(t)];
+        Rgb8 c = r ? p : Rgb8{static_cast<uint8_t>(p.r * 0.3), static_cast<uint8_t>(p.g * 0.3),
+                              static_cast<uint8_t>(p.b * 0.3)};
+        img.set(x0 + x, py + y, c);
+        if (r & 2) img.blend(x0 + x, py + y, kQuery, 0.55);
+        else if (r & 1) img.blend(x0 + x, py + y, kKey, 0.55);
+      }
+    for (int64_t t = 1; t < routing.tokens; ++t)
+      if (role[static_cast<size_t>(t)] & 1)
+        img.frame(x0 + static_cast<int>((t - 1) % routing.grid) * cell,
+                  py + static_cast<int>((t - 1) / routing.grid) * cell,
+                  cell, cell, kKey, std::max(1, cell / 8));
+  }
+  img.save(path);
+}
+
+namespace {
+int map_cell(int64_t grid) { return std::max<int>(8, static_cast<int>(224 / grid)); }
+}  // namespace
+
+std::pair<int, int> selection_map_size(int64_t layers, int64_t grid) {
+  const int side = static_cast<int>(grid) * map_cell(grid), L = static_cast<int>(layers);
+  const int w = std::max(2 * kPad + L * side + (L - 1) * kGap,
+                         2 * kPad + text_width("TOKEN SELECTION: EXPERTS PER TOKEN  HEAD 00", 2));
+  return {w, kTitle + kStrip + side + kStrip + 14 + 12 + 4 + 10 + kPad};
+}
+
+void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t grid, int64_t head,
+                        const std::string& path) {
+  VT_CHECK(!counts.empty(), "[viz] no layers to draw");
+  const int c = map_cell(grid), side = static_cast<int>(grid) * c;
+  int64_t hi = 0;
+  for (const auto& layer : counts) {
+    VT_CHECK(static_cast<int64_t>(layer.size()) == grid * grid + 1, "[viz] ", layer.size(), " counts for a ", grid,
+             "x", grid, " grid + CLS");
+    for (size_t t = 1; t < layer.size(); ++t) hi = std::max(hi, layer[t]);
+  }
+  const auto [w, h] = selection_map_size(static_cast<int64_t>(counts.size()), grid);
+  RgbImage img(w, h);
+  img.text(kPad, kPad, std::string("TOKEN SELECTION: EXPERTS PER TOKEN  HEAD ") + std::to_string(head), 2, kInk);
+  for (size_t l = 0; l < counts.size(); ++l) {
+    const int x0 = kPad + static_cast<int>(l) * (side + kGap), y0 = kTitle + kStrip;
+    img.text(x0, kTitle + 2, std::string("L") + std::to_string(l + 1), 2, kInk);
+    for (int64_t t = 1; t <= grid * grid; ++t) {
+      const double v = hi > 0 ? static_cast<double>(counts[l][static_cast<size_t>(t)]) / static_cast<double>(hi) : 0;
+      img.fill(x0 + static_cast<int>((t - 1) % grid) * c, y0 + static_cast<int>((t - 1) / grid) * c, c, c,
+               colour_scale(v));
+    }
+    img.text(x0, y0 + side + 3, std::string("CLS:") + std::to_string(counts[l][0]), 2, kInk);
+  }
+  const int bar_y = kTitle + kStrip + side + kStrip + 14, bar_w = w - 2 * kPad;
+  for (int x = 0; x < bar_w; ++x)
+    img.fill(kPad + x, bar_y, 1, 12, colour_scale(bar_w > 1 ? static_cast<double>(x) / (bar_w - 1) : 0.5));
+  img.text(kPad, bar_y + 16, "0", 2, kInk);
+  const std::string top = std::to_string(hi);
+  img.text(w - kPad - text_width(top, 2), bar_y + 16, top, 2, kInk);
+  img.save(path);
+}
+
+std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOptions& options) {
+  const std::string& type = cfg.model.attention.type;
+  VT_CHECK(type == "mita" || type == "mita_route", "[viz] expert pictures need MiTA attention (model.attention.type "
+                                                   "mita or mita_route); this model's attention is '", type, "'");
+  io::Config c = cfg;
+  c.model.attention.impl = "fused";  // the routing tap sees the fused path only; both paths route alike
+  const Device device = resolve_device(c.train.device);
+  models::VisionTransformer model(vit_config(c));
+  load_timm_weights(model, io::load_safetensors(options.weights));
+  model.to(device);
+  model.eval();
+  const VizInput in = load_viz_input(c, options.image);
+  const ImageRouting routing = record_image_routing(model, in.image, device.is_cuda() ? amp_dtype(c) : std::nullopt);
+  check_head(routing, options.head);
+
+  namespace fs = std::filesystem;
+  fs::create_directories(options.out_dir);
+  std::vector<std::string> written;
+  for (size_t l = 0; l < routing.layers.size(); ++l) {
+    const std::string name = std::string("layer") + std::to_string(l + 1) + "_experts.png";
+    const std::string p = (fs::path(options.out_dir) / name).string();
+    draw_expert_grid(routing, static_cast<int64_t>(l), options.head, in.picture, p);
+    written.push_back(p);
+  }
+  const auto counts = selection_counts(routing, options.head);
+  const std::string map = (fs::path(options.out_dir) / "selection_map.png").string();
+  draw_selection_map(counts, routing.grid, options.head, map);
+  written.push_back(map);
+  const std::string csv = (fs::path(options.out_dir) / "selection_counts.csv").string();
+  std::ofstream out(csv);
+  VT_CHECK(out, "[viz] cannot write '", csv, "'");
+  out << "layer,head,token,row,col,count\n";
+  for (size_t l = 0; l < counts.size(); ++l)
+    for (int64_t t = 0; t < routing.tokens; ++t) {
+      const int64_t row = t == 0 ? -1 : (t - 1) / routing.grid, col = t == 0 ? -1 : (t - 1) % routing.grid;
+      out << l + 1 << ',' << options.head << ',' << t << ',' << row << ',' << col << ','
+          << counts[l][static_cast<size_t>(t)] << '\n';
+    }
+  VT_CHECK(out.flush(), "[viz] failed writing '", csv, "'");
+  written.push_back(csv);
+  return written;
+}
+
+}  // namespace vt::engine

@@ -1,0 +1,73 @@
+// `vitrain viz experts`: the paper's Figures 3 and 4 drawn from our own MiTA model on one image. The model runs
+// once under a models::MitaRoutingTap; each layer's routing (top-k keys per expert, arg-max expert per query)
+// is drawn as a grid of expert panels, and the number of experts that selected each token as a map per layer.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/heatmap.h"
+#include "io/config.h"
+#include "models/vit.h"
+#include "ops/mita.h"
+
+namespace vt::engine {
+
+/// The routing of one image through every MiTA layer, on the host (batch 1).
+struct ImageRouting {
+  int64_t tokens = 0;  // N = 1 + G² (CLS at 0, patch (r, c) at 1 + r·G + c)
+  int64_t grid = 0;    // G
+  int64_t m = 0, k = 0, heads = 0;
+  std::vector<ops::MitaRouting> layers;  // expert_keys [1, H, m, k], experts [1, H, N]
+};
+
+/// One image ready for the model: the normalized input [1, C, S, S] and the 8-bit picture it came from (S²).
+struct VizInput {
+  Tensor image;
+  RgbImage picture{1, 1};
+};
+
+/// Reads `path` with the evaluation transform of `cfg` (3 channels: timm's resize + center crop at
+/// data.crop_pct, ImageNet normalization; 1 channel: gray, resized to the input size, Fashion-MNIST's).
+VizInput load_viz_input(const io::Config& cfg, const std::string& path);
+
+/// Runs `model` (on the device of its parameters, the input moved there) on `image` [1, C, S, S] under `amp`
+/// and returns the routing of its MiTA layers. Throws naming model.attention.type when the model has no MiTA
+/// attention, and when the layers did not all report their routing (only the fused path with s = 1 does).
+ImageRouting record_image_routing(const models::VisionTransformer& model, const Tensor& image,
+                                  std::optional<DType> amp = std::nullopt);
+
+/// How many of head `head`'s experts selected each token, per layer: [layer][token]; each row sums to m·k.
+std::vector<std::vector<int64_t>> selection_counts(const ImageRouting& routing, int64_t head);
+
+/// The arg-max expert of every token for head `head` of `layer`: [N].
+std::vector<int64_t> routed_experts(const ImageRouting& routing, int64_t layer, int64_t head);
+
+/// Figure 3 for one layer and head: ⌈√m⌉ columns of panels, one per expert, each the picture dimmed with the
+/// expert's k keys tinted and framed orange and the queries routed to it tinted blue (a marker in the panel's
+/// label strip stands for the CLS token). Writes the PNG at `path`.
+void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, const RgbImage& picture,
+                      const std::string& path);
+
+/// The (width, height) of draw_expert_grid's PNG for m experts on a picture of side `picture_size`.
+std::pair<int, int> expert_grid_size(int64_t m, int picture_size);
+
+/// Figure 4: one G×G map per layer (the patch tokens; the CLS count written below), side by side, coloured by
+/// the number of experts that selected each token (0 … the largest count, shared by the maps). Writes the PNG.
+void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t grid, int64_t head,
+                        const std::string& path);
+
+/// The (width, height) of draw_selection_map's PNG for `layers` maps of side `grid`.
+std::pair<int, int> selection_map_size(int64_t layers, int64_t grid);
+
+struct VizExpertsOptions {
+  std::string weights, image, out_dir;
+  int64_t head = 0;
+};
+
+/// The whole command: builds the configured model on cfg.train.device, loads the weights (load_timm_weights),
+/// runs the image and writes into out_dir: layer<i>_experts.png per layer, selection_map.png and
+/// selection_counts.csv (layer,head,token,row,col,count; row = col = -1 for CLS). Returns the paths written.
+std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOptions& options);
+
+}  // namespace vt::engine
