@@ -119,4 +119,8 @@ void DataParallel::gather_state() {
   comm_.wait();
 }
 
+void DataParallel::release_state() {
+  if (options_.zero1) static_cast<optim::AdamW&>(opt_).release_full_state();
+}
+
 }  // namespace vt::dist

@@ -11,8 +11,8 @@
 //
 // ZeRO-1 (zero1): the optimizer (AdamW) updates only this rank's slice of the flat buffers (shard_range), so the
 // update's arithmetic is shared out; finish_backward() reduce-scatters the whole scaled gradient and after_step()
-// all-gathers the parameters. The state buffers stay full-size (only this rank's slice is current) so
-// gather_state() can complete them in place for a checkpoint, which then resumes at any world size. With
+// all-gathers the parameters. Each rank holds the AdamW state of its slice only (1/world of it); gather_state()
+// assembles the whole state for a checkpoint (which then resumes at any world size) and release_state() frees it. With
 // clipping the full gradient is needed for the global norm: finish_backward(true) all-gathers it too.
 #pragma once
 #include <functional>
@@ -51,6 +51,8 @@ class DataParallel {
   void after_step();
   /// ZeRO-1: makes the optimizer state complete on every rank (before writing a checkpoint); DDP: nothing to do.
   void gather_state();
+  /// ZeRO-1: frees the whole state gather_state() assembled, keeping this rank's slice; DDP: nothing to do.
+  void release_state();
 
   const std::vector<GradBucket>& buckets() const { return buckets_; }
   bool zero1() const { return options_.zero1; }

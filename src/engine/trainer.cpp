@@ -373,16 +373,18 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   auto checkpoint = [&](const std::string& path) {
     require_finite_losses(state.position.global_step);
     if (dp) dp->gather_state();  // ZeRO-1: the full optimizer state (a collective: every rank comes here)
-    if (!lead) return;
-    Checkpoint c;
-    c.model = host_state_dict(model);
-    if (ema) c.ema = host_state_dict(ema->shadow());
-    for (auto& [k, t] : opt->state()) c.optimizer.emplace_back(k, t.to(cpu()));
-    c.state = state;
-    c.state.rng_seed = default_generator().seed();
-    c.state.rng_offset = default_generator().offset();
-    c.state.config_yaml = config_yaml;
-    save_checkpoint(path, c);
+    if (lead) {
+      Checkpoint c;
+      c.model = host_state_dict(model);
+      if (ema) c.ema = host_state_dict(ema->shadow());
+      for (auto& [k, t] : opt->state()) c.optimizer.emplace_back(k, t.to(cpu()));
+      c.state = state;
+      c.state.rng_seed = default_generator().seed();
+      c.state.rng_offset = default_generator().offset();
+      c.state.config_yaml = config_yaml;
+      save_checkpoint(path, c);
+    }
+    if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
   };
 
   const auto t_start = Clock::now();

@@ -82,14 +82,65 @@ void AdamW::set_flat_range(int64_t begin, int64_t end) {
 
 std::vector<Tensor> AdamW::flat_state_buffers() {
   VT_CHECK(flat_, "[adamw] flat_state_buffers needs flat buffers (use_flat_buffers())");
-  return {flat_slot("exp_avg"), flat_slot("exp_avg_sq")};
+  if (range_end_ < 0) return {flat_slot("exp_avg"), flat_slot("exp_avg_sq")};
+  ensure_range_state();
+  Tensor m = flat_slot("exp_avg"), v = flat_slot("exp_avg_sq");  // whole size, zero-filled
+  m.slice(0, range_begin_, range_end_).copy_(range_m_);
+  v.slice(0, range_begin_, range_end_).copy_(range_v_);
+  whole_from_range_ = &m.impl();
+  return {m, v};
+}
+
+void AdamW::release_full_state() {
+  if (range_end_ < 0) return;
+  ensure_range_state();
+  drop_whole_state();
+}
+
+int64_t AdamW::resident_state_numel() const {
+  int64_t n = range_m_.defined() ? range_m_.numel() + range_v_.numel() : 0;
+  for (const auto& [name, t] : flat_slots_) n += t.numel();
+  if (!flat_)
+    for (const auto& m : slots_)
+      for (const auto& [name, t] : m) n += t.numel();
+  return n;
+}
+
+void AdamW::ensure_range_state() {
+  // Whole-size buffers that flat_state_buffers() did not make were loaded (load_state): they hold the truth.
+  const bool loaded = has_flat_slot("exp_avg") && &flat_slot("exp_avg").impl() != whole_from_range_;
+  if (range_m_.defined() && !loaded) return;
+  if (loaded) {
+    range_m_ = flat_slot("exp_avg").slice(0, range_begin_, range_end_).clone();
+    range_v_ = flat_slot("exp_avg_sq").slice(0, range_begin_, range_end_).clone();
+  } else {
+    range_m_ = Tensor::zeros({range_end_ - range_begin_}, flat_->dtype(), flat_->device());
+    range_v_ = Tensor::zeros({range_end_ - range_begin_}, flat_->dtype(), flat_->device());
+  }
+  drop_whole_state();
+}
+
+void AdamW::drop_whole_state() {
+  flat_slots_.clear();
+  for (auto& m : slots_) {
+    m.erase("exp_avg");
+    m.erase("exp_avg_sq");
+  }
+  whole_from_range_ = nullptr;
 }
 
 void AdamW::flat_step() {
   const double t = static_cast<double>(begin_flat_step());
   PendingClip clip = take_pending_clip();
-  Tensor& m = flat_slot("exp_avg");
-  Tensor& v = flat_slot("exp_avg_sq");
+  // The state buffers and the flat offset of their first value: whole-size, or (ranged) just the range.
+  const bool ranged = range_end_ >= 0;
+  if (ranged) {
+    ensure_range_state();
+    drop_whole_state();  // a gathered copy would go stale with this step
+  }
+  const Tensor m = ranged ? range_m_ : flat_slot("exp_avg");
+  const Tensor v = ranged ? range_v_ : flat_slot("exp_avg_sq");
+  const int64_t base = ranged ? range_begin_ : 0;
   const double bias_correction1 = 1.0 - std::pow(beta1_, t);
   const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2_, t));
   const Tensor& p = flat_->params();
@@ -106,8 +157,8 @@ void AdamW::flat_step() {
       AdamWStep s{lr, weight_decay, beta1_, beta2_, eps_, bias_correction1, bias_correction2_sqrt};
       const int64_t at = r0 + begin;
       VT_DISPATCH_FLOAT(p.dtype(), "adamw", [&] {
-        adamw_update(p.data<scalar_t>() + at, g.data<scalar_t>() + at, m.data<scalar_t>() + at,
-                     v.data<scalar_t>() + at, end - begin, s);
+        adamw_update(p.data<scalar_t>() + at, g.data<scalar_t>() + at, m.data<scalar_t>() + (at - base),
+                     v.data<scalar_t>() + (at - base), end - begin, s);
       });
       begin = end;
     }
@@ -125,8 +176,8 @@ void AdamW::flat_step() {
   kernels::cuda::DeviceClip device_clip;
   if (clip.norm.defined()) device_clip = {clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
   kernels::cuda::DeviceGuard guard(flat_->device().index);
-  kernels::cuda::adamw_flat_step(p.data<float>() + r0, g.data<float>() + r0, m.data<float>() + r0,
-                                 v.data<float>() + r0, r1 - r0, flat_groups, hyper, device_clip,
+  kernels::cuda::adamw_flat_step(p.data<float>() + r0, g.data<float>() + r0, m.data<float>() + (r0 - base),
+                                 v.data<float>() + (r0 - base), r1 - r0, flat_groups, hyper, device_clip,
                                  kernels::cuda::current_stream());
 #else
   fail_without_cuda("adamw", flat_->device());

@@ -17,18 +17,31 @@ class AdamW : public Optimizer {
   double beta1() const { return beta1_; }
   double beta2() const { return beta2_; }
   double eps() const { return eps_; }
-  /// Flat buffers only: later steps update just [begin, end) of the flat buffers (ZeRO-1: each rank its slice; the
-  /// state outside the range is left as is). Offsets must be multiples of 4 (or the buffer's end).
+  /// Flat buffers only (ZeRO-1): later steps update just [begin, end) of the flat buffers, and the state is kept for
+  /// that range alone (end - begin values per slot). Offsets must be multiples of 4 (or the buffer's end). A state
+  /// loaded whole (load_state) is cut down to the range at the next step.
   void set_flat_range(int64_t begin, int64_t end);
-  /// Flat buffers only: the flat state buffers {exp_avg, exp_avg_sq} (created zero-filled when needed), so a
-  /// sharded state can be gathered in place.
+  /// Flat buffers only: the whole-size flat state buffers {exp_avg, exp_avg_sq} with this range's values in place
+  /// and zeros elsewhere, ready to be all-gathered so state() can be read (checkpoints); release_full_state()
+  /// drops them again.
   std::vector<Tensor> flat_state_buffers();
+  /// Ranged mode: frees the whole-size state made by flat_state_buffers() or load_state (the range's part is kept).
+  void release_full_state();
+  /// Values of optimizer state held in memory now (both slots; the whole-size buffers when present).
+  int64_t resident_state_numel() const;
 
  private:
   void flat_step();
+  /// Ranged mode: the range's state, taken from loaded whole-size buffers when they exist (then freed), else kept,
+  /// else zeros.
+  void ensure_range_state();
+  /// Frees the whole-size state buffers and the per-parameter views of them.
+  void drop_whole_state();
 
   double beta1_, beta2_, eps_;
   int64_t range_begin_ = 0, range_end_ = -1;  // flat step range; end -1: the whole buffer
+  Tensor range_m_, range_v_;                  // ranged mode: exp_avg / exp_avg_sq of [range_begin_, range_end_)
+  const TensorImpl* whole_from_range_ = nullptr;  // the whole-size exp_avg that flat_state_buffers() made
 };
 
 }  // namespace vt::optim

@@ -311,6 +311,53 @@ TEST_P(Ddp, ZeroOneCheckpointResumesAtTheSameAndAnotherWorldSize) {
   EXPECT_EQ(moved.back(), moved_plain.back());
 }
 
+// ZeRO-1 shards the memory too: between checkpoints each rank holds the AdamW state of its slice only; a gather
+// for a checkpoint assembles the whole state, and releasing it goes back to the slice (with the values intact).
+TEST_P(Ddp, ZeroOneHoldsOnlyItsSliceOfTheState) {
+  const int world = GetParam();
+  std::vector<int64_t> resident(static_cast<size_t>(world)), gathered(resident), released(resident);
+  int64_t flat_size = 0;
+  std::vector<std::vector<double>> after_release(static_cast<size_t>(world));
+  run_ranks(world, [&](ThreadCommunicator& comm) {
+    Replica r;
+    DataParallelOptions o;
+    o.zero1 = true;
+    DataParallel dp(*r.opt, comm, o, r.params());
+    for (int s = 0; s < 2; ++s) {
+      r.opt->zero_grad();
+      dp.begin_backward(true);
+      forward_backward(r, s, comm.rank() * kPerRank, kPerRank);
+      dp.finish_backward();
+      r.opt->step();
+      dp.after_step();
+    }
+    auto& adamw = static_cast<optim::AdamW&>(*r.opt);
+    const size_t rank = static_cast<size_t>(comm.rank());
+    resident[rank] = adamw.resident_state_numel();
+    dp.gather_state();
+    gathered[rank] = adamw.resident_state_numel();
+    const optim::NamedTensors whole = r.opt->state();
+    dp.release_state();
+    released[rank] = adamw.resident_state_numel();
+    dp.gather_state();  // the slice kept its values: a second gather gives the same state
+    const optim::NamedTensors again = r.opt->state();
+    dp.release_state();
+    ASSERT_EQ(whole.size(), again.size());
+    for (size_t i = 0; i < whole.size(); ++i)
+      EXPECT_EQ(again[i].second.to_vector(), whole[i].second.to_vector()) << whole[i].first;
+    if (rank == 0) flat_size = r.opt->flat()->size();
+  });
+  int64_t sum = 0;
+  for (int r = 0; r < world; ++r) {
+    const auto [b, e] = dist::shard_range(flat_size, world, r);
+    EXPECT_EQ(resident[static_cast<size_t>(r)], 2 * (e - b)) << "rank " << r;  // exp_avg + exp_avg_sq of the slice
+    EXPECT_EQ(gathered[static_cast<size_t>(r)], 2 * (e - b) + 2 * flat_size) << "rank " << r;
+    EXPECT_EQ(released[static_cast<size_t>(r)], 2 * (e - b)) << "rank " << r;
+    sum += resident[static_cast<size_t>(r)];
+  }
+  EXPECT_EQ(sum, 2 * flat_size);
+}
+
 INSTANTIATE_TEST_SUITE_P(Worlds, Ddp, ::testing::Values(2, 4), [](const auto& info) {
   return "world" + std::to_string(info.param);
 });
