@@ -16,11 +16,10 @@
 #include "autograd/node.h"
 #include "data/idx.h"
 #include "dist/data_parallel.h"
-#include "dist/launch_env.h"
-#include "dist/nccl_communicator.h"
 #include "engine/checkpoint.h"
 #include "engine/device.h"
 #include "engine/ema.h"
+#include "engine/process_group.h"
 #include "engine/imagenet_data.h"
 #include "engine/recipe.h"
 #include "engine/timm_weights.h"
@@ -57,21 +56,6 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& log_path) {
   logger->set_pattern("[%H:%M:%S] %v");
   logger->flush_on(spdlog::level::info);
   return logger;
-}
-
-// Ranks other than 0 of a data-parallel job: warnings and errors on the console, prefixed with the rank.
-std::shared_ptr<spdlog::logger> make_rank_logger(int rank) {
-  auto logger = std::make_shared<spdlog::logger>("vitrain", std::make_shared<spdlog::sinks::stdout_color_sink_mt>());
-  logger->set_pattern("[%H:%M:%S] [rank " + std::to_string(rank) + "] %v");
-  logger->set_level(spdlog::level::warn);
-  return logger;
-}
-
-// The device of a launched job's process: cuda:LOCAL_RANK (NCCL needs a GPU per process).
-Device distributed_device(const std::string& spec, const dist::LaunchEnv& env) {
-  VT_CHECK(spec != "cpu", "[dist] rank ", env.rank, ": a launched job of ", env.world,
-           " processes trains on GPUs with NCCL, but train.device is cpu");
-  return resolve_device("cuda:" + std::to_string(env.local_rank));
 }
 
 data::ImageSet image_set(const data::IdxImages& images, const std::vector<uint8_t>& labels, int64_t limit) {
@@ -242,10 +226,11 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   summary.metrics_path = files.path("metrics.jsonl");
   summary.weights_path = files.path("model.safetensors");
   // Data parallel: the communicator a test hands in, or NCCL across the processes of a launched job.
-  const dist::LaunchEnv env = hooks.communicator ? dist::LaunchEnv{} : dist::launch_env();
-  const int rank = hooks.communicator ? hooks.communicator->rank() : env.rank;
-  const int world = hooks.communicator ? hooks.communicator->world() : env.world;
-  const bool lead = rank == 0;  // writes the log, metrics, checkpoints and weights
+  const ProcessGroup group = join_process_group(cfg, hooks.communicator);
+  const int rank = group.rank, world = group.world;
+  const bool lead = group.lead();
+  dist::Communicator* comm = group.comm;
+  const Device device = group.device;
   auto log = lead ? make_logger(summary.log_path) : make_rank_logger(rank);
   set_threads(cfg.train.threads);
   const std::string config_yaml = io::to_yaml(cfg);
@@ -253,17 +238,8 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
     std::ofstream resolved(files.dir / "config.yaml");
     resolved << config_yaml;
   }
-  const Device device =
-      env.distributed() ? distributed_device(cfg.train.device, env) : resolve_device(cfg.train.device);
-  std::unique_ptr<dist::Communicator> nccl;
-  dist::Communicator* comm = hooks.communicator;
-  if (!comm && env.distributed()) {
-    nccl = std::make_unique<dist::NcclCommunicator>(env, device);
-    comm = nccl.get();
-  }
   if (world > 1)
-    log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", world,
-              hooks.communicator ? "in-process" : env.launcher, cfg.dist.bucket_mb,
+    log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", world, group.source, cfg.dist.bucket_mb,
               cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
   const std::optional<DType> amp = amp_dtype(cfg);
   summary.device = device.str();
@@ -334,17 +310,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   auto opt = make_optimizer(cfg, model);
   if (comm) opt->use_flat_buffers();  // buckets are ranges of the flat gradient buffer (already flat on CUDA)
   if (!resumed.optimizer.empty()) opt->load_state(resumed.optimizer);
-  std::unique_ptr<dist::DataParallel> dp;
-  if (comm) {
-    std::vector<Tensor> params, replicated;  // replicated: everything rank 0 sets for all
-    for (const auto& [name, p] : model.named_parameters()) params.push_back(p);
-    for (const auto& [name, t] : model.state_dict()) replicated.push_back(t);
-    if (ema_model)
-      for (const auto& [name, t] : ema_model->state_dict()) replicated.push_back(t);
-    dp = std::make_unique<dist::DataParallel>(*opt, *comm, dist::DataParallelOptions{cfg.dist.bucket_mb, cfg.dist.zero1},
-                                              params);
-    dp->broadcast_from_rank0(replicated);
-  }
+  const std::unique_ptr<dist::DataParallel> dp = make_data_parallel(cfg, *opt, group, model, ema_model.get());
 
   const int64_t accum = cfg.train.grad_accum_steps;
   const int64_t updates_per_epoch = batches_per_epoch / accum;
