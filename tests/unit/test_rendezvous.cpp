@@ -145,7 +145,7 @@ TEST(Rendezvous, StrangersAreRejectedWhileTheRealRanksSucceed) {
   EXPECT_EQ(stranger(port, lying_length), "closed");
 
   RankThread rank1(env(1, 4, port), 8s);
-  std::this_thread::sleep_for(300ms);  // rank 1 has registered by now
+  std::this_thread::sleep_for(1s);  // rank 1 has registered by now (generous: CI machines are loaded)
   EXPECT_EQ(stranger(port, hello(1, 4, "job-A")), "reject:duplicate rank");
   RankThread rank2(env(2, 4, port), 8s), rank3(env(3, 4, port), 8s);
   EXPECT_EQ(rank0.error(), "");
@@ -157,8 +157,8 @@ TEST(Rendezvous, StrangersAreRejectedWhileTheRealRanksSucceed) {
 
 TEST(Rendezvous, Rank0TimeoutNamesTheMissingRank) {
   const int port = free_port();
-  RankThread rank0(env(0, 3, port), 400ms, id_bytes());
-  RankThread rank1(env(1, 3, port), 3s);
+  RankThread rank0(env(0, 3, port), 2s, id_bytes());  // long enough for rank 1 to arrive on a loaded machine
+  RankThread rank1(env(1, 3, port), 5s);
   const std::string e0 = rank0.error();
   EXPECT_NE(e0.find("rank 2 never arrived"), std::string::npos) << e0;
   EXPECT_NE(rank1.error().find("closed the connection"), std::string::npos) << rank1.error();
@@ -174,8 +174,8 @@ TEST(Rendezvous, ClientTimeoutNamesTheAddress) {
 
 TEST(Rendezvous, RankWithAnotherTokenGetsAClearError) {
   const int port = free_port();
-  RankThread rank0(env(0, 2, port), 600ms, id_bytes());
-  RankThread rank1(env(1, 2, port, "job-B"), 3s);
+  RankThread rank0(env(0, 2, port), 2s, id_bytes());
+  RankThread rank1(env(1, 2, port, "job-B"), 5s);
   EXPECT_NE(rank1.error().find("rejected this process: wrong job token"), std::string::npos) << rank1.error();
   const std::string e0 = rank0.error();
   EXPECT_NE(e0.find("rank 1 never arrived"), std::string::npos) << e0;
