@@ -61,7 +61,7 @@ int64_t square_grid(int64_t num_tokens) {
 void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
   VT_CHECK(N >= 2, "[model] attention needs at least 2 tokens (CLS + patches), got N = ", N);
   const int64_t G = square_grid(N);
-  if (cfg.type == "mita" || cfg.type == "mita_route") {
+  if (cfg.is_mita()) {
     // With a square grid the landmarks are pooled 2-D to p×p, so m = p²; otherwise 1-D (models/mita.h).
     VT_CHECK(G == 0 || cfg.landmark_pool == "sequence" || is_square(cfg.m), "[model] model.attention.m (", cfg.m, ") must be a perfect square: the ",
              N - 1, " pooled tokens form a ", G, "x", G, " grid that is pooled 2-D to sqrt(m) x sqrt(m)");
@@ -81,7 +81,7 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double drop,
                                           Generator& gen, int64_t num_tokens) {
   if (num_tokens > 0) check_attention_shape(cfg, num_tokens);
-  const bool mita = cfg.type == "mita" || cfg.type == "mita_route";
+  const bool mita = cfg.is_mita();
   if (!mita && (cfg.dwc || cfg.gate))
     spdlog::warn("model.attention.dwc/gate apply to the mita types only: ignored for type '{}'", cfg.type);
   if (cfg.type == "dense") return std::make_shared<DenseAttention>(dim, heads, 0.0, drop, gen);
@@ -100,7 +100,7 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t di
   }
   if (cfg.type == "linear") return std::make_shared<LinearAttention>(dim, heads, drop, gen);
   VT_FAIL("[model] unknown model.attention.type '", cfg.type,
-          "' (known: dense, mita, mita_route, agent, agent_bias, linear)");
+          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear)");
 }
 
 }  // namespace vt::models

@@ -39,7 +39,7 @@ void add_macs(FlopsRow& r, int64_t macs) {
 }
 
 std::string describe_attention(const AttentionConfig& a, int64_t heads) {
-  if (a.type == "mita" || a.type == "mita_route") {
+  if (a.is_mita()) {
     const MitaOptions o = mita_options(a, heads);
     std::string s = a.type + " m=" + std::to_string(o.m) + " k=" + std::to_string(o.k);
     if (o.s != 1) s += " s=" + std::to_string(o.s);
@@ -66,9 +66,11 @@ std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int6
   const int64_t N = tokens, C = dim;
   VT_CHECK(heads > 0 && C % heads == 0, "[flops] embed_dim ", C, " is not divisible by num_heads ", heads);
   if (cfg.type == "dense") return {2 * N * N * C, 2 * N * N * C};  // q kᵀ and p v; timm 0.4.12: explicit matmuls
-  if (cfg.type == "mita" || cfg.type == "mita_route") {
+  if (cfg.is_mita()) {
     const MitaOptions o = mita_options(cfg, heads);
     const int64_t pooled = o.landmark_pool == "sequence" ? N : N - 1;
+    if (o.compress_only)  // pooling; V̂ = SDPA(R, K, V) and the shared attention, both fused
+      return {pooled * C + 2 * o.m * N * C + 2 * N * o.m * C, pooled * C};
     const int64_t routing = 2 * o.m * N * C + pooled * C;  // R Kᵀ, R Qᵀ (explicit matmuls), pooling
     int64_t fused = 2 * N * o.s * o.k * C;                  // routed attention (FlashAttention varlen)
     if (!o.route_only) fused += 2 * o.m * N * C + 2 * N * o.m * C;  // V̂ = SDPA(R, K, V); shared attention

@@ -62,6 +62,25 @@ Tensor fused_mita(const Tensor& Q, const Tensor& K, const Tensor& V, const Tenso
   return out.transpose(1, 2).reshape({B, N, H * d});
 }
 
+// The shared branch alone (Appendix A's compress-only ablation): softmax(Q Rᵀ·shared_scale) V̂ with
+// V̂ = softmax(R Kᵀ/√d) V, from generic ops on any device; bf16 inputs (autocast) run in f32 like the reference.
+Tensor compress_only_core(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
+                          const MitaOptions& o) {
+  if (q.dtype() == DType::bf16)
+    return compress_only_core(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32), landmarks.to(DType::f32), o);
+  const int64_t B = q.size(0), N = q.size(1), C = q.size(2), H = o.heads;
+  VT_CHECK(H >= 1 && C % H == 0, "[mita] width ", C, " is not divisible by num_heads ", H);
+  VT_CHECK(landmarks.size(0) == B && landmarks.size(1) == o.m && landmarks.size(2) == C, "[mita] landmarks ",
+           landmarks.describe(), " should be [", B, ", ", o.m, ", ", C, "] (model.attention.m = ", o.m, ")");
+  const int64_t d = C / H;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const double shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d) : scale;
+  const Tensor Q = split_heads(q, H), K = split_heads(k, H), V = split_heads(v, H), R = split_heads(landmarks, H);
+  const Tensor V_hat = ops::matmul(ops::softmax(ops::matmul(R * scale, K.transpose(-2, -1)), -1), V);  // [B,H,m,d]
+  const Tensor out = ops::matmul(ops::softmax(ops::matmul(Q, R.transpose(-2, -1)) * shared_scale, -1), V_hat);
+  return out.permute({0, 2, 1, 3}).reshape({B, N, C});
+}
+
 }  // namespace
 
 MitaRoutingTap::MitaRoutingTap(Mode m) : mode(m) {
@@ -128,6 +147,7 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
              t->defined() ? t->describe() : std::string("an undefined tensor"));
   VT_CHECK(q.shape() == k.shape() && q.shape() == v.shape(), "[mita] q ", q.describe(), ", k ", k.describe(),
            " and v ", v.describe(), " must have the same shape");
+  if (o.compress_only) return compress_only_core(q, k, v, landmarks, o);
   const int64_t d_head = o.heads >= 1 && q.size(2) % o.heads == 0 ? q.size(2) / o.heads : 0;
   if (!debug && d_head > 0 && q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == landmarks.dtype() &&
       o.impl == "fused" && o.s == 1 && ops::mita_fused_supports(q.dtype(), q.device(), d_head)) {

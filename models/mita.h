@@ -24,6 +24,7 @@ struct MitaOptions {
   int64_t k = 25;            // keys per expert (already resolved: no 0 default here)
   int64_t s = 1;             // experts per query; the joint softmax covers m + s·k slots (no dedup, spec §2.6)
   bool route_only = false;   // no shared branch: softmax over the s·k routed logits alone
+  bool compress_only = false;  // no routed branch: softmax over the m shared logits alone (Appendix A)
   std::string landmark_pool = "shifted";  // shifted | patches | sequence
   std::string shared_scale = "official";  // official: 1/d on shared logits | paper: 1/√d
   // fused: ops::mita_route + ops::mita_attention (s = 1; otherwise, and with a MitaDebug, the reference runs);

@@ -24,11 +24,12 @@ Tensor DepthwiseConv3x3::forward(const Tensor& x) const {
 }
 
 MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
-  VT_CHECK(cfg.type == "mita" || cfg.type == "mita_route", "[model] model.attention.type '", cfg.type,
-           "' is not a MiTA kind (mita | mita_route)");
+  VT_CHECK(cfg.is_mita(), "[model] model.attention.type '", cfg.type,
+           "' is not a MiTA kind (mita | mita_route | mita_compress)");
   MitaOptions o;
   o.heads = heads;
   o.route_only = cfg.type == "mita_route";
+  o.compress_only = cfg.type == "mita_compress";
   o.m = cfg.m;
   o.k = cfg.k != 0 ? cfg.k : (o.route_only ? 2 * cfg.m : cfg.m);
   o.s = cfg.s;

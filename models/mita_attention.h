@@ -1,4 +1,4 @@
-// MiTA attention layers (model.attention.type = mita | mita_route), with the optional DWC and Gate of the
+// MiTA attention layers (model.attention.type = mita | mita_route | mita_compress), with the optional DWC and Gate of the
 // official MiTA_Attention_Conv(_Gate) (docs/mita-spec.md §3). Same `qkv` and `proj` children as DenseAttention,
 // so weights move between the kinds; the Gate replaces `qkv` [3C, C] by `qkvg` [4C, C] (q, k, v, g in order).
 #pragma once
@@ -43,7 +43,7 @@ class MitaAttention : public Attention {
 /// Resolves cfg (k = 0 → m for mita, 2m for mita_route) and validates it, naming the model.attention key.
 MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads);
 
-/// For make_attention: cfg.type must be mita or mita_route.
+/// For make_attention: cfg.type must be a MiTA kind (AttentionConfig::is_mita).
 std::shared_ptr<Attention> make_mita_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads,
                                                double proj_drop, Generator& gen);
 

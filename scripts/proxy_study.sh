@@ -5,7 +5,7 @@
 # Finished runs (model.safetensors present) are skipped, so the study can be spread over several sessions.
 # Usage: scripts/proxy_study.sh DATA_DIR OUT_DIR
 # Env: VARIANTS (default: all below), SEEDS ("0 1 2"), EPOCHS (10), DEVICE (cuda:0), VITRAIN.
-# Not available as variants yet: compress-only (shared branch alone), random and learned landmarks.
+# Not available as variants yet: random and learned landmarks.
 set -euo pipefail
 data=${1:?usage: scripts/proxy_study.sh DATA_DIR OUT_DIR}
 out=${2:?usage: scripts/proxy_study.sh DATA_DIR OUT_DIR}
@@ -23,6 +23,7 @@ agent|model.attention.type=agent|-0.8 (70.3)
 agent_bias|model.attention.type=agent_bias|0 (71.1)
 linear|model.attention.type=linear|-3.1 (68.0)
 route_only|model.attention.type=mita_route|-0.3 (70.8)
+compress_only|model.attention.type=mita_compress|-0.8 (70.3)
 pool_1d|model.attention.type=mita model.attention.landmark_pool=sequence|-0.7 (70.4)
 mk_16_25|model.attention.type=mita model.attention.m=16 model.attention.k=25|-0.1 (71.0)
 mk_25_16|model.attention.type=mita model.attention.m=25 model.attention.k=16|-0.6 (70.5)

@@ -17,7 +17,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   b->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   b->add_flag("--amp", o.amp, "bf16 autocast on CUDA (timm --amp)");
   b->add_flag("--infer", o.infer, "also time inference (eval mode, no grad)");
-  b->add_option("--attention", o.attention.type, "dense | mita | mita_route | agent | agent_bias | linear")
+  b->add_option("--attention", o.attention.type, "dense | mita | mita_route | mita_compress | agent | agent_bias | linear")
       ->capture_default_str();
   b->add_option("--m", o.attention.m, "MiTA landmarks")->capture_default_str();
   b->add_option("--k", o.attention.k, "MiTA keys per landmark (0: default)")->capture_default_str();

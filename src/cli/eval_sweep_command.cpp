@@ -22,7 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_mita(const std::string& type) { return type == "mita" || type == "mita_route"; }
 
 engine::EvalResult evaluate_cell(const io::Config& cfg, const std::string& weights, const std::string& what) {
   std::printf("evaluating %s ...\n", what.c_str());
@@ -55,7 +54,7 @@ struct SweepOptions {
 
 void run_sweep(const SweepOptions& o) {
   const io::Config base = load_analysis_config(o.config, o.sets, o.device);
-  VT_CHECK(is_mita(base.model.attention.type), "[eval-sweep] sweeping (m, k) needs MiTA attention "
+  VT_CHECK(base.model.attention.is_mita(), "[eval-sweep] sweeping (m, k) needs MiTA attention "
            "(model.attention.type mita or mita_route); the config's attention is '", base.model.attention.type, "'");
   VT_CHECK(!o.ms.empty() && !o.ks.empty(), "[eval-sweep] --m and --k need at least one value each");
   const models::ViTConfig v = engine::vit_config(base);
@@ -162,7 +161,7 @@ void run_swap(const SwapOptions& o) {
     const io::Config base = load_analysis_config(o.config, o.sets, o.device);
     // The MiTA column evaluates with the config's attention when it is a MiTA kind, else with plain mita.
     io::AttentionConfig mita = base.model.attention;
-    if (!is_mita(mita.type)) mita.type = "mita";
+    if (!mita.is_mita()) mita.type = "mita";
     top1.assign(2, std::vector<double>(2));
     for (size_t t = 0; t < 2; ++t)
       for (size_t e = 0; e < 2; ++e) {

@@ -336,7 +336,8 @@ bool valid_device(const std::string& d) {
 
 void AttentionConfig::validate() const {
   // The kinds models::make_attention builds.
-  require_one_of("model.attention.type", type, {"dense", "mita", "mita_route", "agent", "agent_bias", "linear"});
+  require_one_of("model.attention.type", type, {"dense", "mita", "mita_route", "mita_compress", "agent", "agent_bias",
+                                                   "linear"});
   require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches", "sequence"});
   require_one_of("model.attention.impl", impl, {"fused", "reference"});
   require_one_of("model.attention.shared_scale", shared_scale, {"official", "paper"});
@@ -345,7 +346,7 @@ void AttentionConfig::validate() const {
   require(s >= 1, "model.attention.s", ">= 1", s);
   if (s > m) VT_FAIL("[config] model.attention.s (", s, ") must be <= model.attention.m (", m, ")");
   require(agent_num >= 1, "model.attention.agent_num", ">= 1", agent_num);
-  const bool mita = type == "mita" || type == "mita_route";
+  const bool mita = is_mita();
   // dwc/gate belong to the mita types; other kinds ignore them (with a warning when the model is built), so
   // MiTA+DWC weights can be evaluated as dense with just --set model.attention.type=dense (Appendix C).
   if (mita && gate && !dwc) VT_FAIL("[config] model.attention.gate requires model.attention.dwc: true (MiTA + DWC + Gate)");

@@ -12,7 +12,7 @@ namespace vt::io {
 /// validate() checks what the config alone decides; checks that need the token count N (m a perfect square,
 /// k <= N, a square patch grid) run when the model is built (models::make_attention).
 struct AttentionConfig {
-  std::string type = "dense";             // dense | mita | mita_route | agent | agent_bias | linear
+  std::string type = "dense";             // dense | mita | mita_route | mita_compress | agent | agent_bias | linear
   int64_t m = 25;                         // MiTA landmarks (experts); a perfect square for 2-D pooling
   int64_t k = 0;                          // keys per expert; 0 = default (m for mita, 2m for mita_route)
   int64_t s = 1;                          // experts each query is routed to
@@ -25,6 +25,8 @@ struct AttentionConfig {
   bool deterministic = false;             // MiTA fused backward without float atomics (same bits run to run)
   int64_t agent_num = 49;                 // Agent attention: number of agent tokens (a perfect square)
   void validate() const;
+  /// One of the MiTA kinds: mita, mita_route (routed branch only), mita_compress (shared branch only).
+  bool is_mita() const { return type == "mita" || type == "mita_route" || type == "mita_compress"; }
 };
 
 struct ModelConfig {

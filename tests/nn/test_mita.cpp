@@ -3,6 +3,9 @@
 // The layer (gradchecks, DWC, Gate, parameters, config) is tested in test_mita_layer.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "models/mita.h"
 #include "ops/ops.h"
 #include "tests/nn/mita_test_util.h"
@@ -46,6 +49,57 @@ TEST(MitaCore, MatchesBruteForceReference) {
       EXPECT_EQ(out.dtype(), dt) << name;
       expect_near_all(out.to_vector(), expected, dt == DType::f64 ? 1e-12 : 2e-5, name + " " + dtype_name(dt));
     }
+  }
+}
+
+// Compress-only (Appendix A's ablation): softmax(q·r_j·shared_scale) over the m landmarks, values
+// V̂_j = Σ_n softmax_n(r_j·k_n/√d) v_n, computed here by loops from the model's own landmarks.
+TEST(MitaCore, CompressOnlyIsTheSharedBranchAlone) {
+  const int64_t B = 2, N = 17, C = 12, H = 3, d = C / H;
+  const Shape shape{B, N, C};
+  auto q = randn(B * N * C, 41), k = randn(B * N * C, 42), v = randn(B * N * C, 43);
+  for (const char* scale : {"official", "paper"}) {
+    MitaOptions o = opts(H, 4, 5, 1, false, "shifted", scale);
+    o.compress_only = true;
+    const Tensor tq = Tensor::from_vector(q, shape, DType::f64);
+    const auto R = models::mita_landmarks(tq, o).to_vector();  // [B, m, C]
+    const double s_key = 1.0 / std::sqrt(double(d)), s_shared = std::string(scale) == "official" ? 1.0 / d : s_key;
+    std::vector<double> expected(q.size());
+    auto at = [&](const std::vector<double>& t, int64_t b, int64_t n, int64_t rows, int64_t h, int64_t i) {
+      return t[static_cast<size_t>((b * rows + n) * C + h * d + i)];
+    };
+    auto softmax = [](std::vector<double> x) {
+      double mx = *std::max_element(x.begin(), x.end()), sum = 0;
+      for (double& e : x) sum += (e = std::exp(e - mx));
+      for (double& e : x) e /= sum;
+      return x;
+    };
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h) {
+        std::vector<std::vector<double>> vhat(4, std::vector<double>(d, 0.0));
+        for (int64_t j = 0; j < 4; ++j) {
+          std::vector<double> logits(N);
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t i = 0; i < d; ++i) logits[n] += at(R, b, j, 4, h, i) * at(k, b, n, N, h, i) * s_key;
+          const auto w = softmax(logits);
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t i = 0; i < d; ++i) vhat[j][i] += w[n] * at(v, b, n, N, h, i);
+        }
+        for (int64_t n = 0; n < N; ++n) {
+          std::vector<double> logits(4);
+          for (int64_t j = 0; j < 4; ++j)
+            for (int64_t i = 0; i < d; ++i) logits[j] += at(q, b, n, N, h, i) * at(R, b, j, 4, h, i) * s_shared;
+          const auto w = softmax(logits);
+          for (int64_t i = 0; i < d; ++i) {
+            double sum = 0;
+            for (int64_t j = 0; j < 4; ++j) sum += w[j] * vhat[j][i];
+            expected[static_cast<size_t>((b * N + n) * C + h * d + i)] = sum;
+          }
+        }
+      }
+    const Tensor out = models::mita_core(tq, Tensor::from_vector(k, shape, DType::f64),
+                                         Tensor::from_vector(v, shape, DType::f64), o);
+    expect_near_all(out.to_vector(), expected, 1e-12, std::string("compress-only ") + scale);
   }
 }
 

@@ -110,6 +110,9 @@ TEST(Flops, AttentionCoreOfEveryKind) {
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * N * C);  // 394·N·C
   a.type = "mita_route";  // k = 2m, no shared branch
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * 25 * N * C + 2 * N * 50 * C + (N - 1) * C);
+  a.type = "mita_compress";  // no routing: V̂ and the shared attention over m = 25 landmarks, pooling
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 4 * 25 * N * C + (N - 1) * C);
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, (N - 1) * C);
   a.type = "agent";
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 196 * N * C + (N - 1) * C);
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, (N - 1) * C);
