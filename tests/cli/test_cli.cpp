@@ -1,30 +1,18 @@
 // The vitrain binary on bad input: one clear error line naming the file/key/model, a non-zero exit, no crash.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "cli/run_vitrain.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code;
-  std::string output;
-};
-
-CliRun run(const std::string& args) {
-  std::string cmd = std::string(VT_BINARY_DIR) + "/bin/vitrain " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
-  int status = p ? pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using vt::test::CliRun;
+using vt::test::run_vitrain;
 
 fs::path temp_dir() {
   fs::path d = fs::temp_directory_path() / ("vt_cli_" + std::to_string(::getpid()));
@@ -44,7 +32,7 @@ void expect_clean_failure(const CliRun& r, const std::string& needle) {
 }
 
 TEST(Cli, HelpListsSubcommands) {
-  CliRun r = run("--help");
+  CliRun r = run_vitrain("--help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("train"), std::string::npos);
   EXPECT_NE(r.output.find("eval"), std::string::npos);
@@ -52,29 +40,29 @@ TEST(Cli, HelpListsSubcommands) {
 
 TEST(Cli, UnknownYamlKeyNamesFileAndKey) {
   auto cfg = write(temp_dir() / "bad_key.yaml", "model:\n  name: vit_micro\noptim:\n  lrr: 0.1\n");
-  expect_clean_failure(run("train --config " + cfg), "optim.lrr");
-  expect_clean_failure(run("train --config " + cfg), "bad_key.yaml");
+  expect_clean_failure(run_vitrain("train --config " + cfg), "optim.lrr");
+  expect_clean_failure(run_vitrain("train --config " + cfg), "bad_key.yaml");
 }
 
 TEST(Cli, WrongTypeNamesKey) {
   auto cfg = write(temp_dir() / "bad_type.yaml", "train:\n  epochs: many\n");
-  expect_clean_failure(run("train --config " + cfg), "train.epochs");
+  expect_clean_failure(run_vitrain("train --config " + cfg), "train.epochs");
 }
 
 TEST(Cli, MalformedYamlNamesFile) {
   auto cfg = write(temp_dir() / "broken.yaml", "model: [unclosed\n  name: x\n");
-  expect_clean_failure(run("train --config " + cfg), "broken.yaml");
+  expect_clean_failure(run_vitrain("train --config " + cfg), "broken.yaml");
 }
 
 TEST(Cli, UnknownModelNameIsAnError) {
   auto out = temp_dir() / "run_unknown_model";
-  expect_clean_failure(run("train --set model.name=deit_gigantic --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train --set model.name=deit_gigantic --set train.output=" + out.string()),
                        "deit_gigantic");
 }
 
 TEST(Cli, MissingDatasetNamesThePath) {
   auto out = temp_dir() / "run_missing_data";
-  expect_clean_failure(run("train --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
                        "/nonexistent/fmnist");
 }
 
@@ -85,19 +73,19 @@ TEST(Cli, CorruptIdxFileNamesTheFile) {
                            "t10k-labels-idx1-ubyte"})
     write(dir / name, "not an idx file at all");
   auto out = temp_dir() / "run_corrupt";
-  expect_clean_failure(run("train --set data.data_dir=" + dir.string() + " --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train --set data.data_dir=" + dir.string() + " --set train.output=" + out.string()),
                        "train-images-idx3-ubyte");
 }
 
 TEST(Cli, UnreadableWeightsNamesTheFile) {
   auto w = write(temp_dir() / "garbage.safetensors", "garbage");
-  expect_clean_failure(run("eval --weights " + w), "garbage.safetensors");
+  expect_clean_failure(run_vitrain("eval --weights " + w), "garbage.safetensors");
 }
 
 TEST(Cli, BenchOnTheCpuPrintsThroughputAndAJsonLine) {
   const fs::path json = temp_dir() / "bench.jsonl";
   fs::remove(json);
-  CliRun r = run("bench --model vit_micro --batch-size 4 --steps 2 --warmup 1 --device cpu --amp --infer "
+  CliRun r = run_vitrain("bench --model vit_micro --batch-size 4 --steps 2 --warmup 1 --device cpu --amp --infer "
                  "--threads 1 --json " + json.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("train: "), std::string::npos) << r.output;
@@ -113,18 +101,18 @@ TEST(Cli, BenchOnTheCpuPrintsThroughputAndAJsonLine) {
 }
 
 TEST(Cli, BenchRejectsAnUnknownModel) {
-  expect_clean_failure(run("bench --model deit_gigantic --device cpu --steps 1"), "deit_gigantic");
+  expect_clean_failure(run_vitrain("bench --model deit_gigantic --device cpu --steps 1"), "deit_gigantic");
 }
 
 TEST(Cli, BadDeviceIsAClearError) {
   auto out = temp_dir() / "run_bad_device";
-  expect_clean_failure(run("train --device gpu --set train.output=" + out.string()), "train.device");
-  expect_clean_failure(run("bench --model vit_micro --device tpu --steps 1"), "unknown device 'tpu'");
+  expect_clean_failure(run_vitrain("train --device gpu --set train.output=" + out.string()), "train.device");
+  expect_clean_failure(run_vitrain("bench --model vit_micro --device tpu --steps 1"), "unknown device 'tpu'");
 }
 
 TEST(Cli, HalfPrecisionAmpIsRejected) {
   auto out = temp_dir() / "run_fp16";
-  expect_clean_failure(run("train --set train.amp_dtype=float16 --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train --set train.amp_dtype=float16 --set train.output=" + out.string()),
                        "only bfloat16");
 }
 

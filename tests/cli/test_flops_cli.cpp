@@ -1,31 +1,20 @@
 // `vitrain flops`: the per-module table and the total line for a Table 2 config, the JSON line, --model with --set.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
+
+#include "cli/run_vitrain.h"
 
 namespace {
 
-struct CliRun {
-  int code;
-  std::string output;
-};
-
-CliRun run(const std::string& args) {
-  std::string cmd = std::string(VT_BINARY_DIR) + "/bin/vitrain " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
-  int status = p ? pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using vt::test::CliRun;
+using vt::test::run_vitrain;
 
 bool has(const CliRun& r, const std::string& needle) { return r.output.find(needle) != std::string::npos; }
 
 TEST(FlopsCli, MitaSmallConfigPrintsTableAndTotal) {
-  CliRun r = run("flops --config " + std::string(VT_SOURCE_DIR) + "/configs/imagenet/deit_small_mita.yaml --json");
+  CliRun r =
+      run_vitrain("flops --config " + std::string(VT_SOURCE_DIR) + "/configs/imagenet/deit_small_mita.yaml --json");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r, "params 22.05M  MACs 4.43G (all matmuls) / 4.30G (fvcore-style)")) << r.output;
   EXPECT_TRUE(has(r, "attn.core")) << r.output;
@@ -36,13 +25,14 @@ TEST(FlopsCli, MitaSmallConfigPrintsTableAndTotal) {
 }
 
 TEST(FlopsCli, ModelNameWithOverrides) {
-  CliRun r = run("flops --model deit_tiny_patch16_224 --set model.num_classes=1000 --set model.attention.type=dense");
+  CliRun r = run_vitrain(
+      "flops --model deit_tiny_patch16_224 --set model.num_classes=1000 --set model.attention.type=dense");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r, "params 5.72M  MACs 1.26G (all matmuls) / 1.26G (fvcore-style)")) << r.output;
 }
 
 TEST(FlopsCli, UnknownAttentionIsAClearError) {
-  CliRun r = run("flops --model deit_tiny_patch16_224 --set model.attention.type=sparse");
+  CliRun r = run_vitrain("flops --model deit_tiny_patch16_224 --set model.attention.type=sparse");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_TRUE(has(r, "error:")) << r.output;
 }

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,26 +14,15 @@
 #include "engine/viz_experts.h"
 #include "io/config.h"
 #include "io/safetensors.h"
+#include "cli/run_vitrain.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace vt;
 
-struct CliRun {
-  int code;
-  std::string output;
-};
-
-CliRun run(const std::string& args) {
-  std::string cmd = std::string(VT_BINARY_DIR) + "/bin/vitrain " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
-  int status = p ? pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using vt::test::CliRun;
+using vt::test::run_vitrain;
 
 class VizCli : public ::testing::Test {
  protected:
@@ -98,8 +86,8 @@ TEST_F(VizCli, ExpertsWritesPicturesOfTheDocumentedSizeAndTheTapsCounts) {
     const std::string name = "mita" + std::to_string(chans);
     const io::Config cfg = write_model(name, "mita", chans);
     const std::string image = write_image(), out = path("viz" + std::to_string(chans));
-    CliRun r = run("viz experts --config " + path(name + ".yaml") + " --weights " + path(name + ".safetensors") +
-                   " --image " + image + " --out " + out + " --head 1");
+    CliRun r = run_vitrain("viz experts --config " + path(name + ".yaml") + " --weights " +
+                           path(name + ".safetensors") + " --image " + image + " --out " + out + " --head 1");
     ASSERT_EQ(r.code, 0) << r.output;
     for (const char* f : {"layer1_experts.png", "layer2_experts.png"})
       EXPECT_EQ(png_size(out + "/" + f), engine::expert_grid_size(4, 28)) << f;
@@ -130,13 +118,13 @@ TEST_F(VizCli, ExpertsWritesPicturesOfTheDocumentedSizeAndTheTapsCounts) {
 
 TEST_F(VizCli, ExpertsRefusesAModelWithoutMitaNamingItsAttention) {
   write_model("dense", "dense", 1);
-  CliRun r = run("viz experts --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
+  CliRun r = run_vitrain("viz experts --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
                  " --image " + write_image() + " --out " + path("viz"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("error:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("'dense'"), std::string::npos) << r.output;
-  r = run("viz experts --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") + " --image " +
-          path("image.png") + " --out " + path("viz") + " --set model.attention.type=mita --head 2");
+  r = run_vitrain("viz experts --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
+                  " --image " + path("image.png") + " --out " + path("viz") + " --set model.attention.type=mita --head 2");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("--head 2"), std::string::npos) << r.output;
 }
@@ -145,10 +133,10 @@ TEST_F(VizCli, EvalSwapsTheAttentionOfFrozenWeightsBothWays) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "Fashion-MNIST not installed";
   write_model("mita", "mita", 1);
   write_model("dense", "dense", 1);
-  CliRun r = run("eval --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
+  CliRun r = run_vitrain("eval --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
                  " --set model.attention.type=dense");
   EXPECT_EQ(r.code, 0) << r.output;
-  r = run("eval --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
+  r = run_vitrain("eval --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
           " --set model.attention.type=mita");
   EXPECT_EQ(r.code, 0) << r.output;
 }
@@ -156,7 +144,7 @@ TEST_F(VizCli, EvalSwapsTheAttentionOfFrozenWeightsBothWays) {
 TEST_F(VizCli, EvalSweepWritesOneCsvRowPerMkAndAHeatMap) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "Fashion-MNIST not installed";
   write_model("mita", "mita", 1);
-  CliRun r = run("eval-sweep --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
+  CliRun r = run_vitrain("eval-sweep --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
                  " --m 1,4 --k 2,4,8 --out " + path("sweep"));
   ASSERT_EQ(r.code, 0) << r.output;
   const auto rows = lines(path("sweep/mk_sweep.csv"));
@@ -168,14 +156,14 @@ TEST_F(VizCli, EvalSweepWritesOneCsvRowPerMkAndAHeatMap) {
   EXPECT_GT(png_size(path("sweep/mk_sweep.png")).first, 0);
 
   // A budget the 4x4 grid cannot pool to is refused before any evaluation, naming the key.
-  r = run("eval-sweep --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
+  r = run_vitrain("eval-sweep --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
           " --m 4,3 --k 4 --out " + path("sweep_bad"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("model.attention.m"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("evaluating"), std::string::npos) << r.output;
   // A dense model has no (m, k) to sweep.
   write_model("dense", "dense", 1);
-  r = run("eval-sweep --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
+  r = run_vitrain("eval-sweep --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
           " --m 4 --k 4 --out " + path("sweep_dense"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("'dense'"), std::string::npos) << r.output;
@@ -185,7 +173,7 @@ TEST_F(VizCli, EvalSwapWritesTheTwoByTwoMatrix) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "Fashion-MNIST not installed";
   write_model("mita", "mita", 1);
   write_model("dense", "dense", 1);
-  CliRun r = run("eval-swap --config " + path("mita.yaml") + " --weights-dense " + path("dense.safetensors") +
+  CliRun r = run_vitrain("eval-swap --config " + path("mita.yaml") + " --weights-dense " + path("dense.safetensors") +
                  " --weights-mita " + path("mita.safetensors") + " --out " + path("swap"));
   ASSERT_EQ(r.code, 0) << r.output;
   const auto rows = lines(path("swap/swap.csv"));
@@ -199,12 +187,12 @@ TEST_F(VizCli, EvalSwapWritesTheTwoByTwoMatrix) {
 TEST_F(VizCli, EvalSwapDrawsAGivenCsvAndNamesItsProblems) {
   std::ofstream(path("paper.csv")) << "trained,evaluated,top1\ndense,dense,72.1\ndense,mita,58.7\nmita,dense,66.6\n"
                                       "mita,mita,71.1\n";
-  CliRun r = run("eval-swap --csv " + path("paper.csv") + " --out " + path("fig9"));
+  CliRun r = run_vitrain("eval-swap --csv " + path("paper.csv") + " --out " + path("fig9"));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(lines(path("fig9/swap.csv"))[2], "dense,mita,58.7");
   EXPECT_GT(png_size(path("fig9/swap.png")).first, 0);
   std::ofstream(path("bad.csv")) << "trained,evaluated,top1\ndense,agent,70\n";
-  r = run("eval-swap --csv " + path("bad.csv") + " --out " + path("fig9b"));
+  r = run_vitrain("eval-swap --csv " + path("bad.csv") + " --out " + path("fig9b"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("'agent'"), std::string::npos) << r.output;
 }
