@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/command_support.h"
 #include "engine/timm_weights.h"
 #include "io/safetensors.h"
 #include "models/registry.h"
@@ -58,16 +59,10 @@ void add_convert_command(CLI::App& app) {
   cmd->add_option("--resize", args->resize, "pos_embed resampling: timm (antialiased, default) | deit (plain)")
       ->check(CLI::IsMember({"timm", "deit"}));
   cmd->callback([args] {
-    int rc = 0;
-    try {
+    finish_command([&] {
       run_convert(*args);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      rc = 1;
-    }
-    std::fflush(stdout);
-    if (rc == 0) throw CLI::Success();
-    throw CLI::RuntimeError(rc);
+      return 0;
+    });
   });
 }
 

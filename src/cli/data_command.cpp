@@ -5,6 +5,7 @@
 #include <memory>
 #include <thread>
 
+#include "cli/command_support.h"
 #include "data/check.h"
 
 namespace vt::cli {
@@ -34,17 +35,7 @@ void add_data_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   check->add_option("-j,--threads", args->threads, "decoding threads")->check(CLI::PositiveNumber);
-  check->callback([args] {
-    int rc = 1;
-    try {
-      rc = run_check(*args);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-    }
-    std::fflush(stdout);
-    if (rc == 0) throw CLI::Success();
-    throw CLI::RuntimeError(rc);
-  });
+  check->callback([args] { finish_command([&] { return run_check(*args); }); });
 }
 
 }  // namespace vt::cli

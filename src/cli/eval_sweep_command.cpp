@@ -11,7 +11,7 @@
 #include <memory>
 #include <sstream>
 
-#include "cli/viz_command.h"
+#include "cli/command_support.h"
 #include "core/error.h"
 #include "engine/heatmap.h"
 #include "engine/trainer.h"
@@ -33,19 +33,6 @@ engine::EvalResult evaluate_cell(const io::Config& cfg, const std::string& weigh
   return r;
 }
 
-// Runs `body`, turning an exception into the CLI's one-line error and exit code 1.
-template <class F>
-void run_command(F body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    throw CLI::RuntimeError(1);
-  }
-  std::fflush(stdout);
-  throw CLI::Success();  // done: main has nothing else to run
-}
-
 struct SweepOptions {
   std::string config, device, weights, out;
   std::vector<std::string> sets;
@@ -53,7 +40,7 @@ struct SweepOptions {
 };
 
 void run_sweep(const SweepOptions& o) {
-  const io::Config base = load_analysis_config(o.config, o.sets, o.device);
+  const io::Config base = load_command_config(o.config, o.sets, o.device);
   VT_CHECK(base.model.attention.is_mita(), "[eval-sweep] sweeping (m, k) needs MiTA attention "
            "(model.attention.type mita or mita_route); the config's attention is '", base.model.attention.type, "'");
   VT_CHECK(!o.ms.empty() && !o.ks.empty(), "[eval-sweep] --m and --k need at least one value each");
@@ -158,7 +145,7 @@ void run_swap(const SwapOptions& o) {
   } else {
     VT_CHECK(!o.weights_dense.empty() && !o.weights_mita.empty(),
              "[eval-swap] needs --weights-dense and --weights-mita (or --csv)");
-    const io::Config base = load_analysis_config(o.config, o.sets, o.device);
+    const io::Config base = load_command_config(o.config, o.sets, o.device);
     // The MiTA column evaluates with the config's attention when it is a MiTA kind, else with plain mita.
     io::AttentionConfig mita = base.model.attention;
     if (!mita.is_mita()) mita.type = "mita";
@@ -212,7 +199,12 @@ void add_eval_sweep_commands(CLI::App& app) {
   s->add_option("-o,--out", sweep->out, "output folder")->required();
   s->add_option("--set", sweep->sets, "override a config key (repeatable)");
   s->add_option("--device", sweep->device, "cuda:0 | cpu | auto (overrides train.device)");
-  s->callback([sweep] { run_command([&] { run_sweep(*sweep); }); });
+  s->callback([sweep] {
+    finish_command([&] {
+      run_sweep(*sweep);
+      return 0;
+    });
+  });
 
   auto swap = std::make_shared<SwapOptions>();
   auto* w = app.add_subcommand("eval-swap", "the 2x2 matrix trained-with x evaluated-with {dense, mita} at frozen "
@@ -227,7 +219,12 @@ void add_eval_sweep_commands(CLI::App& app) {
   w->add_option("-o,--out", swap->out, "output folder")->required();
   w->add_option("--set", swap->sets, "override a config key (repeatable)");
   w->add_option("--device", swap->device, "cuda:0 | cpu | auto (overrides train.device)");
-  w->callback([swap] { run_command([&] { run_swap(*swap); }); });
+  w->callback([swap] {
+    finish_command([&] {
+      run_swap(*swap);
+      return 0;
+    });
+  });
 }
 
 }  // namespace vt::cli

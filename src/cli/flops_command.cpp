@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/command_support.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 #include "io/json.h"
@@ -93,27 +94,17 @@ void add_flops_command(CLI::App& app) {
   cmd->add_option("--set", opts->sets, "override a config key, e.g. --set model.attention.type=mita (repeatable)");
   cmd->add_flag("--json", opts->json, "also print the counts as one JSON line");
   cmd->callback([opts] {
-    try {
+    finish_command([&] {
       std::vector<std::string> sets;
       if (!opts->model.empty()) sets.push_back("model.name=" + opts->model);
       sets.insert(sets.end(), opts->sets.begin(), opts->sets.end());
-      io::Config cfg;
-      if (!opts->config_path.empty()) {
-        cfg = io::load_config(opts->config_path, sets);
-      } else {
-        for (const auto& s : sets) io::apply_override(cfg, s);
-        cfg.validate();
-      }
+      const io::Config cfg = load_command_config(opts->config_path, sets);
       const models::VisionTransformer model(engine::vit_config(cfg));
       const models::FlopsReport rep = models::count_flops(model);
       std::printf("%s", flops_table(cfg.model.name, rep).c_str());
       if (opts->json) std::printf("%s\n", flops_json(cfg.model.name, rep).c_str());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      throw CLI::RuntimeError(1);
-    }
-    std::fflush(stdout);
-    throw CLI::Success();
+      return 0;
+    });
   });
 }
 

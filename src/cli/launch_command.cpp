@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/command_support.h"
 #include "core/error.h"
 #include "dist/tcp_socket.h"
 
@@ -242,17 +243,11 @@ void add_launch_command(CLI::App& app) {
     // `scripts/launch.sh -n 8 -- vitrain train ...` passes the program name too.
     if (opts->exec.empty() && !opts->args.empty() && std::filesystem::path(opts->args.front()).filename() == "vitrain")
       opts->args.erase(opts->args.begin());
-    int code = 0;
-    try {
+    finish_command([&] {
       VT_CHECK(!opts->args.empty() || !opts->exec.empty(),
                "[launch] nothing to run: vitrain launch -n N -- train --config c.yaml");
-      code = Ranks(*opts).run();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      throw CLI::RuntimeError(1);
-    }
-    if (code != 0) throw CLI::RuntimeError(code);
-    throw CLI::Success();
+      return Ranks(*opts).run();
+    });
   });
 }
 

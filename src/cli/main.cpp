@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "cli/command_support.h"
 #include "cli/bench_command.h"
 #include "cli/convert_command.h"
 #include "cli/data_command.h"
@@ -17,18 +18,6 @@
 #include "engine/imagenet_data.h"
 #include "engine/trainer.h"
 #include "io/config.h"
-
-namespace {
-
-vt::io::Config load(const std::string& path, const std::vector<std::string>& sets) {
-  if (!path.empty()) return vt::io::load_config(path, sets);
-  vt::io::Config cfg;
-  for (const auto& s : sets) vt::io::apply_override(cfg, s);
-  cfg.validate();
-  return cfg;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"vitrain: train and evaluate vision transformers (dense and MiTA attention)"};
@@ -69,7 +58,7 @@ int main(int argc, char** argv) {
     }
     if (!device.empty()) sets.push_back("train.device=" + device);  // last, so it wins over --set
     if (!resume.empty()) sets.push_back("train.resume=" + resume);
-    vt::io::Config cfg = load(config_path, sets);
+    vt::io::Config cfg = vt::cli::load_command_config(config_path, sets);
     if (*train) {
       auto s = vt::engine::train(cfg);
       if (s.stopped_at_max_steps) {

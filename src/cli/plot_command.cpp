@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "cli/command_support.h"
 #include "engine/plot.h"
 
 namespace vt::cli {
@@ -19,18 +20,14 @@ void add_plot_command(CLI::App& app) {
   cmd->add_option("-o,--out", opts->out_dir, "where to write the PNGs (default: RUN_DIR/plots)");
   cmd->callback([opts] {
     namespace fs = std::filesystem;
-    try {
+    finish_command([&] {
       const std::string out = opts->out_dir.empty() ? (fs::path(opts->run_dir) / "plots").string() : opts->out_dir;
       const auto rows = engine::read_metrics((fs::path(opts->run_dir) / "metrics.jsonl").string());
       const auto files = engine::plot_metrics(rows, out);
       if (files.empty()) std::printf("no curves to draw: %zu metrics lines without loss, lr or top-1\n", rows.size());
       for (const auto& f : files) std::printf("%s\n", f.c_str());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      throw CLI::RuntimeError(1);
-    }
-    std::fflush(stdout);
-    throw CLI::Success();  // done: main has nothing else to run
+      return 0;
+    });
   });
 }
 

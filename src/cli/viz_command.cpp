@@ -4,18 +4,10 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/command_support.h"
 #include "engine/viz_experts.h"
 
 namespace vt::cli {
-
-io::Config load_analysis_config(const std::string& path, std::vector<std::string> sets, const std::string& device) {
-  if (!device.empty()) sets.push_back("train.device=" + device);  // last, so it wins over --set
-  if (!path.empty()) return io::load_config(path, sets);
-  io::Config cfg;
-  for (const auto& s : sets) io::apply_override(cfg, s);
-  cfg.validate();
-  return cfg;
-}
 
 void add_viz_command(CLI::App& app) {
   struct Options {
@@ -39,15 +31,11 @@ void add_viz_command(CLI::App& app) {
   experts->add_option("--set", opts->sets, "override a config key (repeatable)");
   experts->add_option("--device", opts->device, "cuda:0 | cpu | auto (overrides train.device)");
   experts->callback([opts] {
-    try {
-      const io::Config cfg = load_analysis_config(opts->config, opts->sets, opts->device);
+    finish_command([&] {
+      const io::Config cfg = load_command_config(opts->config, opts->sets, opts->device);
       for (const auto& f : engine::viz_experts(cfg, opts->viz)) std::printf("%s\n", f.c_str());
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      throw CLI::RuntimeError(1);
-    }
-    std::fflush(stdout);
-    throw CLI::Success();  // done: main has nothing else to run
+      return 0;
+    });
   });
 }
 
