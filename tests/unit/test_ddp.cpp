@@ -12,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "ddp_runs.h"
 #include "dist/data_parallel.h"
 #include "dist/thread_communicator.h"
 #include "models/vit.h"
@@ -101,23 +102,11 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
 }
 
 // Runs fn(comm) on `world` threads, one rank each; rethrows the first failure.
-void run_ranks(int world, const std::function<void(ThreadCommunicator&)>& fn) {
+// The ranks of these tests run their small GEMMs single-threaded (OpenBLAS threads would oversubscribe the
+// machine with `world` ranks at once), with a 30 s communicator timeout.
+void run_blas1_ranks(int world, const std::function<void(ThreadCommunicator&)>& fn) {
   openblas_set_num_threads(1);
-  auto group = std::make_shared<ThreadGroup>(world, std::chrono::seconds(30));
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        ThreadCommunicator comm(group, r);
-        fn(comm);
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  test::run_ranks(world, fn, std::chrono::seconds(30));
 }
 
 // One single-process run over `world`·kPerRank samples per step; returns the params after each step and the first
@@ -147,7 +136,7 @@ TEST_P(Ddp, AveragedGradientsEqualTheConcatenatedBatchAndBucketsFireDuringBackwa
   std::vector<std::vector<double>> grads(static_cast<size_t>(world));
   std::vector<std::vector<std::pair<size_t, bool>>> launches(static_cast<size_t>(world));  // (bucket, in backward)
   std::vector<size_t> num_buckets(static_cast<size_t>(world));
-  run_ranks(world, [&](ThreadCommunicator& comm) {
+  run_blas1_ranks(world, [&](ThreadCommunicator& comm) {
     Replica r;
     DataParallelOptions o;
     o.bucket_mb = 2e-3;  // ~2 KB: several buckets for this 10K-parameter model
@@ -180,7 +169,7 @@ TEST_P(Ddp, AdamWStepsEqualTheSingleProcessRun) {
   constexpr int kSteps = 3;
   const Reference ref = single_process(world, kSteps);
   std::vector<std::vector<std::vector<double>>> params(static_cast<size_t>(world));
-  run_ranks(world, [&](ThreadCommunicator& comm) {
+  run_blas1_ranks(world, [&](ThreadCommunicator& comm) {
     Replica r;
     DataParallel dp(*r.opt, comm, DataParallelOptions{}, r.params());
     for (int s = 0; s < kSteps; ++s) {
@@ -211,7 +200,7 @@ TEST_P(Ddp, GradientAccumulationCommunicatesOnlyOnTheLastMicroBatch) {
   forward_backward(ref, 1, 0, world * kPerRank, 0.5);
   const std::vector<double> expected = flat_grads(ref);
   std::vector<std::vector<double>> grads(static_cast<size_t>(world));
-  run_ranks(world, [&](ThreadCommunicator& comm) {
+  run_blas1_ranks(world, [&](ThreadCommunicator& comm) {
     Replica r;
     DataParallel dp(*r.opt, comm, DataParallelOptions{}, r.params());
     size_t launched = 0;
@@ -232,7 +221,7 @@ TEST_P(Ddp, GradientAccumulationCommunicatesOnlyOnTheLastMicroBatch) {
 TEST_P(Ddp, ParameterNotReachedByBackwardStillCounts) {
   const int world = GetParam();
   std::vector<std::vector<double>> grads(static_cast<size_t>(world));
-  run_ranks(world, [&](ThreadCommunicator& comm) {
+  run_blas1_ranks(world, [&](ThreadCommunicator& comm) {
     Replica r;
     DataParallel dp(*r.opt, comm, DataParallelOptions{}, r.params());
     r.opt->zero_grad();
@@ -257,7 +246,7 @@ std::vector<std::vector<double>> dp_run(int world, bool zero1, int steps, optim:
                                         const optim::NamedTensors* resume_state = nullptr,
                                         const std::vector<double>* resume_params = nullptr, int first_step = 0) {
   std::vector<std::vector<double>> params;
-  run_ranks(world, [&](ThreadCommunicator& comm) {
+  run_blas1_ranks(world, [&](ThreadCommunicator& comm) {
     Replica r;
     if (resume_params) {
       r.opt->flat()->params().copy_(Tensor::from_vector(*resume_params, {int64_t(resume_params->size())}, DType::f64));
@@ -318,7 +307,7 @@ TEST_P(Ddp, ZeroOneHoldsOnlyItsSliceOfTheState) {
   std::vector<int64_t> resident(static_cast<size_t>(world)), gathered(resident), released(resident);
   int64_t flat_size = 0;
   std::vector<std::vector<double>> after_release(static_cast<size_t>(world));
-  run_ranks(world, [&](ThreadCommunicator& comm) {
+  run_blas1_ranks(world, [&](ThreadCommunicator& comm) {
     Replica r;
     DataParallelOptions o;
     o.zero1 = true;
@@ -365,7 +354,7 @@ INSTANTIATE_TEST_SUITE_P(Worlds, Ddp, ::testing::Values(2, 4), [](const auto& in
 TEST(ThreadCommunicator, CollectivesOnUnevenShards) {
   constexpr int kWorld = 3;
   std::vector<std::vector<double>> out(kWorld);
-  run_ranks(kWorld, [&](ThreadCommunicator& comm) {
+  run_blas1_ranks(kWorld, [&](ThreadCommunicator& comm) {
     const int r = comm.rank();
     std::vector<double> v(10);
     for (int i = 0; i < 10; ++i) v[size_t(i)] = r * 100 + i;
