@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "engine/heatmap.h"
 
 namespace vt::engine {
 
@@ -97,20 +98,14 @@ struct LineParser {
 
 // ---- drawing ----
 
-struct Rgb {
-  uint8_t r, g, b;
-};
+using Rgb = Rgb8;
 constexpr Rgb kBlue{31, 119, 180}, kOrange{255, 127, 14}, kGreen{44, 160, 44}, kGrid{225, 225, 225},
     kFrame{60, 60, 60}, kText{30, 30, 30}, kRed{214, 39, 40}, kPurple{148, 103, 189}, kBrown{140, 86, 75};
 
-class Canvas {
+// A chart: the RGB image of engine/heatmap plus lines and text in the charts' colour.
+class Canvas : public RgbImage {
  public:
-  Canvas(int w, int h) : w_(w), h_(h), px_(static_cast<size_t>(w * h * 3), 255) {}
-  void set(int x, int y, Rgb c) {
-    if (x < 0 || y < 0 || x >= w_ || y >= h_) return;
-    uint8_t* p = &px_[static_cast<size_t>((y * w_ + x) * 3)];
-    p[0] = c.r, p[1] = c.g, p[2] = c.b;
-  }
+  Canvas(int w, int h) : RgbImage(w, h) {}
   // Bresenham, drawn `thick` pixels wide.
   void line(int x0, int y0, int x1, int y1, Rgb c, int thick = 1) {
     const int dx = std::abs(x1 - x0), dy = -std::abs(y1 - y0), sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1;
@@ -124,14 +119,7 @@ class Canvas {
     }
   }
   // Digits, '.', '-', '+', 'e' and '%' in a 3x5 font scaled by `scale`; returns the width drawn.
-  int text(int x, int y, const std::string& s, int scale = 2) {
-    return draw_text(x, y, s, scale, [&](int px, int py) { set(px, py, kText); });
-  }
-  void save(const std::string& path) const { write_png_rgb(path, w_, h_, px_); }
-
- private:
-  int w_, h_;
-  std::vector<uint8_t> px_;
+  int text(int x, int y, const std::string& s, int scale = 2) { return RgbImage::text(x, y, s, scale, kText); }
 };
 
 struct Series {
