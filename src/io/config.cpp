@@ -35,6 +35,14 @@ template <class V> void fields(AttentionConfig& c, V& v) {
   v("agent_num", c.agent_num);
 }
 
+template <class V> void fields(DecoderConfig& c, V& v) {
+  v("type", c.type);
+  v("layers", c.layers);
+  v("heads", c.heads);
+  v("head_dim", c.head_dim);
+  v("reps_grid", c.reps_grid);
+}
+
 template <class V> void fields(ModelConfig& c, V& v) {
   v("name", c.name);
   v("img_size", c.img_size);
@@ -49,6 +57,7 @@ template <class V> void fields(ModelConfig& c, V& v) {
   v("drop_path_rate", c.drop_path_rate);
   v("layer_norm_eps", c.layer_norm_eps);
   v("attention", c.attention);
+  v("decoder", c.decoder);
 }
 
 template <class V> void fields(DataConfig& c, V& v) {
@@ -71,6 +80,8 @@ template <class V> void fields(DataConfig& c, V& v) {
   v("aug_repeats", c.aug_repeats);
   v("train_interpolation", c.train_interpolation);
   v("crop_pct", c.crop_pct);
+  v("mean", c.mean);
+  v("std", c.std);
 }
 
 template <class V> void fields(OptimConfig& c, V& v) {
@@ -89,6 +100,7 @@ template <class V> void fields(OptimConfig& c, V& v) {
 
 template <class V> void fields(ScheduleConfig& c, V& v) {
   v("sched", c.sched);
+  v("poly_power", c.poly_power);
   v("warmup_epochs", c.warmup_epochs);
   v("warmup_lr", c.warmup_lr);
   v("min_lr", c.min_lr);
@@ -121,6 +133,11 @@ template <class V> void fields(EvalConfig& c, V& v) {
   v("batch_size", c.batch_size);
   v("interval", c.interval);
   v("best_metric", c.best_metric);
+  v("seg_short_side", c.seg_short_side);
+  v("seg_long_side", c.seg_long_side);
+  v("seg_stride", c.seg_stride);
+  v("seg_scales", c.seg_scales);
+  v("seg_flip", c.seg_flip);
 }
 
 template <class V> void fields(DistConfig& c, V& v) {
@@ -371,6 +388,15 @@ void ModelConfig::validate() const {
   require(drop_path_rate >= 0 && drop_path_rate < 1, "model.drop_path_rate", "in [0, 1)", drop_path_rate);
   require(layer_norm_eps > 0, "model.layer_norm_eps", "> 0", layer_norm_eps);
   attention.validate();
+  decoder.validate();
+}
+
+void DecoderConfig::validate() const {
+  require_one_of("model.decoder.type", type, {"", "cbt", "linear"});
+  require(layers >= 1, "model.decoder.layers", ">= 1", layers);
+  require(heads >= 1, "model.decoder.heads", ">= 1", heads);
+  require(head_dim >= 1, "model.decoder.head_dim", ">= 1", head_dim);
+  require(reps_grid >= 1, "model.decoder.reps_grid", ">= 1", reps_grid);
 }
 
 void DataConfig::validate() const {
@@ -395,6 +421,9 @@ void DataConfig::validate() const {
   require(aug_repeats >= 0, "data.aug_repeats", ">= 0 (0: off)", aug_repeats);
   require_one_of("data.train_interpolation", train_interpolation, {"bilinear", "bicubic", "random"});
   require(crop_pct > 0 && crop_pct <= 1, "data.crop_pct", "in (0, 1]", crop_pct);
+  require(mean.empty() || mean.size() == 3, "data.mean", "[] or three numbers", yaml_scalar(mean));
+  require(std.empty() || std.size() == 3, "data.std", "[] or three numbers", yaml_scalar(std));
+  for (double s : std) require(s > 0, "data.std", "> 0", yaml_scalar(std));
 }
 
 void OptimConfig::validate() const {
@@ -414,7 +443,8 @@ void OptimConfig::validate() const {
 }
 
 void ScheduleConfig::validate() const {
-  require_one_of("schedule.sched", sched, {"cosine"});  // the only schedule optim/lr_schedule implements
+  require_one_of("schedule.sched", sched, {"cosine", "poly"});
+  require(poly_power > 0, "schedule.poly_power", "> 0", poly_power);
   require(warmup_epochs >= 0, "schedule.warmup_epochs", ">= 0", warmup_epochs);
   require(warmup_lr >= 0, "schedule.warmup_lr", ">= 0", warmup_lr);
   require(min_lr >= 0, "schedule.min_lr", ">= 0", min_lr);
@@ -443,7 +473,12 @@ void TrainConfig::validate() const {
 void EvalConfig::validate() const {
   require(batch_size > 0, "eval.batch_size", "> 0", batch_size);
   require(interval >= 1, "eval.interval", ">= 1", interval);
-  require_one_of("eval.best_metric", best_metric, {"top1", "ema_top1", "loss", "ema_loss"});
+  require_one_of("eval.best_metric", best_metric, {"top1", "ema_top1", "loss", "ema_loss", "miou"});
+  require(seg_short_side > 0, "eval.seg_short_side", "> 0", seg_short_side);
+  require(seg_long_side >= seg_short_side, "eval.seg_long_side", ">= eval.seg_short_side", seg_long_side);
+  require(seg_stride >= 0, "eval.seg_stride", ">= 0 (0: crop - 32)", seg_stride);
+  require(!seg_scales.empty(), "eval.seg_scales", "a non-empty list", "[]");
+  for (double s : seg_scales) require(s > 0, "eval.seg_scales", "> 0", yaml_scalar(seg_scales));
 }
 
 void DistConfig::validate() const {
@@ -462,6 +497,13 @@ void Config::validate() const {
     VT_FAIL("[config] dist.zero1 shards AdamW's state: set optim.opt: adamw (got '", optim.opt, "')");
   if (eval.best_metric.rfind("ema_", 0) == 0 && !train.model_ema)
     VT_FAIL("[config] eval.best_metric '", eval.best_metric, "' needs train.model_ema: true");
+  const bool segmentation = !model.decoder.type.empty();
+  if (segmentation != (data.dataset == "ade20k"))
+    VT_FAIL("[config] model.decoder.type '", model.decoder.type, "' and data.dataset '", data.dataset,
+            "' disagree: segmentation (a decoder) goes with data.dataset: ade20k and only with it");
+  if ((eval.best_metric == "miou") != segmentation)
+    VT_FAIL("[config] eval.best_metric '", eval.best_metric, "': miou is the segmentation metric (set it, and only "
+            "it, with model.decoder)");
   if (schedule.deit_epoch_lag && schedule.sched_on_updates)
     VT_FAIL("[config] schedule.deit_epoch_lag applies to per-epoch schedules: set schedule.sched_on_updates: false");
 }

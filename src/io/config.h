@@ -29,6 +29,16 @@ struct AttentionConfig {
   bool is_mita() const { return type == "mita" || type == "mita_route" || type == "mita_compress"; }
 };
 
+/// model.decoder: a segmentation head on the ViT's patch tokens (empty type: the classification head).
+struct DecoderConfig {
+  std::string type = "";   // "" (classification) | cbt (CBSA mask transformer, spec §5) | linear
+  int64_t layers = 3;      // CBT: contract-and-broadcast layers
+  int64_t heads = 3;       // CBT: heads per layer
+  int64_t head_dim = 100;  // CBT: dims per head (inner = heads · head_dim)
+  int64_t reps_grid = 10;  // CBT: representatives pooled to reps_grid × reps_grid
+  void validate() const;
+};
+
 struct ModelConfig {
   std::string name = "vit_micro";  ///< registry preset
   int img_size = 0;     ///< 0: from the preset (and likewise below)
@@ -43,6 +53,7 @@ struct ModelConfig {
   double drop_path_rate = 0.0;
   double layer_norm_eps = 1e-6;
   AttentionConfig attention;
+  DecoderConfig decoder;
   void validate() const;
 };
 
@@ -68,6 +79,10 @@ struct DataConfig {
   int aug_repeats = 0;                ///< repeated augmentation (RASampler) repeats; 0: off (DeiT: 3)
   std::string train_interpolation = "bicubic";  ///< bilinear | bicubic | random
   double crop_pct = 0.875;            ///< eval resize = img_size / crop_pct, then center crop
+  /// Normalisation on a 0-1 scale (timm --mean/--std); empty: the dataset's default (ImageNet's for images,
+  /// ade20k: ImageNet's as mmseg; Segmenter/Table 4 configs set 0.5).
+  std::vector<double> mean = {};
+  std::vector<double> std = {};
   void validate() const;
 };
 
@@ -90,7 +105,8 @@ struct OptimConfig {
 };
 
 struct ScheduleConfig {
-  std::string sched = "cosine";
+  std::string sched = "cosine";  ///< cosine | poly (lr = (base - min)·(1 - t/T)^poly_power + min, mmseg/Segmenter)
+  double poly_power = 0.9;
   double warmup_epochs = 1.0;  ///< may be fractional (the schedule is per step)
   double warmup_lr = 1e-5;
   double min_lr = 1e-5;
@@ -130,6 +146,13 @@ struct EvalConfig {
   int batch_size = 256;
   int interval = 1;                  ///< epochs between evaluations (the last epoch is always evaluated)
   std::string best_metric = "top1";  ///< top1 (DeiT: the raw model) | ema_top1 (timm with EMA) | loss | ema_loss
+                                     ///< | miou (segmentation)
+  // Segmentation (model.decoder set): Segmenter's sliding-window protocol.
+  int seg_short_side = 512;   ///< resize so the short side is this (keep ratio) ...
+  int seg_long_side = 2048;   ///< ... unless the long side would exceed this
+  int seg_stride = 0;         ///< window stride; 0: crop − 32 (Segmenter's miou.py; window = model.img_size)
+  std::vector<double> seg_scales = {1.0};  ///< multi-scale ratios (ms: 0.5, 0.75, 1.0, 1.25, 1.5, 1.75)
+  bool seg_flip = false;      ///< also average the horizontally flipped prediction
   void validate() const;
 };
 
