@@ -58,6 +58,7 @@ template <class V> void fields(ModelConfig& c, V& v) {
   v("layer_norm_eps", c.layer_norm_eps);
   v("attention", c.attention);
   v("decoder", c.decoder);
+  v("initial_checkpoint", c.initial_checkpoint);
 }
 
 template <class V> void fields(DataConfig& c, V& v) {

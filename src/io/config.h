@@ -54,6 +54,9 @@ struct ModelConfig {
   double layer_norm_eps = 1e-6;
   AttentionConfig attention;
   DecoderConfig decoder;
+  /// timm --initial-checkpoint: timm-format safetensors to start from (segmentation: the backbone, pos_embed
+  /// resized to the crop's grid, head dropped); "": random initialisation.
+  std::string initial_checkpoint = "";
   void validate() const;
 };
 
