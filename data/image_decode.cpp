@@ -15,16 +15,30 @@ namespace vt::data {
 namespace {
 
 // tjhandle is not thread-safe: one per thread, created on first use.
+struct DecompressorHandle {
+  tjhandle h = tjInitDecompress();
+  ~DecompressorHandle() {
+    if (h) tjDestroy(h);
+  }
+};
+
+DecompressorHandle& thread_handle() {
+  thread_local DecompressorHandle handle;
+  return handle;
+}
+
 tjhandle thread_decompressor() {
-  struct Handle {
-    tjhandle h = tjInitDecompress();
-    ~Handle() {
-      if (h) tjDestroy(h);
-    }
-  };
-  thread_local Handle handle;
+  DecompressorHandle& handle = thread_handle();
   VT_CHECK(handle.h != nullptr, "[data] tjInitDecompress failed: ", tjGetErrorStr2(nullptr));
   return handle.h;
+}
+
+// A handle that failed on a corrupt stream can keep state that breaks the thread's next, valid JPEG ("Bogus
+// Huffman table definition"), so a failure replaces it.
+void reset_thread_decompressor() {
+  DecompressorHandle& handle = thread_handle();
+  if (handle.h) tjDestroy(handle.h);
+  handle.h = tjInitDecompress();
 }
 
 ImageFormat sniff(const std::vector<uint8_t>& b) {
@@ -40,8 +54,11 @@ struct JpegHeader {
 
 JpegHeader jpeg_header(tjhandle tj, const std::vector<uint8_t>& bytes, const std::string& path) {
   JpegHeader h{};
-  if (tjDecompressHeader3(tj, bytes.data(), bytes.size(), &h.width, &h.height, &h.subsamp, &h.colorspace) != 0)
-    VT_FAIL("[data] ", path, ": bad JPEG header: ", tjGetErrorStr2(tj));
+  if (tjDecompressHeader3(tj, bytes.data(), bytes.size(), &h.width, &h.height, &h.subsamp, &h.colorspace) != 0) {
+    const std::string msg = tjGetErrorStr2(tj);
+    reset_thread_decompressor();
+    VT_FAIL("[data] ", path, ": bad JPEG header: ", msg);
+  }
   return h;
 }
 
@@ -64,6 +81,7 @@ void check_decompress(int rc, tjhandle tj, const std::string& path) {
   const std::string msg = tjGetErrorStr2(tj);
   // A warning means libjpeg finished the image. Pillow fails only on truncation, so we do too.
   if (tjGetErrorCode(tj) == TJERR_WARNING && msg.find("Premature end") == std::string::npos) return;
+  reset_thread_decompressor();
   VT_FAIL("[data] ", path, ": corrupt JPEG: ", msg);
 }
 

@@ -118,10 +118,16 @@ cv::Mat seg_eval_resize(const cv::Mat& image, int long_side, int short_side) {
   return out;
 }
 
-void seg_to_tensors(const cv::Mat& image, const cv::Mat& label, int crop, float* image_out, int64_t* label_out) {
+void seg_to_tensors(const cv::Mat& image, const cv::Mat& label, int crop, float* image_out, int64_t* label_out,
+                    const Normalization& norm) {
   VT_CHECK(image.cols <= crop && image.rows <= crop && label.size() == image.size(), "[data] segmentation sample ",
            image.cols, "x", image.rows, " does not fit the ", crop, " crop");
-  static constexpr float mean[3] = {123.675f, 116.28f, 103.53f}, stdv[3] = {58.395f, 57.12f, 57.375f};
+  // mmseg normalizes on the 0-255 scale; scaling in double gives ImageNet's 123.675f, 58.395f, … exactly.
+  float mean[3], stdv[3];
+  for (int c = 0; c < 3; ++c) {
+    mean[c] = static_cast<float>(static_cast<double>(norm.mean[c]) * 255.0);
+    stdv[c] = static_cast<float>(static_cast<double>(norm.std[c]) * 255.0);
+  }
   const int64_t plane = static_cast<int64_t>(crop) * crop;
   for (int c = 0; c < 3; ++c) std::fill(image_out + c * plane, image_out + (c + 1) * plane, 0.0f);
   std::fill(label_out, label_out + plane, static_cast<int64_t>(kIgnoreLabel));

@@ -5,6 +5,7 @@
 #include <opencv2/core.hpp>
 
 #include "data/sample_rng.h"
+#include "data/transforms.h"
 
 namespace vt::data {
 
@@ -35,8 +36,10 @@ void photometric_distortion(cv::Mat& image, SampleRng& rng);
 /// Eval resize: the image to rescale_size(…, 2048, 512) bilinear; the label stays at full size (mmseg).
 cv::Mat seg_eval_resize(const cv::Mat& image, int long_side = 2048, int short_side = 512);
 
-/// Normalizes (mmseg mean/std on 0-255 RGB) into CHW floats of size crop x crop, padding with 0 bottom/right;
-/// writes the label (padded with 255) as int64 crop x crop. Larger inputs are an error.
-void seg_to_tensors(const cv::Mat& image, const cv::Mat& label, int crop, float* image_out, int64_t* label_out);
+/// Normalizes ((v − 255·mean) / (255·std) on 0-255 RGB; default ImageNet's = mmseg's 123.675/58.395, …) into CHW
+/// floats of size crop x crop, padding with 0 bottom/right; writes the label (padded with 255) as int64
+/// crop x crop. Larger inputs are an error.
+void seg_to_tensors(const cv::Mat& image, const cv::Mat& label, int crop, float* image_out, int64_t* label_out,
+                    const Normalization& norm = {});
 
 }  // namespace vt::data

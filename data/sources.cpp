@@ -118,8 +118,9 @@ int64_t ImageFileSource::load_pixels(int64_t index, SampleRng& rng, uint8_t* pix
   return files_[static_cast<size_t>(index)].label;
 }
 
-SegmentationSource::SegmentationSource(std::vector<SegmentationPair> pairs, SegTrainConfig cfg, bool reduce_zero)
-    : pairs_(std::move(pairs)), cfg_(cfg), reduce_zero_(reduce_zero) {}
+SegmentationSource::SegmentationSource(std::vector<SegmentationPair> pairs, SegTrainConfig cfg, bool reduce_zero,
+                                       Normalization norm)
+    : pairs_(std::move(pairs)), cfg_(cfg), reduce_zero_(reduce_zero), norm_(norm) {}
 
 int64_t SegmentationSource::load(int64_t index, SampleRng&, float*) const {
   VT_FAIL("[data] ", describe(index), ": a segmentation sample has a label map, not one label");
@@ -138,7 +139,7 @@ void SegmentationSource::load_with_label_map(int64_t index, SampleRng& rng, floa
   }
   if (reduce_zero_) reduce_zero_label(label);
   seg_train_augment(img, label, cfg_, rng);
-  seg_to_tensors(img, label, cfg_.crop, image, label_map);
+  seg_to_tensors(img, label, cfg_.crop, image, label_map, norm_);
 }
 
 IdxSource::IdxSource(const IdxImages& images, const std::vector<uint8_t>& labels, double hflip, float mean,

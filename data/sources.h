@@ -64,11 +64,12 @@ class ImageFileSource : public SampleSource {
 };
 
 /// ADE20K training samples: image + annotation (reduce_zero_label applied), mmseg's train pipeline, then
-/// normalized and padded to crop x crop (labels padded with 255). Evaluation (variable sizes) is not batched
-/// here: use seg_eval_resize per image.
+/// normalized with `norm` (default ImageNet's, as mmseg; Segmenter uses 0.5/0.5) and padded to crop x crop
+/// (labels padded with 255). Evaluation (variable sizes) is not batched here: use seg_eval_resize per image.
 class SegmentationSource : public SampleSource {
  public:
-  SegmentationSource(std::vector<SegmentationPair> pairs, SegTrainConfig cfg, bool reduce_zero = true);
+  SegmentationSource(std::vector<SegmentationPair> pairs, SegTrainConfig cfg, bool reduce_zero = true,
+                     Normalization norm = {});
   int64_t size() const override { return static_cast<int64_t>(pairs_.size()); }
   std::array<int64_t, 3> image_shape() const override { return {3, cfg_.crop, cfg_.crop}; }
   std::array<int64_t, 2> label_map_shape() const override { return {cfg_.crop, cfg_.crop}; }
@@ -80,6 +81,7 @@ class SegmentationSource : public SampleSource {
   std::vector<SegmentationPair> pairs_;
   SegTrainConfig cfg_;
   bool reduce_zero_;
+  Normalization norm_;
 };
 
 /// In-memory gray images (Fashion-MNIST) with an optional horizontal flip, normalized with one mean/std.

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "models/cbt_decoder.h"
+#include "models/linear_decoder.h"
 #include "models/mita_attention.h"
 
 namespace vt::models {
@@ -10,6 +12,7 @@ namespace vt::models {
 namespace {
 
 constexpr int64_t kLayerNormMacsPerElement = 5;  // fvcore's norm_flop_counter with an affine transform
+constexpr int64_t kBilinearMacsPerOutput = 4;    // fvcore's handle for aten::upsample_bilinear2d
 
 // Where a parameter of one block goes: "attn.qkvg" is split into its q, k, v part (qkv) and its g part (gate).
 std::string block_row_of(const std::string& name) {
@@ -128,7 +131,7 @@ FlopsReport count_flops(const VisionTransformer& model) {
   // ---- MACs: linears and convs from the weight shapes, the attention core from the settings ----
   add_macs(find_row(rep.rows, "patch_embed"), patches * model.patch_embed->proj->weight.numel());
   add_macs(find_row(rep.rows, "norm"), kLayerNormMacsPerElement * N * C);
-  add_macs(find_row(rep.rows, "head"), model.head->weight.numel());  // the CLS token only
+  if (model.head) add_macs(find_row(rep.rows, "head"), model.head->weight.numel());  // the CLS token only
 
   add_macs(find_row(rep.block_rows, "norm1"), kLayerNormMacsPerElement * N * C);
   add_macs(find_row(rep.block_rows, "norm2"), kLayerNormMacsPerElement * N * C);
@@ -164,6 +167,44 @@ FlopsReport count_flops(const VisionTransformer& model) {
   for (const auto& r : rep.block_rows) block_params += r.params;
   VT_CHECK(rep.total.params == model.num_parameters() && blocks.params == rep.depth * block_params,
            "[flops] the per-module parameters do not add up (blocks of different shapes?)");
+  return rep;
+}
+
+FlopsReport count_flops(const Segmenter& model) {
+  FlopsReport rep = count_flops(*model.encoder);  // its head row stays empty: the encoder has no classifier
+  const ViTConfig& b = model.config().backbone;
+  const int64_t G = b.img_size / b.patch_size, Np = G * G, K = model.config().num_classes, D = b.embed_dim;
+  rep.decoder = model.config().decoder.type;
+  FlopsRow layers{"decoder.layers"}, masks{"decoder.masks"}, upsample{"upsample"};
+  if (const auto* cbt = dynamic_cast<const CbtDecoder*>(model.decoder.get())) {
+    const CbtDecoderConfig& c = cbt->config();
+    const int64_t n = Np + K, inner = c.heads * c.head_dim, m = c.reps_grid * c.reps_grid;
+    for (const auto& layer : cbt->layers) {
+      add_macs(layers, kLayerNormMacsPerElement * n * D);
+      add_macs(layers, n * layer->fn->proj->weight.numel() + n * layer->fn->to_out->weight.numel());
+      add_macs(layers, Np * inner);  // adaptive pooling of the patch tokens of W to the representatives
+      // A = Rep·Wᵀ, A·W, Rep·Repᵀ and its product with Rep, Aᵀ·Z: explicit matmuls, fvcore counts them too.
+      add_macs(layers, 2 * m * n * inner + 2 * m * m * inner + n * m * inner);
+      layers.params += layer->num_parameters();
+    }
+    masks.params = cbt->num_parameters() - layers.params;  // cls_emb, decoder_norm, mask_norm
+    add_macs(masks, kLayerNormMacsPerElement * n * D + Np * K * D + kLayerNormMacsPerElement * Np * K);
+  } else if (dynamic_cast<const LinearDecoder*>(model.decoder.get())) {
+    masks.name = "decoder.head";
+    masks.params = model.decoder->num_parameters();
+    add_macs(masks, Np * K * D);
+  } else {
+    VT_CHECK(false, "[flops] unknown decoder type '", rep.decoder, "'");
+  }
+  add_macs(upsample, kBilinearMacsPerOutput * K * b.img_size * b.img_size);
+  for (FlopsRow* r : {&layers, &masks, &upsample}) {
+    if (r->params == 0 && r->macs == 0) continue;
+    rep.rows.push_back(*r);
+    rep.total.params += r->params;
+    rep.total.macs += r->macs;
+    rep.total.macs_fvcore += r->macs_fvcore;
+  }
+  VT_CHECK(rep.total.params == model.num_parameters(), "[flops] the segmenter's parameters do not add up");
   return rep;
 }
 

@@ -10,11 +10,18 @@
 // = 1 per pooled input element; GELU, softmax, SiLU, the gate product, residual adds, RMSNorm (linear attention's
 // q/k norms) and the input-independent agent bias tables are not counted. Patch embedding and head are included
 // (the head sees the CLS token only). These reproduce every number of spec §6 at its printed precision.
+// A Segmenter (Table 4) is its encoder (no head) plus its decoder, counted with the same rules; the decoder's
+// products are explicit matmuls in the official code, so both conventions count them: CBT per layer LN, proj,
+// pooling (1 per pooled element), Rep·Wᵀ, A·W, Rep·Repᵀ, its product with Rep, Aᵀ·Z, to_out; then decoder_norm,
+// P·Clᵀ and mask_norm (the L2 normalisations and per-head scales uncounted, like other element-wise ops); the
+// bilinear upsampling to the crop as fvcore's upsample_bilinear2d handle: 4 per output element. The paper's
+// Table 4 counts are close to the "all" column (numbers in tests/unit/test_flops.cpp).
 #pragma once
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "models/segmenter.h"
 #include "models/vit.h"
 
 namespace vt::models {
@@ -31,6 +38,7 @@ struct FlopsRow {
 /// (norm1, attn.qkv, attn.core, attn.proj, attn.dwc, attn.gate, norm2, mlp.fc1, mlp.fc2): every block is the same.
 struct FlopsReport {
   std::string attention;  ///< a short description of the attention kind and its settings
+  std::string decoder;    ///< segmentation decoder type (cbt | linear); empty for a classifier
   int64_t image_size = 0, patch_size = 0, tokens = 0, depth = 0;
   std::vector<FlopsRow> rows;
   std::vector<FlopsRow> block_rows;
@@ -41,6 +49,8 @@ struct FlopsReport {
 
 /// Counts `model`: parameters from its tensors, MACs from its layer shapes and its attention settings.
 FlopsReport count_flops(const VisionTransformer& model);
+/// Counts a Segmenter: the encoder's rows, then decoder.layers, decoder.masks (or decoder.head) and upsample.
+FlopsReport count_flops(const Segmenter& model);
 
 /// The attention core of one layer (from q, k, v to the input of proj; DWC and gate excluded) for N tokens of
 /// width C with `heads` heads: {all-matmul MACs, fvcore-style MACs}. For MiTA (C = H·d): RKᵀ m·N·C, RQᵀ m·N·C,

@@ -19,6 +19,11 @@ constexpr Preset kPresets[] = {
     {"vit_small_patch16_224", 224, 16, 384, 12, 6},
     {"vit_base_patch16_224", 224, 16, 768, 12, 12},
     {"vit_large_patch16_224", 224, 16, 1024, 24, 16},
+    // The AugReg 384² checkpoints that MiTA's Segmenter starts from (spec §5; configs set img_size 512 / 640).
+    {"vit_tiny_patch16_384", 384, 16, 192, 12, 3},
+    {"vit_small_patch16_384", 384, 16, 384, 12, 6},
+    {"vit_base_patch16_384", 384, 16, 768, 12, 12},
+    {"vit_large_patch16_384", 384, 16, 1024, 24, 16},
 };
 }  // namespace
 

@@ -31,8 +31,8 @@ Tensor Block::forward(const Tensor& x) const {
 }
 
 VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
-  VT_CHECK(cfg.embed_dim > 0 && cfg.depth > 0 && cfg.num_heads > 0 && cfg.num_classes > 0,
-           "[model] embed_dim, depth, num_heads and num_classes must be positive");
+  VT_CHECK(cfg.embed_dim > 0 && cfg.depth > 0 && cfg.num_heads > 0 && cfg.num_classes >= 0,
+           "[model] embed_dim, depth and num_heads must be positive and num_classes not negative");
   Generator gen(cfg.seed);
   const int64_t D = cfg.embed_dim;
   patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(cfg.img_size, cfg.patch_size,
@@ -50,7 +50,8 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
     list->add(blocks.back());
   }
   norm = register_module("norm", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
-  head = register_module("head", std::make_shared<nn::Linear>(D, cfg.num_classes, true, gen));
+  // num_classes 0: no classifier (timm's nn.Identity head), e.g. a segmentation backbone.
+  if (cfg.num_classes > 0) head = register_module("head", std::make_shared<nn::Linear>(D, cfg.num_classes, true, gen));
 }
 
 Tensor VisionTransformer::forward_features(const Tensor& images) const {
@@ -67,6 +68,7 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
 Tensor VisionTransformer::forward(const Tensor& images) const {
   Tensor x = forward_features(images);
   Tensor cls = x.slice(1, 0, 1).squeeze(1);  // [B, D]
+  if (!head) return cls;  // pre-logits features [B, D]
   return head->forward(ops::dropout(cls, cfg_.drop_rate, training()));
 }
 

@@ -33,7 +33,7 @@ class Block : public nn::Module {
 class VisionTransformer : public nn::Module {
  public:
   explicit VisionTransformer(const ViTConfig& cfg);
-  /// [B, C, H, W] → logits [B, num_classes].
+  /// [B, C, H, W] → logits [B, num_classes]; with num_classes 0 (no head) the CLS features [B, D].
   Tensor forward(const Tensor& images) const;
   /// Tokens after the final norm, [B, 1 + N, D].
   Tensor forward_features(const Tensor& images) const;
@@ -43,7 +43,7 @@ class VisionTransformer : public nn::Module {
   std::shared_ptr<nn::PatchEmbed> patch_embed;
   std::vector<std::shared_ptr<Block>> blocks;
   std::shared_ptr<nn::LayerNorm> norm;
-  std::shared_ptr<nn::Linear> head;
+  std::shared_ptr<nn::Linear> head;  ///< null when num_classes is 0
 
  private:
   ViTConfig cfg_;

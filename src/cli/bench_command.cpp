@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "cli/command_support.h"
 #include "core/error.h"
 
 namespace vt::cli {
@@ -11,11 +12,17 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   auto& o = cmd.options;
   auto* b = app.add_subcommand("bench", "training (and inference) img/s and peak memory on synthetic data");
   b->add_option("--model", o.model, "model preset")->capture_default_str();
-  b->add_option("--batch-size", o.batch_size, "images per step")->capture_default_str();
+  cmd.batch_size_option = b->add_option("--batch-size", o.batch_size, "images per step (with --config: "
+                                        "train.batch_size unless given)")->capture_default_str();
+  b->add_option("-c,--config", cmd.config_path, "take the model from this YAML config; a segmentation config "
+                "(model.decoder.type set) benchmarks its Segmenter: pixel cross-entropy, SGD, evaluation windows")
+      ->check(CLI::ExistingFile);
+  b->add_option("--set", cmd.sets, "override a key of --config (repeatable)");
   b->add_option("--steps", o.steps, "timed steps")->capture_default_str();
   b->add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
   b->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  b->add_flag("--amp", o.amp, "bf16 autocast on CUDA (timm --amp)");
+  cmd.amp_option =
+      b->add_flag("--amp", o.amp, "bf16 autocast on CUDA (timm --amp; with --config: train.amp unless given)");
   b->add_flag("--infer", o.infer, "also time inference (eval mode, no grad)");
   b->add_option("--attention", o.attention.type, "dense | mita | mita_route | mita_compress | agent | agent_bias | linear")
       ->capture_default_str();
@@ -28,18 +35,46 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   return b;
 }
 
+namespace {
+
+// The options with --config applied: model name and attention, the Segmenter for a segmentation config, and the
+// config's batch size and autocast where the command line does not give them.
+engine::BenchOptions options_with_config(const BenchCommand& cmd) {
+  engine::BenchOptions o = cmd.options;
+  if (cmd.config_path.empty()) {
+    VT_CHECK(cmd.sets.empty(), "[bench] --set needs --config");
+    return o;
+  }
+  const io::Config cfg = load_command_config(cmd.config_path, cmd.sets);
+  o.model = cfg.model.name;
+  o.attention = cfg.model.attention;
+  if (!cfg.model.decoder.type.empty()) {
+    o.segmenter = models::segmenter_config(cfg.model, static_cast<uint64_t>(cfg.train.seed));
+    o.infer = true;  // the evaluation windows are half of what a segmentation benchmark is for
+  }
+  if (!cmd.batch_size_option || cmd.batch_size_option->count() == 0) o.batch_size = cfg.train.batch_size;
+  if (!cmd.amp_option || cmd.amp_option->count() == 0) o.amp = cfg.train.amp;
+  return o;
+}
+
+}  // namespace
+
 void run_bench_command(const BenchCommand& cmd) {
-  const auto& o = cmd.options;
-  cmd.options.attention.validate();
+  const engine::BenchOptions o = options_with_config(cmd);
+  o.attention.validate();
   engine::BenchResult r = engine::run_bench(o);
-  std::printf("model %s (%s attention, %.1fM params), batch %lld, %s%s, %lld steps after %lld warm-up\n",
-              o.model.c_str(), o.attention.type.c_str(), static_cast<double>(r.params) / 1e6,
+  const std::string what = o.segmenter ? " + " + o.segmenter->decoder.type + " decoder, segmentation " +
+                                             std::to_string(o.segmenter->backbone.img_size) + "px"
+                                       : std::string();
+  std::printf("model %s%s (%s attention, %.1fM params), batch %lld, %s%s, %lld steps after %lld warm-up\n",
+              o.model.c_str(), what.c_str(), o.attention.type.c_str(), static_cast<double>(r.params) / 1e6,
               static_cast<long long>(o.batch_size), r.device.c_str(), r.amp ? " bf16 autocast" : " f32",
               static_cast<long long>(o.steps), static_cast<long long>(o.warmup));
   std::printf("train: %.1f img/s, %.2f ms/step, peak memory %s\n", r.train_img_per_s, r.train_step_ms,
               engine::describe_peak_memory(r.train_peak).c_str());
   if (r.has_infer)
-    std::printf("infer: %.1f img/s, %.2f ms/batch, peak memory %s\n", r.infer_img_per_s, r.infer_batch_ms,
+    std::printf("%s: %.1f img/s, %.2f ms/batch, peak memory %s\n", o.segmenter ? "eval windows" : "infer",
+                r.infer_img_per_s, r.infer_batch_ms,
                 engine::describe_peak_memory(r.infer_peak).c_str());
   const std::string line = engine::bench_json(o, r);
   std::printf("%s\n", line.c_str());

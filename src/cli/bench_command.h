@@ -2,6 +2,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/bench.h"
 
@@ -11,6 +12,10 @@ namespace vt::cli {
 struct BenchCommand {
   engine::BenchOptions options;
   std::string json_path;  ///< appends the result's JSON line here too when non-empty
+  std::string config_path;        ///< --config: model (and, with a decoder, the segmentation task) from a YAML
+  std::vector<std::string> sets;  ///< --set overrides of that config
+  CLI::Option* batch_size_option = nullptr;  ///< to tell an explicit --batch-size from the default
+  CLI::Option* amp_option = nullptr;         ///< likewise for --amp
 };
 
 /// Registers `bench` and its options on `app`; returns the subcommand (true when it was given).

@@ -35,8 +35,9 @@ io::JsonValue row_json(const models::FlopsRow& r) {
 
 std::string flops_table(const std::string& model_name, const models::FlopsReport& rep) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s, %s attention, %lldx%lld image, patch %lld, %lld tokens; per image:\n",
-                model_name.c_str(), rep.attention.c_str(), static_cast<long long>(rep.image_size),
+  std::snprintf(buf, sizeof buf, "%s%s, %s attention, %lldx%lld image, patch %lld, %lld tokens; per image:\n",
+                model_name.c_str(), rep.decoder.empty() ? "" : (" + " + rep.decoder + " decoder").c_str(),
+                rep.attention.c_str(), static_cast<long long>(rep.image_size),
                 static_cast<long long>(rep.image_size), static_cast<long long>(rep.patch_size),
                 static_cast<long long>(rep.tokens));
   std::string out = buf;
@@ -69,6 +70,7 @@ std::string flops_json(const std::string& model_name, const models::FlopsReport&
   };
   return io::to_json(JsonValue::make_object({{"model", JsonValue::make_string(model_name)},
                                              {"attention", JsonValue::make_string(rep.attention)},
+                                             {"decoder", JsonValue::make_string(rep.decoder)},
                                              {"image_size", JsonValue::make_int(rep.image_size)},
                                              {"patch_size", JsonValue::make_int(rep.patch_size)},
                                              {"tokens", JsonValue::make_int(rep.tokens)},
@@ -99,8 +101,12 @@ void add_flops_command(CLI::App& app) {
       if (!opts->model.empty()) sets.push_back("model.name=" + opts->model);
       sets.insert(sets.end(), opts->sets.begin(), opts->sets.end());
       const io::Config cfg = load_command_config(opts->config_path, sets);
-      const models::VisionTransformer model(engine::vit_config(cfg));
-      const models::FlopsReport rep = models::count_flops(model);
+      // A segmentation config (model.decoder.type set) counts the Segmenter: encoder + decoder + upsampling.
+      const models::FlopsReport rep =
+          cfg.model.decoder.type.empty()
+              ? models::count_flops(models::VisionTransformer(engine::vit_config(cfg)))
+              : models::count_flops(models::Segmenter(
+                    models::segmenter_config(cfg.model, static_cast<uint64_t>(cfg.train.seed))));
       std::printf("%s", flops_table(cfg.model.name, rep).c_str());
       if (opts->json) std::printf("%s\n", flops_json(cfg.model.name, rep).c_str());
       return 0;

@@ -1,6 +1,7 @@
 // vitrain: the command line. `train` and `eval` read a YAML config (timm-style keys) with --set overrides;
 // `bench` measures throughput on synthetic data; `plot` draws a run's curves; `data check` inspects datasets;
-// `convert` adapts timm weights (pos-embed resize, head drop).
+// `convert` adapts timm weights (pos-embed resize, head drop); `seg-eval` scores segmentation weights (`eval`
+// with a model.decoder config forwards there).
 // Every error surfaces here as one line and a non-zero exit code.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -14,8 +15,10 @@
 #include "cli/flops_command.h"
 #include "cli/launch_command.h"
 #include "cli/plot_command.h"
+#include "cli/seg_command.h"
 #include "cli/viz_command.h"
 #include "engine/imagenet_data.h"
+#include "engine/seg_trainer.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
   vt::cli::add_launch_command(app);
   vt::cli::add_flops_command(app);
   vt::cli::add_viz_command(app);
+  vt::cli::add_seg_eval_command(app);
   vt::cli::add_eval_sweep_commands(app);
   CLI11_PARSE(app, argc, argv);
   try {
@@ -59,7 +63,9 @@ int main(int argc, char** argv) {
     if (!device.empty()) sets.push_back("train.device=" + device);  // last, so it wins over --set
     if (!resume.empty()) sets.push_back("train.resume=" + resume);
     vt::io::Config cfg = vt::cli::load_command_config(config_path, sets);
-    if (*train) {
+    if (*train && !cfg.model.decoder.type.empty()) {  // segmentation: Segmenter + decoder (engine/seg_trainer.h)
+      std::printf("%s\n", vt::engine::seg_train_report(vt::engine::train_segmentation(cfg)).c_str());
+    } else if (*train) {
       auto s = vt::engine::train(cfg);
       if (s.stopped_at_max_steps) {
         std::printf("stopped after %lld updates (train.max_steps); resume with --resume auto\n",
@@ -71,6 +77,8 @@ int main(int argc, char** argv) {
       std::printf("training speed %.0f img/s over %.1f s\n", s.train_img_per_s, s.train_seconds);
       std::printf("log: %s\nmetrics: %s\nweights: %s\n", s.log_path.c_str(), s.metrics_path.c_str(),
                   s.weights_path.c_str());
+    } else if (*eval && !cfg.model.decoder.type.empty()) {  // segmentation config: seg-eval's protocol and table
+      return vt::cli::run_seg_eval(cfg, weights, eval_out.results_file, eval_out.json);
     } else if (*eval) {
       auto r = vt::engine::evaluate_weights(cfg, weights);
       const int64_t img_size = vt::engine::vit_config(cfg).img_size;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command_support.h"
+#include "cli/seg_command.h"
 #include "engine/viz_experts.h"
 
 namespace vt::cli {
@@ -37,6 +38,7 @@ void add_viz_command(CLI::App& app) {
       return 0;
     });
   });
+  add_viz_seg_command(*viz);
 }
 
 }  // namespace vt::cli

@@ -1,5 +1,5 @@
 // `vitrain viz experts --config C --weights W --image I --out DIR`: the paper's Figures 3 and 4 for one image
-// (engine/viz_experts.h).
+// (engine/viz_experts.h); `vitrain viz seg` (cli/seg_command.h): a segmentation picture of one image.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
@@ -9,7 +9,7 @@
 
 namespace vt::cli {
 
-/// Adds the `viz` subcommand (with `experts`); it runs from its own callback (prints the files written).
+/// Adds the `viz` subcommand (with `experts` and `seg`); it runs from its own callback (prints the files written).
 void add_viz_command(CLI::App& app);
 
 }  // namespace vt::cli

@@ -1,5 +1,5 @@
 // The benchmark loop. Synthetic batch made once on the host and copied to the device once; each step is the
-// trainer's step (autocast forward + loss, zero_grad, backward, AdamW) with nothing read back, so the timed
+// trainer's step (autocast forward + loss, zero_grad, backward, optimizer step) with nothing read back, so the timed
 // region queues work freely and synchronize() at its two ends is the only wait.
 #include "engine/bench.h"
 
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "autograd/node.h"
 #include "io/json.h"
@@ -16,6 +17,7 @@
 #include "ops/ops.h"
 #include "optim/adamw.h"
 #include "optim/param_groups.h"
+#include "optim/sgd.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -47,6 +49,69 @@ std::string json_gib(const std::optional<PeakMemory>& m) {
   return m ? json_number(static_cast<double>(m->allocated) / (1024.0 * 1024.0 * 1024.0)) : "null";
 }
 
+// The benchmark a model reduces to: the loss of one training batch and the output of one inference batch.
+struct Workload {
+  nn::Module& model;
+  optim::Optimizer& optimizer;
+  std::function<Tensor()> loss, infer;
+};
+
+// Times the training steps, then (opt.infer) inference, with the peak memory of each phase. The one code path of
+// both tasks: only the model, the loss and the optimizer differ.
+void measure(const BenchOptions& opt, Device device, std::optional<DType> amp, Workload w, BenchResult& r) {
+  const int64_t B = opt.batch_size;
+  {
+    release_cached_memory(device);
+    reset_peak_memory(device);
+    w.model.train();
+    Tensor loss;
+    const double seconds = timed(device, opt.warmup, opt.steps, [&] {
+      {
+        nn::AutocastGuard autocast(amp);
+        loss = w.loss();
+      }
+      w.optimizer.zero_grad();
+      loss.backward();
+      w.optimizer.step();
+    });
+    r.train_step_ms = 1e3 * seconds / static_cast<double>(opt.steps);
+    r.train_img_per_s = static_cast<double>(B * opt.steps) / seconds;
+    r.train_peak = peak_memory(device);
+    r.last_loss = loss.item();
+    w.optimizer.zero_grad();  // drops the gradients before inference is measured
+  }
+
+  if (opt.infer) {
+    release_cached_memory(device);
+    reset_peak_memory(device);
+    w.model.eval();
+    NoGradGuard no_grad;
+    nn::AutocastGuard autocast(amp);
+    Tensor out;
+    const double seconds = timed(device, opt.warmup, opt.steps, [&] { out = w.infer(); });
+    r.has_infer = true;
+    r.infer_batch_ms = 1e3 * seconds / static_cast<double>(opt.steps);
+    r.infer_img_per_s = static_cast<double>(B * opt.steps) / seconds;
+    r.infer_peak = peak_memory(device);
+  }
+}
+
+// Random normal images [B, C, S, S] on the device.
+Tensor synthetic_images(int64_t B, int64_t C, int64_t S, Device device) {
+  Tensor images = Tensor::empty({B, C, S, S});
+  Generator gen(0);
+  ops::normal_(images, 0, 1, gen);
+  return images.to(device);
+}
+
+// Label maps [B, S, S] (i64) cycling through the classes, every 7th pixel 255 (ignored), as ADE20K's unlabelled
+// pixels after reduce_zero_label.
+Tensor synthetic_label_maps(int64_t B, int64_t S, int64_t classes, Device device) {
+  std::vector<double> v(static_cast<size_t>(B * S * S));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = i % 7 == 3 ? 255.0 : static_cast<double>((i * 7919 / 13) % classes);
+  return Tensor::from_vector(v, {B, S, S}, DType::i64).to(device);
+}
+
 }  // namespace
 
 BenchResult run_bench(const BenchOptions& opt) {
@@ -61,57 +126,38 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.device = device.str();
   r.amp = opt.amp && device.is_cuda();
   const std::optional<DType> amp = opt.amp ? std::optional<DType>(DType::bf16) : std::nullopt;
+  const int64_t B = opt.batch_size;
+
+  if (opt.segmenter) {
+    models::Segmenter model(*opt.segmenter);
+    r.params = model.num_parameters();
+    model.to(device);
+    const models::ViTConfig& b = opt.segmenter->backbone;
+    const Tensor images = synthetic_images(B, b.in_chans, b.img_size, device);
+    const Tensor labels = synthetic_label_maps(B, b.img_size, opt.segmenter->num_classes, device);
+    // Spec §5: SGD, Nesterov momentum 0.9, lr 1e-3, no weight decay.
+    optim::SGD sgd(optim::make_param_groups(model.named_parameters(), 0.0), 1e-3, 0.9, true);
+    measure(opt, device, amp,
+            {model, sgd, [&] { return ops::pixel_cross_entropy(model.forward(images), labels); },
+             [&] { return model.forward(images); }},
+            r);
+    return r;
+  }
 
   models::ViTConfig cfg = models::preset(opt.model);
   cfg.attention = opt.attention;
   models::VisionTransformer model(cfg);
   r.params = model.num_parameters();
   model.to(device);
-
-  const int64_t B = opt.batch_size;
-  Tensor images = Tensor::empty({B, cfg.in_chans, cfg.img_size, cfg.img_size});  // [B, C, H, W]
-  Generator gen(0);
-  ops::normal_(images, 0, 1, gen);
+  const Tensor images = synthetic_images(B, cfg.in_chans, cfg.img_size, device);
   std::vector<double> label_values(static_cast<size_t>(B));
   for (int64_t i = 0; i < B; ++i) label_values[static_cast<size_t>(i)] = static_cast<double>(i % cfg.num_classes);
-  images = images.to(device);
   const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
-
-  {
-    release_cached_memory(device);
-    reset_peak_memory(device);
-    optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
-    model.train();
-    Tensor loss;
-    const double seconds = timed(device, opt.warmup, opt.steps, [&] {
-      {
-        nn::AutocastGuard autocast(amp);
-        loss = ops::cross_entropy(model.forward(images), labels, opt.smoothing);
-      }
-      adamw.zero_grad();
-      loss.backward();
-      adamw.step();
-    });
-    r.train_step_ms = 1e3 * seconds / static_cast<double>(opt.steps);
-    r.train_img_per_s = static_cast<double>(B * opt.steps) / seconds;
-    r.train_peak = peak_memory(device);
-    r.last_loss = loss.item();
-    adamw.zero_grad();  // drops the gradients before inference is measured
-  }
-
-  if (opt.infer) {
-    release_cached_memory(device);
-    reset_peak_memory(device);
-    model.eval();
-    NoGradGuard no_grad;
-    nn::AutocastGuard autocast(amp);
-    Tensor logits;
-    const double seconds = timed(device, opt.warmup, opt.steps, [&] { logits = model.forward(images); });
-    r.has_infer = true;
-    r.infer_batch_ms = 1e3 * seconds / static_cast<double>(opt.steps);
-    r.infer_img_per_s = static_cast<double>(B * opt.steps) / seconds;
-    r.infer_peak = peak_memory(device);
-  }
+  optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
+  measure(opt, device, amp,
+          {model, adamw, [&] { return ops::cross_entropy(model.forward(images), labels, opt.smoothing); },
+           [&] { return model.forward(images); }},
+          r);
   return r;
 }
 
@@ -119,6 +165,7 @@ std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
   std::string s = "{\"impl\":\"vitrain\"";
   auto add = [&s](const char* key, const std::string& json_value) { s += std::string(",\"") + key + "\":" + json_value; };
   add("model", io::json_quote(opt.model));
+  add("task", io::json_quote(opt.segmenter ? "segmentation" : "classification"));
   add("attention", io::json_quote(opt.attention.type));
   add("batch_size", std::to_string(opt.batch_size));
   add("steps", std::to_string(opt.steps));

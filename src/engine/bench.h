@@ -1,5 +1,8 @@
 // Throughput benchmark on synthetic data (what `vitrain bench` runs): training steps (forward + loss + backward +
-// AdamW) and optionally inference, timed with the device synchronized only at the ends of each timed region.
+// optimizer) and optionally inference, timed with the device synchronized only at the ends of each timed region.
+// Classification: a preset ViT, cross-entropy, AdamW. Segmentation (options.segmenter set): the Segmenter of a
+// segmentation config, pixel cross-entropy on the upsampled logits against random labels (some 255), SGD Nesterov
+// as spec §5, and evaluation windows (forward of crop-sized images) as the inference phase.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -7,6 +10,7 @@
 
 #include "engine/device.h"
 #include "models/attention.h"
+#include "models/segmenter.h"
 
 namespace vt::engine {
 
@@ -21,6 +25,8 @@ struct BenchOptions {
   bool infer = false;   ///< also time inference (eval mode, no grad)
   int threads = 0;      ///< CPU threads; 0: all cores
   double smoothing = 0.1;
+  /// Set: benchmark this Segmenter (model names the config's preset) instead of the classifier `model`.
+  std::optional<models::SegmenterConfig> segmenter;
 };
 
 struct BenchResult {
@@ -38,7 +44,7 @@ struct BenchResult {
 BenchResult run_bench(const BenchOptions& opt);
 
 /// One JSON object on one line with the options and results (keys shared with scripts/bench_timm.py:
-/// impl, model, batch_size, amp, device, train_img_per_s, train_step_ms, train_peak_mem_gib, infer_img_per_s,
+/// impl, model, task, batch_size, amp, device, train_img_per_s, train_step_ms, train_peak_mem_gib, infer_img_per_s,
 /// infer_peak_mem_gib; a value that was not measured is null).
 std::string bench_json(const BenchOptions& opt, const BenchResult& r);
 

@@ -20,7 +20,8 @@ double resolved_lr(const io::Config& cfg, int world) {
 }
 
 LrPlan::LrPlan(const io::Config& cfg, int64_t updates_per_epoch, int world)
-    : on_updates_(cfg.schedule.sched_on_updates), deit_lag_(cfg.schedule.deit_epoch_lag) {
+    : poly_on_(cfg.schedule.sched == "poly"), on_updates_(cfg.schedule.sched_on_updates),
+      deit_lag_(cfg.schedule.deit_epoch_lag) {
   const auto& s = cfg.schedule;
   sched_.base_lr = resolved_lr(cfg, world);
   sched_.warmup_lr = s.warmup_lr;
@@ -36,9 +37,11 @@ LrPlan::LrPlan(const io::Config& cfg, int64_t updates_per_epoch, int world)
   }
   VT_CHECK(sched_.total_t > sched_.warmup_t, "[config] schedule.warmup_epochs (", s.warmup_epochs,
            ") must be shorter than the run (", cfg.train.epochs, " epochs)");
+  poly_ = {sched_.base_lr, s.warmup_lr, s.min_lr, s.poly_power, sched_.warmup_t, sched_.total_t};
 }
 
 double LrPlan::lr(int64_t global_step, int64_t epoch) const {
+  if (poly_on_) return poly_.at(static_cast<double>(on_updates_ ? global_step : epoch));
   if (on_updates_) return sched_.at(static_cast<double>(global_step));
   return optim::epoch_lr(sched_, epoch, deit_lag_);
 }
@@ -49,6 +52,19 @@ void check_supported(const io::Config& cfg) {
   auto need = [&](bool used, const std::string& what) {
     if (used) missing += (missing.empty() ? "" : ", ") + what;
   };
+  if (!cfg.model.decoder.type.empty()) {  // segmentation (engine/seg_trainer): Segmenter's recipe only
+    need(d.mixup > 0 || d.cutmix > 0, "data.mixup/cutmix");
+    need(!d.aa.empty(), "data.aa");
+    need(d.reprob > 0, "data.reprob");
+    need(d.aug_repeats > 0, "data.aug_repeats");
+    need(cfg.optim.smoothing > 0, "optim.smoothing (set 0: the pixel cross-entropy has no label smoothing)");
+    need(cfg.train.model_ema, "train.model_ema");
+    need(cfg.train.grad_accum_steps != 1, "train.grad_accum_steps");
+    VT_CHECK(missing.empty(), "[train] the segmentation trainer cannot honour: ", missing,
+             ". Supported: data.dataset ade20k with mmseg's train pipeline (resize, crop, flip data.hflip, "
+             "photometric distortion), data.mean/std, SGD/AdamW with cosine or poly, optim.clip_grad");
+    return;
+  }
   const bool folder = d.dataset == "imagefolder" || d.dataset == "imagenet";
   need(d.dataset != "fashion_mnist" && !folder, "data.dataset: " + d.dataset);
   const bool imagenet_only = d.mixup > 0 || d.cutmix > 0 || !d.aa.empty() || d.reprob > 0 || d.aug_repeats > 0;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "io/config.h"
+#include "optim/lr_schedule.h"
 #include "optim/schedule_cosine.h"
 
 namespace vt::engine {
@@ -15,8 +16,9 @@ int64_t global_batch(const io::Config& cfg, int world = 1);
 /// lr_base · global_batch / lr_base_size (linear) or lr_base · sqrt(global_batch / lr_base_size) (sqrt).
 double resolved_lr(const io::Config& cfg, int world = 1);
 
-/// The learning rate of each optimizer update, per update or per epoch (schedule.sched_on_updates), with
-/// DeiT's per-epoch lag when schedule.deit_epoch_lag (see optim/schedule_cosine.h).
+/// The learning rate of each optimizer update, per update or per epoch (schedule.sched_on_updates): cosine with
+/// DeiT's per-epoch lag when schedule.deit_epoch_lag (see optim/schedule_cosine.h), or schedule.sched: poly
+/// (optim::PolySchedule; Segmenter: per update, no warmup).
 class LrPlan {
  public:
   /// `updates_per_epoch` optimizer updates make one epoch; the run has cfg.train.epochs epochs over `world`
@@ -27,12 +29,14 @@ class LrPlan {
 
  private:
   optim::CosineSchedule sched_;
-  bool on_updates_, deit_lag_;
+  optim::PolySchedule poly_;
+  bool poly_on_, on_updates_, deit_lag_;
 };
 
 /// Throws a vt::Error listing every recipe key the trainer cannot honour (an unknown dataset, the ImageNet
 /// augmentations on fashion_mnist, mixup_mode other than batch, remode other than pixel, recount != 1, random
-/// interpolation), instead of silently ignoring them.
+/// interpolation; with a decoder (segmentation) every classification-only key: mixup/cutmix, RandAugment,
+/// erasing, repeated augmentation, label smoothing, EMA, grad accumulation), instead of silently ignoring them.
 void check_supported(const io::Config& cfg);
 
 }  // namespace vt::engine

@@ -75,8 +75,37 @@ std::vector<Taps> taps_plain(int64_t in, int64_t out) {
   return taps;
 }
 
+// PyTorch's upsample_bilinear2d with align_corners=False: source index clamped at 0, two taps.
+std::vector<Taps> taps_bilinear(int64_t in, int64_t out) {
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  std::vector<Taps> taps(static_cast<size_t>(out));
+  for (int64_t i = 0; i < out; ++i) {
+    const float real = std::max(scale * (static_cast<float>(i) + 0.5f) - 0.5f, 0.0f);
+    const int64_t i0 = std::min<int64_t>(static_cast<int64_t>(real), in - 1);
+    const int64_t i1 = std::min<int64_t>(i0 + 1, in - 1);
+    const float l1 = real - static_cast<float>(i0);
+    taps[static_cast<size_t>(i)].index = {i0, i1};
+    taps[static_cast<size_t>(i)].weight = {1.0f - l1, l1};
+  }
+  return taps;
+}
+
 std::vector<Taps> axis_taps(int64_t in, int64_t out, PosEmbedResize mode) {
-  return mode == PosEmbedResize::timm ? taps_antialias(in, out) : taps_plain(in, out);
+  switch (mode) {
+    case PosEmbedResize::timm: return taps_antialias(in, out);
+    case PosEmbedResize::deit: return taps_plain(in, out);
+    case PosEmbedResize::bilinear: return taps_bilinear(in, out);
+  }
+  return {};
+}
+
+const char* resize_name(PosEmbedResize mode) {
+  switch (mode) {
+    case PosEmbedResize::timm: return "timm antialiased bicubic";
+    case PosEmbedResize::deit: return "DeiT plain bicubic";
+    case PosEmbedResize::bilinear: return "bilinear";
+  }
+  return "";
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -158,9 +187,8 @@ std::vector<std::string> adapt_timm_weights(io::NamedTensors& weights, const mod
     if (old_side == new_side) continue;
     t = resample_pos_embed(t, old_side, old_side, new_side, new_side, 1, options.resize);
     notes.push_back("pos_embed: grid " + std::to_string(old_side) + "x" + std::to_string(old_side) + " -> " +
-                    std::to_string(new_side) + "x" + std::to_string(new_side) + " (" +
-                    (options.resize == PosEmbedResize::timm ? "timm antialiased" : "DeiT plain") +
-                    " bicubic, CLS kept)");
+                    std::to_string(new_side) + "x" + std::to_string(new_side) + " (" + resize_name(options.resize) +
+                    ", CLS kept)");
   }
 
   const Tensor* head = find(weights, "head.weight");
@@ -289,6 +317,28 @@ TimmLoadReport load_timm_weights(models::VisionTransformer& model, io::NamedTens
     spdlog::warn("timm weights: {} tensor(s) unused by this model, e.g. {}", report.load.ignored.size(),
                  report.load.ignored.front());
   return report;
+}
+
+WeightLoadReport load_segmenter_backbone(models::Segmenter& seg, const std::string& path) {
+  io::NamedTensors weights;
+  try {
+    weights = io::load_safetensors(path);
+  } catch (const Error& e) {
+    VT_FAIL("[timm] cannot read the backbone weights '", path, "': ", e.what());
+  }
+  for (const auto& [name, t] : weights)
+    VT_CHECK(!starts_with(name, "encoder.") && !starts_with(name, "decoder."), "[timm] '", path, "' holds '", name,
+             "': a whole Segmenter checkpoint, not a timm-format backbone");
+  TimmAdaptOptions options;
+  options.resize = PosEmbedResize::bilinear;
+  try {
+    TimmLoadReport r = load_timm_weights(*seg.encoder, std::move(weights), options);
+    WeightLoadReport out = r.load;
+    out.adapted.insert(out.adapted.begin(), r.adapted.begin(), r.adapted.end());
+    return out;
+  } catch (const Error& e) {
+    VT_FAIL("[timm] loading the backbone '", path, "' into the segmenter's encoder: ", e.what());
+  }
 }
 
 io::NamedTensors export_timm_weights(const models::VisionTransformer& model) {

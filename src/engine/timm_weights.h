@@ -8,14 +8,17 @@
 
 #include "engine/trainer.h"
 #include "io/safetensors.h"
+#include "models/segmenter.h"
 #include "models/vit.h"
 
 namespace vt::engine {
 
 /// How pos_embed is resampled: `timm` = F.interpolate(bicubic, align_corners=False, antialias=True) as timm's
 /// resample_abs_pos_embed (PIL's cubic, a = -0.5, taps renormalised at the borders); `deit` = plain bicubic
-/// (a = -0.75, clamped borders) as DeiT's fine-tuning code. Both keep the prefix (CLS) tokens unchanged.
-enum class PosEmbedResize { timm, deit };
+/// (a = -0.75, clamped borders) as DeiT's fine-tuning code; `bilinear` = F.interpolate(bilinear,
+/// align_corners=False), what timm 0.4.12 and Segmenter use for the segmentation backbones. All keep the prefix
+/// (CLS) tokens unchanged.
+enum class PosEmbedResize { timm, deit, bilinear };
 
 /// pos_embed [1, prefix + old_h·old_w, C] resampled to [1, prefix + new_h·new_w, C] in f32 (width, then height,
 /// like PyTorch's CPU kernel); returned unchanged when the grid is the same.
@@ -57,6 +60,11 @@ struct TimmLoadReport {
 /// Agent, ...). Every change is logged (spdlog info) and returned.
 TimmLoadReport load_timm_weights(models::VisionTransformer& model, io::NamedTensors weights,
                                  const TimmAdaptOptions& options = {});
+
+/// Loads a timm-format ViT safetensors (e.g. vit_small_patch16_384) into seg.encoder: pos_embed resampled
+/// bilinearly (align_corners=False) from its grid to the crop's grid, head and other unused tensors skipped with a
+/// report; dense qkv/proj go into MiTA. Errors name the file and tensor.
+WeightLoadReport load_segmenter_backbone(models::Segmenter& seg, const std::string& path);
 
 /// The model's weights as host f32 copies in timm's order, checked by check_timm_compatible; a model with
 /// tensors timm's ViT lacks (MiTA DWC/gate, agent tokens) is an error naming them.

@@ -1,9 +1,6 @@
 #include "engine/trainer.h"
 
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,55 +19,25 @@
 #include "engine/process_group.h"
 #include "engine/imagenet_data.h"
 #include "engine/recipe.h"
+#include "engine/run_support.h"
 #include "engine/timm_weights.h"
 #include "io/metrics.h"
 #include "io/safetensors.h"
 #include "models/registry.h"
 #include "nn/autocast.h"
 #include "ops/ops.h"
-#include "optim/adamw.h"
-#include "optim/param_groups.h"
-#include "optim/sgd.h"
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace vt::engine {
 
 namespace {
 
+using Clock = RunClock;
+
 constexpr double kFashionMean = 0.2860, kFashionStd = 0.3530;
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-void set_threads(int threads) {
-  if (threads <= 0) return;
-  omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
-}
-
-std::shared_ptr<spdlog::logger> make_logger(const std::string& log_path) {
-  auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
-  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_path, true);
-  auto logger = std::make_shared<spdlog::logger>("vitrain", spdlog::sinks_init_list{console, file});
-  logger->set_pattern("[%H:%M:%S] %v");
-  logger->flush_on(spdlog::level::info);
-  return logger;
-}
 
 data::ImageSet image_set(const data::IdxImages& images, const std::vector<uint8_t>& labels, int64_t limit) {
   int64_t n = limit > 0 ? std::min<int64_t>(limit, images.n) : images.n;
   return {n, images.rows, images.cols, images.pixels.data(), labels.data()};
-}
-
-std::unique_ptr<optim::Optimizer> make_optimizer(const io::Config& cfg, const models::VisionTransformer& model) {
-  auto groups = optim::make_param_groups(model.named_parameters(), cfg.optim.weight_decay);
-  if (cfg.optim.opt == "adamw")
-    return std::make_unique<optim::AdamW>(groups, cfg.optim.lr, cfg.optim.opt_betas[0], cfg.optim.opt_betas[1],
-                                          cfg.optim.opt_eps);
-  if (cfg.optim.opt == "sgd" || cfg.optim.opt == "momentum" || cfg.optim.opt == "nesterov")
-    return std::make_unique<optim::SGD>(groups, cfg.optim.lr, cfg.optim.momentum, cfg.optim.opt == "nesterov");
-  VT_FAIL("[config] unknown optim.opt '", cfg.optim.opt, "' (known: adamw, sgd, momentum, nesterov)");
 }
 
 // `name` with its first dotted segment equal to `from` replaced by `to` ("a.qkv.weight" → "a.qkvg.weight"),
@@ -84,18 +51,6 @@ std::string replace_segment(const std::string& name, const std::string& from, co
     start = end + 1;
   }
   return "";
-}
-
-// The weights as host tensors, so they can be written wherever the model lives.
-io::NamedTensors host_state_dict(const nn::Module& model) {
-  io::NamedTensors out;
-  for (const auto& [name, t] : model.state_dict()) out.emplace_back(name, t.detach().to(cpu()));
-  return out;
-}
-
-std::string describe_device(Device device, std::optional<DType> amp, const std::string& spec) {
-  if (device.is_cuda()) return device.str() + (amp ? " (bf16 autocast)" : " (f32)");
-  return "cpu (" + std::to_string(omp_get_max_threads()) + " threads)" + (spec == "auto" ? " (auto: no GPU)" : "");
 }
 
 }  // namespace
@@ -179,26 +134,6 @@ EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& 
 }
 
 namespace {
-
-// Checkpoint bookkeeping of one run: what to save, where, and which files to keep.
-struct RunFiles {
-  std::filesystem::path dir;
-  std::string path(const std::string& name) const { return (dir / name).string(); }
-  std::string epoch_path(int64_t epoch) const { return path("checkpoint-" + std::to_string(epoch) + ".safetensors"); }
-
-  // Deletes all but the newest `keep` checkpoint-<epoch> files.
-  void prune_epoch_checkpoints(int keep) const {
-    std::vector<int64_t> epochs;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      const std::string n = e.path().filename().string();
-      if (n.rfind("checkpoint-", 0) != 0 || e.path().extension() != ".safetensors") continue;
-      const std::string num = n.substr(11, n.size() - 11 - 12);
-      if (!num.empty() && num.find_first_not_of("0123456789") == std::string::npos) epochs.push_back(std::stoll(num));
-    }
-    std::sort(epochs.rbegin(), epochs.rend());
-    for (size_t i = static_cast<size_t>(keep); i < epochs.size(); ++i) std::filesystem::remove(epoch_path(epochs[i]));
-  }
-};
 
 bool higher_is_better(const std::string& metric) { return metric.find("top1") != std::string::npos; }
 
@@ -299,6 +234,8 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   } else if (resuming) {
     log->info("--resume auto: no checkpoint in {}, starting from scratch", cfg.train.output);
   }
+  if (resumed.model.empty() && !cfg.model.initial_checkpoint.empty())  // timm --initial-checkpoint (fine-tuning)
+    load_timm_weights(model, io::load_safetensors(cfg.model.initial_checkpoint));
   default_generator().set_state(state.rng_seed, state.rng_offset);
   model.to(device);
   std::optional<ModelEma> ema;

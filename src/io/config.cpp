@@ -428,7 +428,8 @@ void DataConfig::validate() const {
 }
 
 void OptimConfig::validate() const {
-  // What engine/trainer.cpp's make_optimizer builds (timm names; "sgd" and "momentum" are plain momentum SGD).
+  // What engine/trainer.cpp's make_optimizer builds (timm names; "sgd" and "nesterov" are SGD with Nesterov
+  // momentum, "momentum" is plain momentum SGD).
   require_one_of("optim.opt", opt, {"adamw", "sgd", "momentum", "nesterov"});
   require(lr > 0, "optim.lr", "> 0", lr);
   require(weight_decay >= 0, "optim.weight_decay", ">= 0", weight_decay);

@@ -1,18 +1,22 @@
-// Front-ends of the fused NN ops (softmax, log_softmax, layer_norm, cross-entropy losses) and their backward
-// nodes. Each forward saves what its fused backward kernel needs: softmax its output, layer_norm the row
-// mean/rstd, the losses the row log-sum-exp. CPU tensors run kernels/cpu (f32/f64); CUDA tensors run
+// Front-ends of the fused NN ops (softmax, log_softmax, layer_norm, cross-entropy losses, l2_normalize) and their
+// backward nodes. Each forward saves what its fused backward kernel needs: softmax its output, layer_norm the row
+// mean/rstd, the losses the row (or pixel) log-sum-exp, l2_normalize the row norm. CPU tensors run kernels/cpu (f32/f64); CUDA tensors run
 // kernels/cuda (f32/bf16 storage, f32 statistics, see the mixed-precision notes in nn_functional.h).
 #include "ops/nn_functional.h"
 
 #include "autograd/node.h"
+#include "kernels/cpu/l2_normalize.h"
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/loss.h"
+#include "kernels/cpu/pixel_cross_entropy.h"
 #include "kernels/cpu/softmax.h"
 
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/l2_normalize.h"
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/loss.h"
+#include "kernels/cuda/pixel_cross_entropy.h"
 #include "kernels/cuda/softmax.h"
 #include "kernels/cuda/stream.h"
 #endif
@@ -206,6 +210,61 @@ struct SoftTargetCrossEntropyBackward : Node {
   void release() override { logits = target = lse = Tensor(); }
 };
 
+struct PixelCrossEntropyBackward : Node {
+  Tensor logits, target, lse;
+  Tensor inv_count;  // CUDA: f32 device scalar 1 / valid pixels (0 when none)
+  int64_t count = 0;  // CPU: valid pixels
+  kernels::cpu::PixelCeShape shape;
+  const char* name() const override { return "PixelCrossEntropyBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    Tensor dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+    if (logits.numel() == 0) return {dx, Tensor()};
+    if (logits.device().is_cuda()) {
+#ifdef VT_WITH_CUDA
+      Tensor g32 = loss_grad_f32(g);
+      CudaScope s(logits.device());
+      kernels::cuda::pixel_cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.data<float>(),
+                                                  target.data<int64_t>(), g32.data<float>(), inv_count.data<float>(),
+                                                  shape, s.stream);
+#else
+      fail_without_cuda(name(), logits.device());
+#endif
+    } else {
+      const double scale = count > 0 ? g.item() / static_cast<double>(count) : 0.0;
+      kernels::cpu::pixel_cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.raw_data(),
+                                                 target.data<int64_t>(), shape, scale);
+    }
+    return {dx, Tensor()};
+  }
+  void release() override { logits = target = lse = inv_count = Tensor(); }
+};
+
+struct L2NormalizeBackward : Node {
+  Tensor x, norm;  // x contiguous; norm [rows] (x's dtype on the CPU, f32 on CUDA)
+  double eps = 0;
+  int64_t rows = 0, C = 0;
+  const char* name() const override { return "L2NormalizeBackward"; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    Tensor gc = (g.dtype() == x.dtype() ? g : g.to(x.dtype())).contiguous();
+    Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+    if (x.numel() == 0) return {dx};
+    if (x.device().is_cuda()) {
+#ifdef VT_WITH_CUDA
+      CudaScope s(x.device());
+      kernels::cuda::l2_normalize_backward(x.dtype(), dx.raw_data(), gc.raw_data(), x.raw_data(), norm.data<float>(),
+                                           rows, C, eps, s.stream);
+#else
+      fail_without_cuda(name(), x.device());
+#endif
+    } else {
+      kernels::cpu::l2_normalize_backward(x.dtype(), dx.raw_data(), gc.raw_data(), x.raw_data(), norm.raw_data(),
+                                          rows, C, eps);
+    }
+    return {dx};
+  }
+  void release() override { x = norm = Tensor(); }
+};
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
@@ -343,6 +402,98 @@ Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& target) {
     attach_node(out, node, {&logits, &target});
   }
   return out;
+}
+
+Tensor pixel_cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
+  const Device dev = common_device("pixel_cross_entropy", {&logits, &target});
+  VT_CHECK(logits.dim() == 4, "[pixel_cross_entropy] logits must be [B, K, H, W], got ", logits.describe());
+  const int64_t B = logits.size(0), K = logits.size(1), H = logits.size(2), W = logits.size(3);
+  VT_CHECK(K > 0, "[pixel_cross_entropy] logits have no classes: ", logits.describe());
+  VT_CHECK(target.dtype() == DType::i64, "[pixel_cross_entropy] target must be i64 class indices, got ",
+           target.describe());
+  VT_CHECK(target.shape() == Shape({B, H, W}), "[pixel_cross_entropy] target must be [", B, ", ", H, ", ", W,
+           "] for logits ", logits.describe(), ", got ", target.describe());
+  const kernels::cpu::PixelCeShape shape{B, K, H * W, ignore_index};
+  Tensor lc = logits.detach().contiguous();
+  Tensor tc = target.detach().contiguous();
+  Tensor out, lse, inv_count;
+  int64_t count = 0;
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    VT_CHECK(logits.dtype() == DType::f32 || logits.dtype() == DType::bf16,
+             "[pixel_cross_entropy] CUDA logits must be f32 or bf16, got ", logits.describe());
+    // The kernels write both scalars; with no pixels at all the loss is 0.
+    const bool empty = logits.numel() == 0;
+    out = empty ? Tensor::zeros({}, DType::f32, dev) : Tensor::empty({}, DType::f32, dev);
+    inv_count = empty ? Tensor::zeros({}, DType::f32, dev) : Tensor::empty({}, DType::f32, dev);
+    lse = Tensor::empty({B, H, W}, DType::f32, dev);
+    if (!empty) {
+      Tensor scratch = Tensor::empty({kernels::cuda::pixel_cross_entropy_scratch(shape)}, DType::f32, dev);
+      CudaScope s(dev);
+      kernels::cuda::pixel_cross_entropy_forward(logits.dtype(), out.data<float>(), inv_count.data<float>(),
+                                                 lse.data<float>(), lc.raw_data(), tc.data<int64_t>(), shape,
+                                                 scratch.data<float>(), s.stream);
+    }
+#else
+    fail_without_cuda("pixel_cross_entropy", dev);
+#endif
+  } else {
+    const int64_t* t = tc.data<int64_t>();
+    for (int64_t i = 0; i < tc.numel(); ++i)
+      VT_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < K), "[pixel_cross_entropy] target element ", i, " = ",
+               t[i], " is out of range for ", K, " classes (ignore_index ", ignore_index, ")");
+    lse = Tensor::empty({B, H, W}, logits.dtype(), dev);
+    const kernels::cpu::PixelCeSum sum =
+        kernels::cpu::pixel_cross_entropy_forward(logits.dtype(), lse.raw_data(), lc.raw_data(), t, shape);
+    count = sum.count;
+    out = Tensor::full({}, count > 0 ? sum.total / static_cast<double>(count) : 0.0, logits.dtype(), dev);
+  }
+  if (any_requires_grad({&logits})) {
+    auto node = std::make_shared<PixelCrossEntropyBackward>();
+    node->logits = lc;
+    node->target = tc;
+    node->lse = lse;
+    node->inv_count = inv_count;
+    node->count = count;
+    node->shape = shape;
+    attach_node(out, node, {&logits, &target});
+  }
+  return out;
+}
+
+Tensor l2_normalize(const Tensor& x, double eps) {
+  const Device dev = common_device("l2_normalize", {&x});
+  VT_CHECK(x.dim() >= 1, "[l2_normalize] input must have at least one dim, got ", x.describe());
+  VT_CHECK(eps >= 0, "[l2_normalize] eps must be >= 0, got ", eps);
+  const int64_t C = x.shape().back();
+  const int64_t rows = C > 0 ? x.numel() / C : 0;
+  const bool cuda = dev.is_cuda();
+  Tensor xc = x.detach().contiguous();
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
+  Tensor norm = Tensor::empty({rows}, cuda ? DType::f32 : x.dtype(), dev);
+  if (x.numel() > 0) {
+    if (cuda) {
+#ifdef VT_WITH_CUDA
+      CudaScope s(dev);
+      kernels::cuda::l2_normalize_forward(x.dtype(), y.raw_data(), norm.data<float>(), xc.raw_data(), rows, C, eps,
+                                          s.stream);
+#else
+      fail_without_cuda("l2_normalize", dev);
+#endif
+    } else {
+      kernels::cpu::l2_normalize_forward(x.dtype(), y.raw_data(), norm.raw_data(), xc.raw_data(), rows, C, eps);
+    }
+  }
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<L2NormalizeBackward>();
+    node->x = xc;
+    node->norm = norm;
+    node->eps = eps;
+    node->rows = rows;
+    node->C = C;
+    attach_node(y, node, {&x});
+  }
+  return y;
 }
 
 }  // namespace vt::ops

@@ -1,4 +1,4 @@
-// Fused neural-network ops: softmax, log_softmax, layer_norm and the losses.
+// Fused neural-network ops: softmax, log_softmax, layer_norm, the losses and L2 normalization.
 #pragma once
 #include <optional>
 
@@ -23,5 +23,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_sm
 /// Mean over the batch of −Σ target·log_softmax(logits), target [B, C] rows summing to 1 (mixup targets).
 /// CPU: target in the logits' dtype. CUDA: logits f32 or bf16, target f32 or the logits' dtype, f32 loss.
 Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& target);
+/// Mean cross-entropy over the pixels whose target != ignore_index: logits [B, K, H, W] (f32/f64 CPU; f32/bf16
+/// CUDA), target i64 [B, H, W]. Loss f32 on CUDA (logits' dtype on CPU); 0 when every pixel is ignored.
+/// The gradient of the logits has their dtype. On CUDA an out-of-range target gives a NaN loss (no host sync).
+Tensor pixel_cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = 255);
+/// x / max(‖x‖₂, eps) along the last dim (torch.nn.functional.normalize(x, dim=-1)). Differentiable.
+/// CPU f32/f64; CUDA f32/bf16 with f32 sums; output and gradient in x's dtype.
+Tensor l2_normalize(const Tensor& x, double eps = 1e-12);
 
 }  // namespace vt::ops

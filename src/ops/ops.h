@@ -4,6 +4,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
+#include "ops/interpolate.h"
 #include "ops/matmul.h"
 #include "ops/mita.h"
 #include "ops/nn_functional.h"

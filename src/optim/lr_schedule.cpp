@@ -1,4 +1,4 @@
-// Warmup + cosine learning-rate schedule.
+// Warmup + cosine and warmup + polynomial learning-rate schedules.
 #include "optim/lr_schedule.h"
 
 #include <cmath>
@@ -25,6 +25,17 @@ double LrSchedule::lr_at(int64_t step) const {
   if (t >= T) return min_lr_;
   return min_lr_ + 0.5 * (base_lr_ - min_lr_) *
                        (1.0 + std::cos(std::numbers::pi * static_cast<double>(t) / static_cast<double>(T)));
+}
+
+double PolySchedule::at(double t) const {
+  VT_CHECK(t >= 0, "[lr_schedule] negative time ", t);
+  VT_CHECK(warmup_t >= 0 && total_t > warmup_t, "[lr_schedule] need 0 <= warmup < total, got ", warmup_t, " and ",
+           total_t);
+  VT_CHECK(power > 0, "[lr_schedule] poly power must be > 0, got ", power);
+  if (t < warmup_t) return warmup_lr + t * (base_lr - warmup_lr) / warmup_t;
+  const double tc = t - warmup_t, T = total_t - warmup_t;
+  if (tc >= T) return min_lr;
+  return (base_lr - min_lr) * std::pow(1.0 - tc / T, power) + min_lr;
 }
 
 }  // namespace vt::optim

@@ -2,6 +2,8 @@
 // from base_lr down to min_lr at total_steps, flat at min_lr after. This is timm's CosineLRScheduler with
 // t_in_epochs=False and warmup_prefix=True (one cycle): for t = step - warmup_steps, T = total_steps - warmup_steps,
 //   lr = min_lr + 0.5·(base_lr - min_lr)·(1 + cos(π·t/T)).
+// PolySchedule is the polynomial decay of mmseg / Segmenter (segm/optim/scheduler.py PolynomialLR) with the same
+// optional warmup prefix: lr = (base_lr - min_lr)·(1 - t/T)^power + min_lr.
 #pragma once
 #include <cstdint>
 
@@ -24,6 +26,19 @@ class LrSchedule {
  private:
   double base_lr_, warmup_lr_, min_lr_;
   int64_t warmup_steps_, total_steps_;
+};
+
+/// Polynomial decay in any time unit (updates for Segmenter, which steps it every iteration): during the warmup
+/// warmup_lr + t·(base_lr - warmup_lr)/warmup_t, then (base_lr - min_lr)·(1 - t'/T')^power + min_lr with
+/// t' = t - warmup_t, T' = total_t - warmup_t; min_lr from total_t on.
+struct PolySchedule {
+  double base_lr = 0, warmup_lr = 0, min_lr = 0;
+  double power = 0.9;
+  double warmup_t = 0;  ///< warmup length in the unit of t (0: none, as Segmenter)
+  double total_t = 1;   ///< schedule length (Segmenter: iter_max = updates per epoch × epochs)
+
+  /// The learning rate at time t >= 0. Throws on negative t, power <= 0 or an inconsistent schedule.
+  double at(double t) const;
 };
 
 }  // namespace vt::optim

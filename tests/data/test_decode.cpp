@@ -172,6 +172,14 @@ TEST(Decode, CorruptFilesNameTheirPath) {
   EXPECT_NE(error_of([&] { load_rgb(dir.file("missing.jpg")); }).find("missing.jpg"), std::string::npos);
 }
 
+TEST(Decode, AValidJpegDecodesAfterACorruptOneOnTheSameThread) {
+  TempDir dir;
+  write_jpeg_rgb(dir.file("full.jpg"), pattern_rgb(64, 64));
+  truncate_copy(dir.file("full.jpg"), dir.file("truncated.jpg"), 400);
+  EXPECT_ANY_THROW(load_rgb(dir.file("truncated.jpg")));
+  EXPECT_EQ(load_rgb(dir.file("full.jpg")).cols, 64);  // the thread's TurboJPEG handle was replaced
+}
+
 TEST(Decode, LabelPngKeepsRawValuesAndReducesZero) {
   TempDir dir;
   cv::Mat label(11, 14, CV_8UC1);

@@ -344,6 +344,27 @@ TEST(LrSchedule, WarmupThenCosine) {
   EXPECT_THROW(no_warmup.lr_at(-1), Error);
 }
 
+TEST(PolySchedule, SegmenterPolynomialDecayPerIteration) {
+  // Segmenter's recipe: base 1e-3, min 1e-5, power 0.9, no warmup; values computed by hand (Python).
+  const PolySchedule s{1e-3, 0.0, 1e-5, 0.9, 0.0, 100.0};
+  EXPECT_DOUBLE_EQ(s.at(0), 1e-3);
+  EXPECT_NEAR(s.at(25), 0.0007741706116563348, 1e-15);  // 0.99e-3 · 0.75^0.9 + 1e-5
+  EXPECT_NEAR(s.at(50), 0.0005405278639554652, 1e-15);  // 0.99e-3 · 0.5^0.9 + 1e-5
+  EXPECT_DOUBLE_EQ(s.at(100), 1e-5);
+  EXPECT_DOUBLE_EQ(s.at(1000), 1e-5);
+  for (int t = 1; t <= 100; ++t) EXPECT_LT(s.at(t), s.at(t - 1)) << t;
+  const PolySchedule squared{0.9, 0.0, 0.0, 2.0, 0.0, 4.0};
+  EXPECT_NEAR(squared.at(1), 0.50625, 1e-15);  // 0.9 · 0.75²
+  // A warmup prefix, as the cosine schedule's: linear to base over 10, then the decay over the remaining 100.
+  const PolySchedule warm{1e-3, 0.0, 1e-5, 0.9, 10.0, 110.0};
+  EXPECT_DOUBLE_EQ(warm.at(5), 5e-4);
+  EXPECT_DOUBLE_EQ(warm.at(10), 1e-3);
+  EXPECT_NEAR(warm.at(60), 0.0005405278639554652, 1e-15);
+  EXPECT_THROW((void)s.at(-1), Error);
+  EXPECT_THROW((void)(PolySchedule{1e-3, 0.0, 0.0, 0.9, 5.0, 5.0}.at(1)), Error);
+  EXPECT_THROW((void)(PolySchedule{1e-3, 0.0, 0.0, 0.0, 0.0, 5.0}.at(1)), Error);
+}
+
 TEST(ClipGradNorm, ScalesByGlobalNormAndReturnsIt) {
   Tensor a = make_param({0, 0}), b = make_param({0}), none = make_param({5.0});
   give_grad(a, {3.0, 4.0});

@@ -1,0 +1,144 @@
+// mmseg-style segmentation scores (see seg_metrics.h).
+#include "engine/seg_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "core/error.h"
+#include "io/json.h"
+
+namespace vt::engine {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double ratio_percent(int64_t num, int64_t den) { return den == 0 ? kNaN : 100.0 * num / den; }
+
+double nanmean(const std::vector<double>& v) {
+  double sum = 0;
+  int64_t n = 0;
+  for (double x : v)
+    if (!std::isnan(x)) sum += x, ++n;
+  return n == 0 ? kNaN : sum / n;
+}
+
+std::string class_name(const std::vector<std::string>& names, size_t c) {
+  return c < names.size() ? names[c] : "class " + std::to_string(c);
+}
+
+std::string two_decimals(double x) {
+  if (std::isnan(x)) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", x);
+  return buf;
+}
+
+// JSON number rounded to 2 decimals as mmseg reports them; null for NaN.
+std::string json_number(double x) { return std::isnan(x) ? "null" : two_decimals(x); }
+
+// Any other number (image counts, seconds) with up to 10 significant digits.
+std::string json_plain(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", x);
+  return buf;
+}
+
+}  // namespace
+
+SegAreas::SegAreas(int64_t num_classes, int64_t ignore_index)
+    : intersect_(static_cast<size_t>(num_classes)), union_(intersect_), pred_(intersect_), label_(intersect_),
+      ignore_(ignore_index) {
+  VT_CHECK(num_classes > 0 && num_classes <= 256, "[seg] class count must be in 1..256, got ", num_classes);
+}
+
+void SegAreas::add(const uint8_t* pred, const uint8_t* label, int64_t n) {
+  const int64_t K = num_classes();
+  std::vector<int64_t> inter(static_cast<size_t>(K)), p_area(inter), l_area(inter);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t l = label[i], p = pred[i];
+    if (l == ignore_) continue;
+    VT_CHECK(l < K, "[seg] label value ", l, " is outside 0..", K - 1, " and is not the ignore index ", ignore_);
+    VT_CHECK(p < K, "[seg] predicted class ", p, " is outside 0..", K - 1);
+    ++l_area[static_cast<size_t>(l)];
+    ++p_area[static_cast<size_t>(p)];
+    if (l == p) ++inter[static_cast<size_t>(l)];
+  }
+  for (size_t c = 0; c < inter.size(); ++c) {
+    intersect_[c] += inter[c];
+    pred_[c] += p_area[c];
+    label_[c] += l_area[c];
+    union_[c] += p_area[c] + l_area[c] - inter[c];
+  }
+}
+
+void SegAreas::merge(const SegAreas& other) {
+  VT_CHECK(other.num_classes() == num_classes(), "[seg] cannot merge areas of ", other.num_classes(), " and ",
+           num_classes(), " classes");
+  for (size_t c = 0; c < intersect_.size(); ++c) {
+    intersect_[c] += other.intersect_[c];
+    union_[c] += other.union_[c];
+    pred_[c] += other.pred_[c];
+    label_[c] += other.label_[c];
+  }
+}
+
+SegScores SegAreas::scores() const {
+  SegScores s;
+  int64_t total_intersect = 0, total_label = 0;
+  for (size_t c = 0; c < intersect_.size(); ++c) {
+    s.iou.push_back(ratio_percent(intersect_[c], union_[c]));
+    s.acc.push_back(ratio_percent(intersect_[c], label_[c]));
+    total_intersect += intersect_[c];
+    total_label += label_[c];
+  }
+  s.miou = nanmean(s.iou);
+  s.macc = nanmean(s.acc);
+  s.aacc = ratio_percent(total_intersect, total_label);
+  return s;
+}
+
+std::string seg_scores_table(const SegScores& s, const std::vector<std::string>& class_names) {
+  size_t width = 5;  // "Class"
+  for (size_t c = 0; c < s.iou.size(); ++c) width = std::max(width, class_name(class_names, c).size());
+  const int w = static_cast<int>(width);
+  const std::string rule = "+" + std::string(width + 2, '-') + "+-------+-------+\n";
+  char buf[512];
+  std::string out = "per class results:\n" + rule;
+  std::snprintf(buf, sizeof buf, "| %-*s |  IoU  |  Acc  |\n", w, "Class");
+  out += buf + rule;
+  for (size_t c = 0; c < s.iou.size(); ++c) {
+    std::snprintf(buf, sizeof buf, "| %-*s | %5s | %5s |\n", w, class_name(class_names, c).c_str(),
+                  two_decimals(s.iou[c]).c_str(), two_decimals(s.acc[c]).c_str());
+    out += buf;
+  }
+  out += rule + "summary:\n+-------+-------+-------+\n|  aAcc |  mIoU |  mAcc |\n+-------+-------+-------+\n";
+  std::snprintf(buf, sizeof buf, "| %5s | %5s | %5s |\n", two_decimals(s.aacc).c_str(), two_decimals(s.miou).c_str(),
+                two_decimals(s.macc).c_str());
+  out += buf;
+  out += "+-------+-------+-------+\n";
+  return out;
+}
+
+std::string seg_summary_line(const SegScores& s) {
+  return "mIoU " + two_decimals(s.miou) + "  mAcc " + two_decimals(s.macc) + "  aAcc " + two_decimals(s.aacc);
+}
+
+std::string seg_scores_json(const SegScores& s, const std::vector<std::string>& class_names,
+                            const std::vector<std::pair<std::string, double>>& fields) {
+  std::string out = "{";
+  for (const auto& [key, value] : fields) out += io::json_quote(key) + ":" + json_plain(value) + ",";
+  out += "\"mIoU\":" + json_number(s.miou) + ",\"mAcc\":" + json_number(s.macc) + ",\"aAcc\":" + json_number(s.aacc) +
+         ",\"classes\":[";
+  for (size_t c = 0; c < s.iou.size(); ++c) {
+    if (c) out += ",";
+    out += "{\"name\":" + io::json_quote(class_name(class_names, c)) + ",\"IoU\":" + json_number(s.iou[c]) +
+           ",\"Acc\":" + json_number(s.acc[c]) + "}";
+  }
+  return out + "]}";
+}
+
+}  // namespace vt::engine

@@ -1,0 +1,38 @@
+// The segmentation training loop (spec §5, Segmenter's train.py): a models::Segmenter on ADE20K's training split
+// through the threaded loader (mmseg's train pipeline), pixel cross-entropy (ignore 255) on the logits upsampled
+// to the crop, the configured optimizer (Table 4: SGD Nesterov) with the LR stepped every update (poly), sliding-
+// window mIoU on the validation split every eval.interval epochs and at the end, checkpoints as the
+// classification trainer writes them (last, best by mIoU, checkpoint-<epoch>, recovery; exact resume).
+// One process: data-parallel segmentation training is not wired (a launched job is refused).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/seg_evaluate.h"
+#include "engine/trainer.h"
+#include "io/config.h"
+
+namespace vt::engine {
+
+struct SegTrainSummary {
+  SegEvalResult test;                 // the last evaluation on the validation split
+  double best_metric = 0;             // best mIoU (eval.best_metric: miou); best_epoch 1-based, -1: never evaluated
+  int64_t best_epoch = -1;
+  int64_t steps = 0;                  // optimizer updates applied in total (including before a resume)
+  bool stopped_at_max_steps = false;  // train.max_steps ended the run (a recovery checkpoint was written)
+  double train_img_per_s = 0, train_seconds = 0;
+  std::string device;  // "cpu" or "cuda:N"
+  std::string weights_path, metrics_path, log_path;
+};
+
+/// Trains the configured Segmenter (model.decoder set, data.dataset ade20k under data.data_dir) on
+/// cfg.train.device, starting from model.initial_checkpoint (a timm ViT, engine::load_segmenter_backbone) or
+/// resuming from cfg.train.resume exactly where that checkpoint stopped; writes train.log, metrics.jsonl
+/// (progress rows and evaluation rows with "miou"), checkpoints and model.safetensors under cfg.train.output.
+/// hooks.on_update is honoured; hooks.communicator (data parallel) is refused.
+SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hooks = {});
+
+/// The lines `vitrain train` prints after a segmentation run (scores, speed, file paths).
+std::string seg_train_report(const SegTrainSummary& s);
+
+}  // namespace vt::engine
