@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Collects the Table 4 runs of scripts/reproduce_table4.sh into OUT_DIR/table4.md: per configuration our best
+# single-scale mIoU over the evaluations (the best checkpoint; Segmenter reports the final one, shown as "last"),
+# the paper's mIoU and the difference, params and MACs from `vitrain flops` (backbone + decoder at the crop), the
+# paper's FLOPs, and the measured training / evaluation-window throughput.
+#   scripts/collect_table4.sh OUT_DIR
+# Reads OUT_DIR/<config>/metrics.jsonl (rows with "miou"), OUT_DIR/<config>/config.yaml (the run's resolved config,
+# for `vitrain flops`; configs/ade20k/<config>.yaml without a run) and OUT_DIR/<config>/bench.json. Works on
+# finished or unfinished runs; a configuration without a run says "not run".
+# Env: VITRAIN (the binary; default `vitrain` on PATH, else build/bin/vitrain), PAPER_TSV (the paper's numbers;
+#      default configs/ade20k/paper_table4.tsv).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=$1
+PAPER_TSV=${PAPER_TSV:-$ROOT/configs/ade20k/paper_table4.tsv}
+VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
+[ -f "$PAPER_TSV" ] || { echo "error: no paper table '$PAPER_TSV'" >&2; exit 1; }
+
+# The numeric value of "key" in one JSON line ("" when absent or null).
+json_number() { sed -n "s/.*\"$2\": *\\([-0-9.eE+]*\\).*/\\1/p" <<<"$1"; }
+
+# Over the evaluation rows of a metrics.jsonl: "best_miou last_miou last_epoch" ("-" for what is absent).
+eval_summary() {
+  awk '
+    function num(line, key,   s) {
+      if (!match(line, "\"" key "\": *[-0-9.eE+]+")) return ""
+      s = substr(line, RSTART, RLENGTH); sub(/.*: */, "", s); return s
+    }
+    /"miou"/ {
+      m = num($0, "miou"); ep = num($0, "epoch")
+      if (m != "" && (best == "" || m + 0 > best + 0)) best = m
+      if (m != "") last = m
+      if (ep != "") epoch = ep
+    }
+    END { print (best == "" ? "-" : best), (last == "" ? "-" : last), (epoch == "" ? "-" : epoch) }
+  ' "$1"
+}
+
+# "params MACs" of a config from `vitrain flops`'s total line ("params 25.1M  MACs 33.2G (all matmuls) / ..."), or "- -".
+flops_of() {
+  local text
+  text=$("$VITRAIN" flops --config "$1" 2>/dev/null) || { echo "- -"; return; }
+  awk '/^params .* MACs / { print $2, $4; found = 1; exit } END { if (!found) print "- -" }' <<<"$text"
+}
+
+# An mIoU with two decimals, or "-".
+fmt() { if [ "$1" = "-" ]; then echo "-"; else printf '%.2f' "$1"; fi; }
+
+# A throughput from bench.json with one decimal, or "-".
+ips_of() {
+  local v=""
+  [ -f "$1" ] && v=$(json_number "$(cat "$1")" "$2")
+  if [ -n "$v" ]; then printf '%.1f' "$v"; else echo "-"; fi
+}
+
+md=$OUT/table4.md
+{
+  echo "# Table 4 (ADE20K val mIoU %, single scale): our runs beside the paper"
+  echo
+  echo "Runs in \`$OUT\`. mIoU: the best evaluation (best checkpoint); last: the final one. Δ = ours (best) − paper."
+  echo "MACs: \`vitrain flops\` for backbone + decoder at the crop size (its convention, see docs); the paper's FLOPs"
+  echo "are its own count. img/s: \`vitrain bench --config\` on one device (train steps; eval windows)."
+  echo
+  echo "| config | row | epochs | mIoU | last | paper mIoU | Δ | params | MACs | paper FLOPs | train img/s | eval img/s |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  while IFS=$'\t' read -r name row paper paper_flops; do
+    [[ -z $name || $name == \#* ]] && continue
+    dir=$OUT/$name
+    read -r best last epochs < <(if [ -f "$dir/metrics.jsonl" ]; then eval_summary "$dir/metrics.jsonl"; else echo "- - -"; fi)
+    [ -f "$dir/metrics.jsonl" ] || epochs="not run"
+    diff=$(awk -v a="$best" -v b="$paper" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%+.2f", a - b }')
+    cfg=$dir/config.yaml  # the run's resolved config; without a run, the paper-sized one
+    [ -f "$cfg" ] || cfg=$ROOT/configs/ade20k/$name.yaml
+    pm="- -"
+    [ -f "$cfg" ] && pm=$(flops_of "$cfg")
+    read -r params macs <<<"$pm"
+    echo "| $name | $row | $epochs | $(fmt "$best") | $(fmt "$last") | $paper | $diff | $params | $macs |" \
+         "$paper_flops | $(ips_of "$dir/bench.json" train_img_per_s) | $(ips_of "$dir/bench.json" infer_img_per_s) |"
+  done <"$PAPER_TSV"
+} >"$md"
+echo "wrote $md"

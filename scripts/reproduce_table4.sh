@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Reproduces the MiTA paper's Table 4: every configs/ade20k/*.yaml row of paper_table4.tsv (ViT-T/S/B at 512²,
+# ViT-L at 640², × {standard attention, MiTA}, CBT decoder; plus the ViT-S linear-decoder baseline) trained on
+# ADE20K, then collected beside the paper's numbers into OUT_DIR/table4.md (scripts/collect_table4.sh).
+#   scripts/reproduce_table4.sh DATA_DIR [GPUS] [OUT_DIR]   (DATA_DIR: ADEChallengeData2016 or its parent)
+# First it measures each config's training and evaluation-window throughput (`vitrain bench --config`, synthetic
+# data, one device) and prints the estimated GPU-hours: epochs × training images / train img/s, plus the
+# evaluations (one every eval.interval epochs and at the end: validation images × EVAL_WINDOWS windows / eval
+# img/s). Segmentation training runs in one process per config (data parallelism is not wired for it), so GPUS > 1
+# runs GPUS configs at a time, one per GPU (wall-clock ≈ the busiest GPU's share). Each run goes to
+# OUT_DIR/<config>/, resuming a run that has a checkpoint and skipping a finished one, so rerunning the command
+# after an interruption continues.
+# The backbones are timm's vit_{tiny,small,base,large}_patch16_384 (AugReg, ImageNet-21k → 1k at 384) as
+# safetensors files PRETRAINED/<name>.safetensors, e.g. written with
+#   python -c "import timm, safetensors.torch as st; m = timm.create_model('vit_small_patch16_384', pretrained=True);
+#              st.save_file(m.state_dict(), 'vit_small_patch16_384.safetensors')"
+# Env knobs (defaults: the paper's recipe on the GPU):
+#   VITRAIN        the binary (default `vitrain` on PATH, else build/bin/vitrain)
+#   CONFIGS        config names to run (default: all rows of configs/ade20k/paper_table4.tsv)
+#   PRETRAINED     folder of the timm backbones (default: pretrained/ under the repository); "none": random init
+#   DEVICE         train/bench device (default: cuda; "cpu" for the CI-sized mode, GPUS must then be 1)
+#   EPOCHS         train.epochs override (default: the config's 64)
+#   BATCH          train.batch_size override (default: the config's 8)
+#   EXTRA_SET      more `--set key=value` overrides for every run and bench, space-separated (e.g. to shrink)
+#   BENCH_STEPS, BENCH_WARMUP   `vitrain bench` sizes (default 20, 5; batch: the config's)
+#   BENCH_EXTRA    more `vitrain bench` options (e.g. "--threads 2")
+#   EVAL_WINDOWS   sliding windows per validation image in the estimate (default 2: ADE20K's 4:3 images at short
+#                  side 512 with stride 480)
+#   N_TRAIN, N_VAL the number of training / validation images (default: counted in DATA_DIR)
+#   ESTIMATE_ONLY  1: print the estimate and stop
+set -euo pipefail
+usage="usage: $0 DATA_DIR [GPUS] [OUT_DIR]"
+if [ $# -lt 1 ] || [ $# -gt 3 ]; then echo "$usage" >&2; exit 2; fi
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ADE=$1
+[ -d "$ADE/ADEChallengeData2016" ] && ADE=$ADE/ADEChallengeData2016
+[ -d "$ADE/images/training" ] || { echo "error: no '$ADE/images/training' (DATA_DIR: ADEChallengeData2016 or its parent)" >&2; exit 1; }
+ADE=$(cd "$ADE" && pwd)
+GPUS=${2:-1}
+OUT=${3:-runs/table4}
+[[ $GPUS =~ ^[1-9][0-9]*$ ]] || { echo "error: GPUS must be a positive integer, got '$GPUS'" >&2; exit 2; }
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
+export VITRAIN
+DEVICE=${DEVICE:-cuda}
+[[ $DEVICE != cpu || $GPUS == 1 ]] || { echo "error: DEVICE=cpu runs one process: GPUS must be 1" >&2; exit 2; }
+PRETRAINED=${PRETRAINED:-$ROOT/pretrained}
+CONFIG_DIR=$ROOT/configs/ade20k
+PAPER_TSV=${PAPER_TSV:-$CONFIG_DIR/paper_table4.tsv}
+export PAPER_TSV
+CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
+read -r -a extra_set <<<"${EXTRA_SET:-}"
+
+# The value of a dotted key (model.attention.type) in one of our configs: two-space indentation, no lists of maps.
+yaml_get() {
+  awk -v want="$2" '
+    /^[[:space:]]*(#|$)/ { next }
+    {
+      match($0, /^ */); depth = RLENGTH / 2; line = substr($0, RLENGTH + 1)
+      key = line; sub(/:.*/, "", key)
+      val = substr(line, length(key) + 2); sub(/[[:space:]]+#.*/, "", val); gsub(/^[[:space:]]+|[[:space:]]+$/, "", val)
+      path[depth] = key; p = path[0]
+      for (i = 1; i <= depth; ++i) p = p "." path[i]
+      if (p == want) { print val; exit }
+    }' "$1"
+}
+
+# The last evaluated epoch in a run's metrics.jsonl (0 when none).
+epochs_done() {
+  [ -f "$1" ] || { echo 0; return; }
+  awk '/"miou"/ && match($0, /"epoch": *[0-9]+/) { e = substr($0, RSTART, RLENGTH); sub(/.*: */, "", e) }
+       END { print e + 0 }' "$1"
+}
+
+# The --set overrides shared by bench and train.
+common_sets=()
+for s in "${extra_set[@]}"; do common_sets+=(--set "$s"); done
+
+# ---- 1. throughput and the estimate ----
+n_train=${N_TRAIN:-$(find "$ADE/images/training" -type f | wc -l)}
+n_val=${N_VAL:-$(find "$ADE/images/validation" -type f | wc -l)}
+bench_args=(--steps "${BENCH_STEPS:-20}" --warmup "${BENCH_WARMUP:-5}" --device "$DEVICE")
+[ -n "${BATCH:-}" ] && bench_args+=(--batch-size "$BATCH")
+read -r -a bench_extra <<<"${BENCH_EXTRA:-}"
+
+estimate=$OUT/estimate.tsv
+printf 'config\tmodel\tattention\tepochs\ttrain_img_per_s\teval_img_per_s\tgpu_hours\n' >"$estimate"
+for name in $CONFIGS; do
+  yaml=$CONFIG_DIR/$name.yaml
+  [ -f "$yaml" ] || { echo "error: no config '$yaml'" >&2; exit 1; }
+  mkdir -p "$OUT/$name"
+  model=$(yaml_get "$yaml" model.name)
+  attn=$(yaml_get "$yaml" model.attention.type)+$(yaml_get "$yaml" model.decoder.type)
+  epochs=${EPOCHS:-$(yaml_get "$yaml" train.epochs)}
+  interval=$(yaml_get "$yaml" eval.interval)
+  # The bench line is kept, so a resumed reproduction does not measure again.
+  if [ ! -s "$OUT/$name/bench.json" ]; then
+    echo "bench $name: $VITRAIN bench --config $yaml ${common_sets[*]} ${bench_args[*]} ${bench_extra[*]}"
+    "$VITRAIN" bench --config "$yaml" "${common_sets[@]}" "${bench_args[@]}" "${bench_extra[@]}" \
+      >"$OUT/$name/bench.log" 2>&1 || { echo "error: bench failed for $name, see $OUT/$name/bench.log" >&2; exit 1; }
+    grep '^{' "$OUT/$name/bench.log" | tail -1 >"$OUT/$name/bench.json"
+  fi
+  line=$(cat "$OUT/$name/bench.json")
+  ips=$(sed -n 's/.*"train_img_per_s": *\([0-9.eE+-]*\).*/\1/p' <<<"$line")
+  eips=$(sed -n 's/.*"infer_img_per_s": *\([0-9.eE+-]*\).*/\1/p' <<<"$line")
+  [ -n "$ips" ] || { echo "error: no train_img_per_s in $OUT/$name/bench.json" >&2; exit 1; }
+  awk -v n="$name" -v m="$model" -v a="$attn" -v e="$epochs" -v iv="$interval" -v ips="$ips" -v eips="${eips:-0}" \
+      -v imgs="$n_train" -v val="$n_val" -v win="${EVAL_WINDOWS:-2}" '
+    BEGIN {
+      evals = int(e / iv) + (e % iv != 0)
+      h = e * imgs / ips / 3600
+      if (eips > 0) h += evals * val * win / eips / 3600
+      printf "%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.4f\n", n, m, a, e, ips, eips, h
+    }' >>"$estimate"
+done
+echo
+echo "Estimated cost on this hardware ($n_train training and $n_val validation images, $DEVICE, img/s from vitrain bench):"
+awk -F'\t' -v g="$GPUS" '
+  NR == 1 { printf "%-18s %-24s %-13s %6s %9s %9s %9s\n", "config", "model", "attention", "epochs", "train/s", "eval/s", "GPU-h"; next }
+  { printf "%-18s %-24s %-13s %6s %9.1f %9.1f %9.3f\n", $1, $2, $3, $4, $5, $6, $7; gh += $7; if ($7 > mx) mx = $7 }
+  END {
+    printf "%-18s %-24s %-13s %6s %9s %9s %9.3f\n", "total", "", "", "", "", "", gh
+    w = gh / g; if (mx > w) w = mx
+    printf "wall-clock on %d GPU(s), one config per GPU at a time: about %.3f h\n", g, w
+  }' "$estimate"
+echo
+[[ ${ESTIMATE_ONLY:-0} == 1 ]] && exit 0
+
+# ---- 2. the runs: GPUS queues, config i on GPU i % GPUS ----
+run_config() {  # name device
+  local name=$1 dev=$2 yaml=$CONFIG_DIR/$1.yaml run=$OUT/$1
+  local epochs=${EPOCHS:-$(yaml_get "$yaml" train.epochs)}
+  local done_epochs
+  done_epochs=$(epochs_done "$run/metrics.jsonl")
+  if [ -f "$run/model.safetensors" ] && ((done_epochs >= epochs)); then
+    echo "== $name: finished ($done_epochs epochs), skipped"
+    return 0
+  fi
+  local sets=(--set "data.data_dir=$ADE" --set "train.output=$run")
+  if [[ $PRETRAINED == none ]]; then
+    sets+=(--set 'model.initial_checkpoint=""')
+  else
+    local weights
+    weights=$PRETRAINED/$(yaml_get "$yaml" model.name).safetensors
+    [ -f "$weights" ] || { echo "error: $name: no backbone '$weights' (see the comment at the top of $0)" >&2; return 1; }
+    sets+=(--set "model.initial_checkpoint=$weights")
+  fi
+  [ -n "${EPOCHS:-}" ] && sets+=(--set "train.epochs=$EPOCHS")
+  [ -n "${BATCH:-}" ] && sets+=(--set "train.batch_size=$BATCH")
+  local state=starting
+  [ -f "$run/last.safetensors" ] || [ -f "$run/recovery.safetensors" ] && state="resuming (epochs done: $done_epochs)"
+  echo "== $name: $state on $dev; log $run/console.log"
+  "$VITRAIN" train --config "$yaml" "${sets[@]}" "${common_sets[@]}" --device "$dev" --resume auto \
+    >>"$run/console.log" 2>&1 || { echo "error: $name failed, see $run/console.log" >&2; return 1; }
+}
+
+read -r -a names <<<"$(echo $CONFIGS)"
+if ((GPUS == 1)); then
+  for name in "${names[@]}"; do run_config "$name" "$DEVICE"; done
+else
+  pids=()
+  for ((g = 0; g < GPUS; ++g)); do
+    (
+      for ((i = g; i < ${#names[@]}; i += GPUS)); do run_config "${names[i]}" "$DEVICE:$g"; done
+    ) &
+    pids+=($!)
+  done
+  failed=0
+  for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  ((failed == 0)) || { echo "error: some runs failed (see above)" >&2; exit 1; }
+fi
+
+# ---- 3. the table ----
+"$ROOT/scripts/collect_table4.sh" "$OUT"
+cat "$OUT/table4.md"
