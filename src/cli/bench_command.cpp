@@ -32,6 +32,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   b->add_flag("--gate", o.attention.gate, "MiTA + DWC + gate");
   b->add_option("--threads", o.threads, "CPU threads (0: all cores)")->capture_default_str();
   b->add_option("--json", cmd.json_path, "append the JSON result line to this file");
+  b->add_flag("--zero1", o.zero1, "under `vitrain launch`: ZeRO-1 instead of DDP (AdamW)");
+  b->add_option("--bucket-mb", o.bucket_mb, "under `vitrain launch`: gradient bucket size in MiB")
+      ->capture_default_str();
   return b;
 }
 
@@ -63,6 +66,7 @@ void run_bench_command(const BenchCommand& cmd) {
   const engine::BenchOptions o = options_with_config(cmd);
   o.attention.validate();
   engine::BenchResult r = engine::run_bench(o);
+  if (!r.lead) return;  // a launched job reports once, from rank 0
   const std::string what = o.segmenter ? " + " + o.segmenter->decoder.type + " decoder, segmentation " +
                                              std::to_string(o.segmenter->backbone.img_size) + "px"
                                        : std::string();
@@ -72,6 +76,10 @@ void run_bench_command(const BenchCommand& cmd) {
               static_cast<long long>(o.steps), static_cast<long long>(o.warmup));
   std::printf("train: %.1f img/s, %.2f ms/step, peak memory %s\n", r.train_img_per_s, r.train_step_ms,
               engine::describe_peak_memory(r.train_peak).c_str());
+  if (r.world > 1)
+    std::printf("data parallel: %d GPUs (%s, %lld per GPU); one gradient all-reduce alone %.2f ms, bus %.0f GB/s\n",
+                r.world, o.zero1 ? "ZeRO-1" : "DDP", static_cast<long long>(o.batch_size), r.allreduce_ms,
+                r.allreduce_busbw_gbps);
   if (r.has_infer)
     std::printf("%s: %.1f img/s, %.2f ms/batch, peak memory %s\n", o.segmenter ? "eval windows" : "infer",
                 r.infer_img_per_s, r.infer_batch_ms,

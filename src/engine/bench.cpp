@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "autograd/node.h"
+#include "engine/process_group.h"
 #include "io/json.h"
 #include "models/registry.h"
 #include "nn/autocast.h"
@@ -56,10 +57,27 @@ struct Workload {
   std::function<Tensor()> loss, infer;
 };
 
+// All-reduce of one f32 buffer of the model's size, alone: its time and nccl-tests' bus bandwidth
+// (bytes / time · 2(n − 1)/n).
+void measure_allreduce(dist::Communicator& comm, int64_t numel, Device device, BenchResult& r) {
+  const Tensor buffer = Tensor::zeros({numel}, DType::f32, device);
+  const int64_t reps = 20;
+  const double seconds = timed(device, 5, reps, [&] { comm.all_reduce_sum(buffer); });
+  const double n = comm.world();
+  r.allreduce_ms = 1e3 * seconds / reps;
+  r.allreduce_busbw_gbps = static_cast<double>(numel) * 4 / (seconds / reps) * 2 * (n - 1) / n / 1e9;
+}
+
 // Times the training steps, then (opt.infer) inference, with the peak memory of each phase. The one code path of
 // both tasks: only the model, the loss and the optimizer differ.
-void measure(const BenchOptions& opt, Device device, std::optional<DType> amp, Workload w, BenchResult& r) {
-  const int64_t B = opt.batch_size;
+void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<DType> amp, Workload w,
+             BenchResult& r) {
+  const Device device = group.device;
+  const int64_t B = opt.batch_size * group.world;
+  io::Config dist_cfg;
+  dist_cfg.dist.zero1 = opt.zero1;
+  dist_cfg.dist.bucket_mb = opt.bucket_mb;
+  const std::unique_ptr<dist::DataParallel> dp = make_data_parallel(dist_cfg, w.optimizer, group, w.model, nullptr);
   {
     release_cached_memory(device);
     reset_peak_memory(device);
@@ -71,8 +89,11 @@ void measure(const BenchOptions& opt, Device device, std::optional<DType> amp, W
         loss = w.loss();
       }
       w.optimizer.zero_grad();
+      if (dp) dp->begin_backward(true);
       loss.backward();
+      if (dp) dp->finish_backward();
       w.optimizer.step();
+      if (dp) dp->after_step();
     });
     r.train_step_ms = 1e3 * seconds / static_cast<double>(opt.steps);
     r.train_img_per_s = static_cast<double>(B * opt.steps) / seconds;
@@ -80,6 +101,7 @@ void measure(const BenchOptions& opt, Device device, std::optional<DType> amp, W
     r.last_loss = loss.item();
     w.optimizer.zero_grad();  // drops the gradients before inference is measured
   }
+  if (group.comm) measure_allreduce(*group.comm, w.model.num_parameters(), device, r);
 
   if (opt.infer) {
     release_cached_memory(device);
@@ -122,7 +144,12 @@ BenchResult run_bench(const BenchOptions& opt) {
     openblas_set_num_threads(opt.threads);
   }
   BenchResult r;
-  const Device device = resolve_device(opt.device);
+  io::Config group_cfg;
+  group_cfg.train.device = opt.device;
+  const ProcessGroup group = join_process_group(group_cfg, nullptr);
+  const Device device = group.device;
+  r.world = group.world;
+  r.lead = group.lead();
   r.device = device.str();
   r.amp = opt.amp && device.is_cuda();
   const std::optional<DType> amp = opt.amp ? std::optional<DType>(DType::bf16) : std::nullopt;
@@ -137,7 +164,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     const Tensor labels = synthetic_label_maps(B, b.img_size, opt.segmenter->num_classes, device);
     // Spec §5: SGD, Nesterov momentum 0.9, lr 1e-3, no weight decay.
     optim::SGD sgd(optim::make_param_groups(model.named_parameters(), 0.0), 1e-3, 0.9, true);
-    measure(opt, device, amp,
+    measure(opt, group, amp,
             {model, sgd, [&] { return ops::pixel_cross_entropy(model.forward(images), labels); },
              [&] { return model.forward(images); }},
             r);
@@ -154,7 +181,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   for (int64_t i = 0; i < B; ++i) label_values[static_cast<size_t>(i)] = static_cast<double>(i % cfg.num_classes);
   const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
   optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
-  measure(opt, device, amp,
+  measure(opt, group, amp,
           {model, adamw, [&] { return ops::cross_entropy(model.forward(images), labels, opt.smoothing); },
            [&] { return model.forward(images); }},
           r);
@@ -173,6 +200,12 @@ std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
   add("amp", r.amp ? "true" : "false");
   add("device", io::json_quote(r.device));
   add("params", std::to_string(r.params));
+  add("gpus", std::to_string(r.world));
+  if (r.world > 1) {
+    add("dist", io::json_quote(opt.zero1 ? "zero1" : "ddp"));
+    add("grad_allreduce_ms", json_number(r.allreduce_ms));
+    add("allreduce_busbw_gbps", json_number(r.allreduce_busbw_gbps));
+  }
   add("train_img_per_s", json_number(r.train_img_per_s));
   add("train_step_ms", json_number(r.train_step_ms));
   add("train_peak_mem_gib", json_gib(r.train_peak));

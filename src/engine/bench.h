@@ -3,6 +3,8 @@
 // Classification: a preset ViT, cross-entropy, AdamW. Segmentation (options.segmenter set): the Segmenter of a
 // segmentation config, pixel cross-entropy on the upsampled logits against random labels (some 255), SGD Nesterov
 // as spec §5, and evaluation windows (forward of crop-sized images) as the inference phase.
+// Under `vitrain launch -n N` every rank trains its own batch with data-parallel gradients (DDP buckets, or ZeRO-1),
+// img/s counts all ranks, and the all-reduce of one gradient's worth of f32 is timed alone afterwards.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -25,6 +27,8 @@ struct BenchOptions {
   bool infer = false;   ///< also time inference (eval mode, no grad)
   int threads = 0;      ///< CPU threads; 0: all cores
   double smoothing = 0.1;
+  bool zero1 = false;       ///< data parallel: ZeRO-1 (classification, AdamW) instead of DDP
+  double bucket_mb = 25.0;  ///< data parallel: gradient bucket size
   /// Set: benchmark this Segmenter (model names the config's preset) instead of the classifier `model`.
   std::optional<models::SegmenterConfig> segmenter;
 };
@@ -38,6 +42,9 @@ struct BenchResult {
   bool has_infer = false;
   double infer_img_per_s = 0, infer_batch_ms = 0;
   std::optional<PeakMemory> infer_peak;
+  int world = 1;        ///< ranks of a launched job (img/s counts all of them)
+  bool lead = true;     ///< rank 0: the one that reports
+  double allreduce_ms = 0, allreduce_busbw_gbps = 0;  ///< world > 1: one gradient-sized f32 all-reduce, alone
 };
 
 /// Builds the model on the device and runs the benchmark; throws on bad options (unknown model, device, ...).

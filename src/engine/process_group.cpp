@@ -42,9 +42,8 @@ std::shared_ptr<spdlog::logger> make_rank_logger(int rank) {
 }
 
 std::unique_ptr<dist::DataParallel> make_data_parallel(const io::Config& cfg, optim::Optimizer& opt,
-                                                       const ProcessGroup& group,
-                                                       const models::VisionTransformer& model,
-                                                       const models::VisionTransformer* ema_model) {
+                                                       const ProcessGroup& group, const nn::Module& model,
+                                                       const nn::Module* ema_model) {
   if (!group.comm) return nullptr;
   std::vector<Tensor> params, replicated;  // replicated: everything rank 0 sets for all
   for (const auto& [name, p] : model.named_parameters()) params.push_back(p);

@@ -10,7 +10,7 @@
 #include "dist/communicator.h"
 #include "dist/data_parallel.h"
 #include "io/config.h"
-#include "models/vit.h"
+#include "nn/module.h"
 #include "optim/optimizer.h"
 
 namespace vt::engine {
@@ -34,8 +34,7 @@ std::shared_ptr<spdlog::logger> make_rank_logger(int rank);
 /// DataParallel over `opt` (which must use flat buffers) with the model's and the EMA's tensors broadcast from
 /// rank 0; null for a single process. Call after the optimizer state is loaded.
 std::unique_ptr<dist::DataParallel> make_data_parallel(const io::Config& cfg, optim::Optimizer& opt,
-                                                       const ProcessGroup& group,
-                                                       const models::VisionTransformer& model,
-                                                       const models::VisionTransformer* ema_model);
+                                                       const ProcessGroup& group, const nn::Module& model,
+                                                       const nn::Module* ema_model);
 
 }  // namespace vt::engine
