@@ -17,7 +17,7 @@ vitrain=${VITRAIN:-$(command -v vitrain || echo "$root/build/bin/vitrain")}
 batch=${BATCH:-256}
 steps=${STEPS:-30}
 ngpu=$(nvidia-smi -L | wc -l)
-counts=${GPU_COUNTS:-$(for n in 2 4 8; do ((n <= ngpu)) && echo -n "$n "; done)}
+counts=${GPU_COUNTS:-$(for n in 2 4 8; do if ((n <= ngpu)); then echo -n "$n "; fi; done)}
 ours=$out/ours.jsonl
 timm=$out/timm.jsonl
 : > "$ours"

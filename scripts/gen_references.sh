@@ -7,3 +7,4 @@ out=${OUT:-out}
 mkdir -p "$out"
 env -u LD_LIBRARY_PATH python3 scripts/gen_reference.py "$out/vit_ref.safetensors"
 env -u LD_LIBRARY_PATH python3 scripts/gen_deit_reference.py "$out/deit_tiny_ref.safetensors"
+env -u LD_LIBRARY_PATH python3 scripts/gen_segmenter_reference.py "$out/segmenter_reference.safetensors"
