@@ -7,8 +7,11 @@
 #include "models/attention.h"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "autograd/node.h"
+#include "core/rng.h"
 #include "ops/ops.h"
 
 namespace vt::models {
@@ -16,13 +19,35 @@ namespace vt::models {
 namespace {
 
 void check_strings(const MitaOptions& o) {
-  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches" || o.landmark_pool == "sequence",
-           "[mita] model.attention.landmark_pool must be 'shifted', 'patches' or 'sequence', got '", o.landmark_pool,
-           "'");
+  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches" || o.landmark_pool == "sequence" ||
+               o.landmark_pool == "random",
+           "[mita] model.attention.landmark_pool must be 'shifted', 'patches', 'sequence' or 'random', got '",
+           o.landmark_pool, "'");
   VT_CHECK(o.impl == "fused" || o.impl == "reference", "[mita] model.attention.impl must be 'fused' or 'reference', got '",
            o.impl, "'");
   VT_CHECK(o.shared_scale == "official" || o.shared_scale == "paper",
            "[mita] model.attention.shared_scale must be 'official' or 'paper', got '", o.shared_scale, "'");
+}
+
+// Appendix A's "random" landmarks: the queries of m distinct patch tokens (1..N-1), drawn afresh at every forward
+// from the default generator (a partial Fisher-Yates shuffle on Philox draws), the same tokens for the whole batch.
+Tensor random_landmarks(const Tensor& q, int64_t m) {
+  const int64_t L = q.size(1) - 1;
+  VT_CHECK(L >= m, "[mita] landmark_pool 'random' picks model.attention.m = ", m, " of the ", L,
+           " patch tokens: needs m <= N - 1");
+  Generator& gen = default_generator();
+  const uint64_t offset = gen.reserve(static_cast<uint64_t>(m));
+  std::vector<int64_t> tokens(static_cast<size_t>(L));
+  for (int64_t t = 0; t < L; ++t) tokens[static_cast<size_t>(t)] = t + 1;
+  std::vector<double> picked(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t j = i + static_cast<int64_t>(rng::bits_at(gen.seed(), offset, static_cast<uint64_t>(i)) %
+                                               static_cast<uint64_t>(L - i));
+    std::swap(tokens[static_cast<size_t>(i)], tokens[static_cast<size_t>(j)]);
+    picked[static_cast<size_t>(i)] = static_cast<double>(tokens[static_cast<size_t>(i)]);
+  }
+  const Tensor index = Tensor::from_vector(picked, {m}, DType::i64).to(q.device());
+  return ops::index_select(q, 1, index);
 }
 
 // q [B, N, C] → [B, H, N, d] (a view; channel c is head c / d, timm's layout).
@@ -93,6 +118,7 @@ LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o) {
   check_strings(o);
   VT_CHECK(o.m >= 1, "[mita] model.attention.m must be at least 1, got ", o.m);
   LandmarkLayout lay;
+  if (o.landmark_pool == "random") return lay;  // picked, not pooled
   if (o.landmark_pool == "sequence") {
     VT_CHECK(N >= o.m, "[mita] landmark_pool 'sequence' pools the ", N, " tokens to model.attention.m = ", o.m,
              " landmarks: needs N >= m");
@@ -115,6 +141,7 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
            q.defined() ? q.describe() : std::string("an undefined tensor"));
   const int64_t B = q.size(0), N = q.size(1), C = q.size(2);
   const LandmarkLayout lay = landmark_layout(N, o);
+  if (o.landmark_pool == "random") return random_landmarks(q, o.m);
   if (o.impl == "fused" && ops::mita_fused_supports(q.dtype(), q.device(), 0)) {  // one op reading q in place: no transposed copies
     const int64_t first = o.landmark_pool == "patches" ? 1 : 0, L = o.landmark_pool == "sequence" ? N : N - 1;
     return ops::mita_landmark_pool(q, first, L, lay.two_d ? lay.grid : 0, o.m);

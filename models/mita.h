@@ -8,7 +8,8 @@
 //   tokens 1-D (sequence models without CLS, the long-sequence benchmark). For the first two L = N-1 tokens:
 //   if L = G² is a perfect square the tokens form a row-major G×G grid and are pooled 2-D to p×p with m = p²
 //   (m must then be a perfect square); otherwise they are pooled 1-D to m bins. Both use PyTorch's adaptive
-//   bins [floor(i·L/m), ceil((i+1)·L/m)), which may overlap.
+//   bins [floor(i·L/m), ceil((i+1)·L/m)), which may overlap. "random" (Appendix A's ablation) pools nothing: the
+//   landmarks are the queries of m distinct patch tokens drawn afresh at every forward.
 #pragma once
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ struct MitaOptions {
   int64_t s = 1;             // experts per query; the joint softmax covers m + s·k slots (no dedup, spec §2.6)
   bool route_only = false;   // no shared branch: softmax over the s·k routed logits alone
   bool compress_only = false;  // no routed branch: softmax over the m shared logits alone (Appendix A)
-  std::string landmark_pool = "shifted";  // shifted | patches | sequence
+  std::string landmark_pool = "shifted";  // shifted | patches | sequence | random
   std::string shared_scale = "official";  // official: 1/d on shared logits | paper: 1/√d
   // fused: ops::mita_route + ops::mita_attention (s = 1; otherwise, and with a MitaDebug, the reference runs);
   // reference: the op-by-op composite below, the oracle.

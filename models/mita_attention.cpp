@@ -41,9 +41,10 @@ MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
   VT_CHECK(cfg.k >= 0, "[model] model.attention.k must be positive (or 0 for the default), got ", cfg.k);
   VT_CHECK(o.s >= 1 && o.s <= o.m, "[model] model.attention.s = ", o.s,
            " experts per query must be in [1, model.attention.m = ", o.m, "]");
-  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches" || o.landmark_pool == "sequence",
-           "[model] model.attention.landmark_pool must be 'shifted', 'patches' or 'sequence', got '", o.landmark_pool,
-           "'");
+  VT_CHECK(o.landmark_pool == "shifted" || o.landmark_pool == "patches" || o.landmark_pool == "sequence" ||
+               o.landmark_pool == "random",
+           "[model] model.attention.landmark_pool must be 'shifted', 'patches', 'sequence' or 'random', got '",
+           o.landmark_pool, "'");
   VT_CHECK(o.impl == "fused" || o.impl == "reference", "[model] model.attention.impl must be 'fused' or 'reference', got '",
            o.impl, "'");
   VT_CHECK(o.shared_scale == "official" || o.shared_scale == "paper",

@@ -2,16 +2,25 @@
 # The proxy study of issue 10 (REPRODUCTION.md): every attention variant on the Fashion-MNIST patch-2 proxy
 # (configs/proxy/fmnist_p2_mita.yaml: 197 tokens, 14x14 grid), SEEDS seeds each, then a table of the best test
 # top-1 (mean ± std over the seeds) beside the paper's ImageNet delta to its baseline (Table 2 Tiny, Appendix A).
-# Finished runs (model.safetensors present) are skipped, so the study can be spread over several sessions.
+# A run is done when OUT_DIR/<variant>/seed<s>/model.safetensors exists or when its metrics are in the record
+# (RECORD, default docs/figures/proxy/study/<variant>/seed<s>/metrics.jsonl: the finished runs' metrics kept in the
+# repository, so the study can be spread over sessions and machines); done runs are skipped, and every run that
+# finishes here has its metrics copied into the record. The table is computed from the record.
 # Usage: scripts/proxy_study.sh DATA_DIR OUT_DIR
-# Env: VARIANTS (default: all below), SEEDS ("0 1 2"), EPOCHS (10), DEVICE (cuda:0), VITRAIN.
-# Not available as variants yet: random and learned landmarks.
+# Env: VARIANTS (default: all below), SEEDS ("0 1 2"), EPOCHS (10), DEVICES ("cuda:0"), JOBS (runs at a time,
+#      spread round-robin over DEVICES; default: one per device), DEADLINE (seconds after which no run starts;
+#      0: none), RECORD, VITRAIN.
+# Not a variant: learned landmarks.
 set -euo pipefail
 data=${1:?usage: scripts/proxy_study.sh DATA_DIR OUT_DIR}
 out=${2:?usage: scripts/proxy_study.sh DATA_DIR OUT_DIR}
 vitrain=${VITRAIN:-$(command -v vitrain || echo build/bin/vitrain)}
-seeds=${SEEDS:-0 1 2} epochs=${EPOCHS:-10} device=${DEVICE:-cuda:0}
+seeds=${SEEDS:-0 1 2} epochs=${EPOCHS:-10}
+read -r -a devices <<< "${DEVICES:-${DEVICE:-cuda:0}}"
+jobs=${JOBS:-${#devices[@]}} deadline=${DEADLINE:-0}
+record=${RECORD:-docs/figures/proxy/study}
 cfg=configs/proxy/fmnist_p2_mita.yaml
+start=$(date +%s)
 
 # name | --set overrides | the paper's ImageNet top-1 delta against its baseline (Tiny), "-" when none
 variants=$(cat <<'V'
@@ -25,6 +34,7 @@ linear|model.attention.type=linear|-3.1 (68.0)
 route_only|model.attention.type=mita_route|-0.3 (70.8)
 compress_only|model.attention.type=mita_compress|-0.8 (70.3)
 pool_1d|model.attention.type=mita model.attention.landmark_pool=sequence|-0.7 (70.4)
+random_landmarks|model.attention.type=mita model.attention.landmark_pool=random|-0.5 (70.6)
 mk_16_25|model.attention.type=mita model.attention.m=16 model.attention.k=25|-0.1 (71.0)
 mk_25_16|model.attention.type=mita model.attention.m=25 model.attention.k=16|-0.6 (70.5)
 mk_25_36|model.attention.type=mita model.attention.m=25 model.attention.k=36|+0.6 (71.7)
@@ -33,25 +43,43 @@ V
 )
 wanted=${VARIANTS:-$(echo "$variants" | cut -d'|' -f1 | tr '\n' ' ')}
 
-mkdir -p "$out"
-while IFS='|' read -r name sets paper; do
-  [[ " $wanted " == *" $name "* ]] || continue
-  for seed in $seeds; do
+mkdir -p "$out" "$record"
+todo=()  # "name|sets|seed", seed-major so that a partial study has whole seeds
+for seed in $seeds; do
+  while IFS='|' read -r name sets _; do
+    [[ " $wanted " == *" $name "* ]] || continue
+    if [[ -f $out/$name/seed$seed/model.safetensors || -f $record/$name/seed$seed/metrics.jsonl ]]; then
+      echo "== $name seed $seed: done"
+      continue
+    fi
+    todo+=("$name|$sets|$seed")
+  done <<< "$variants"
+done
+
+worker() {  # worker index: runs todo[i], todo[i + jobs], ... on devices[i % #devices]
+  local i=$1 device=${devices[$(($1 % ${#devices[@]}))]} name sets seed dir
+  for ((j = i; j < ${#todo[@]}; j += jobs)); do
+    if ((deadline > 0 && $(date +%s) - start > deadline)); then echo "== worker $i: deadline, stopping"; return; fi
+    IFS='|' read -r name sets seed <<< "${todo[j]}"
     dir=$out/$name/seed$seed
-    if [[ -f $dir/model.safetensors ]]; then echo "== $name seed $seed: done"; continue; fi
-    args=(train --config "$cfg" --device "$device" --set data.data_dir="$data" --set train.epochs="$epochs"
-          --set train.seed="$seed" --set train.output="$dir" --set train.resume=auto)
+    local args=(train --config "$cfg" --device "$device" --set data.data_dir="$data" --set train.epochs="$epochs"
+                --set train.seed="$seed" --set train.output="$dir" --set train.resume=auto)
     for s in $sets; do args+=(--set "$s"); done
-    echo "== $name seed $seed"
-    "$vitrain" "${args[@]}" 2>&1 | grep -E "training:|error" | tail -1
+    echo "== $name seed $seed on $device: $("$vitrain" "${args[@]}" 2>&1 | grep -E "training:|error" | tail -1)"
+    if [[ -f $dir/model.safetensors ]]; then
+      mkdir -p "$record/$name/seed$seed"
+      cp "$dir/metrics.jsonl" "$record/$name/seed$seed/metrics.jsonl"
+    fi
   done
-done <<< "$variants"
+}
+for ((w = 0; w < jobs; ++w)); do worker "$w" & done
+wait
 
 # The table: best test top-1 per run (max over evaluations), mean ± sample std over the finished seeds.
 stats() {  # variant -> "mean std n", nothing when no seed has finished
   local m best=()
-  for m in "$out/$1"/seed*/metrics.jsonl; do
-    [[ -f $m && -f $(dirname "$m")/model.safetensors ]] || continue
+  for m in "$record/$1"/seed*/metrics.jsonl; do
+    [[ -f $m ]] || continue
     best+=("$(grep -o '"test_top1": *[0-9.]*' "$m" | awk -F: '{print $2}' | sort -g | tail -1)")
   done
   ((${#best[@]})) || return 0

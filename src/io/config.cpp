@@ -356,7 +356,7 @@ void AttentionConfig::validate() const {
   // The kinds models::make_attention builds.
   require_one_of("model.attention.type", type, {"dense", "mita", "mita_route", "mita_compress", "agent", "agent_bias",
                                                    "linear"});
-  require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches", "sequence"});
+  require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches", "sequence", "random"});
   require_one_of("model.attention.impl", impl, {"fused", "reference"});
   require_one_of("model.attention.shared_scale", shared_scale, {"official", "paper"});
   require(m >= 1, "model.attention.m", ">= 1", m);

@@ -19,7 +19,8 @@ struct AttentionConfig {
   bool dwc = false;                       // MiTA + DWC: depth-wise 3x3 conv on V's patch tokens, added before proj
   bool gate = false;                      // MiTA + DWC + Gate: qkvg projection, output * SiLU(g)
   std::string landmark_pool = "shifted";  // shifted (official: tokens 0..N-2) | patches (patch tokens only) |
-                                          // sequence (all N tokens, 1-D: sequence models without CLS)
+                                          // sequence (all N tokens, 1-D: sequence models without CLS) |
+                                          // random (m random patch tokens' queries, redrawn every forward)
   std::string shared_scale = "official";  // official (1/d on shared logits) | paper (1/sqrt(d))
   std::string impl = "fused";             // MiTA: fused (routing + joint-attention kernels) | reference (op by op)
   bool deterministic = false;             // MiTA fused backward without float atomics (same bits run to run)

@@ -252,5 +252,36 @@ TEST(MitaLandmarks, ShiftedPoolingIncludesClsAndDropsTheLastToken) {
   for (size_t i = 2; i < base.size(); ++i) EXPECT_EQ(moved[i], base[i]) << i;
 }
 
+// Appendix A's random landmarks: each landmark is the query of one patch token (never CLS), m distinct tokens,
+// redrawn at the next forward; the whole MiTA core trains through them.
+TEST(MitaLandmarks, RandomPicksDistinctPatchTokensAfreshEachForward) {
+  const int64_t N = 50, m = 9;
+  std::vector<double> values(static_cast<size_t>(N));
+  for (int64_t t = 0; t < N; ++t) values[static_cast<size_t>(t)] = static_cast<double>(t);
+  const Tensor q = Tensor::from_vector(values, {1, N, 1}, DType::f64);  // token t's query is t
+  MitaOptions o = opts(1, m, m, 1, false, "random", "official");
+  auto draw = [&] {
+    std::vector<double> r = models::mita_landmarks(q, o).to_vector();
+    std::sort(r.begin(), r.end());
+    return r;
+  };
+  const std::vector<double> first = draw(), second = draw();
+  ASSERT_EQ(first.size(), static_cast<size_t>(m));
+  EXPECT_EQ(std::adjacent_find(first.begin(), first.end()), first.end()) << "a token picked twice";
+  EXPECT_GE(first.front(), 1.0) << "CLS picked";
+  EXPECT_LE(first.back(), static_cast<double>(N - 1));
+  EXPECT_NE(first, second) << "the same tokens twice in a row (1 chance in C(49, 9))";
+
+  Tensor x = randn_t({2, N, 4}, 3);
+  x.set_requires_grad(true);
+  MitaOptions o4 = opts(2, m, m, 1, false, "random", "official");
+  Tensor out = models::mita_core(x, x, x, o4);
+  ops::sum(out).backward();
+  ASSERT_TRUE(x.grad().defined());
+  double norm = 0;
+  for (double g : x.grad().to_vector()) norm += g * g;
+  EXPECT_GT(norm, 0.0);
+}
+
 }  // namespace
 }  // namespace vt::test

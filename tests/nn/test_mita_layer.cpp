@@ -72,8 +72,9 @@ void gradcheck_layer(const AttentionConfig& cfg, uint64_t seed) {
   MitaDebug dbg;
   for (size_t i = 0; i < slots.size(); ++i) *slots[i].second = inputs[i + 1];
   attn.forward(inputs[0], &dbg);
-  if (!attn.options().compress_only)  // compress-only selects nothing
+  if (!attn.options().compress_only) {  // compress-only selects nothing
     ASSERT_GT(selection_margin(dbg, attn.options()), 1e-3) << "near tie in the selections: pick another seed";
+  }
   GradcheckResult r = gradcheck(fn, inputs);
   EXPECT_TRUE(r.ok) << cfg.type << (cfg.dwc ? "+dwc" : "") << (cfg.gate ? "+gate" : "") << ": " << r.detail
                     << " (inputs: x then " << slots.size() << " parameters in order)";
