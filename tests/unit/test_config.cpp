@@ -178,7 +178,7 @@ TEST(Config, AttentionValidationNamesTheKey) {
   std::vector<Case> cases = {
       {"{type: sparse}", "model.attention.type"},
       {"{type: Dense}", "model.attention.type"},
-      {"{landmark_pool: random}", "model.attention.landmark_pool"},
+      {"{landmark_pool: strided}", "model.attention.landmark_pool"},
       {"{shared_scale: sqrt}", "model.attention.shared_scale"},
       {"{type: mita, m: 0}", "model.attention.m"},
       {"{type: mita, s: 0}", "model.attention.s"},
