@@ -6,10 +6,10 @@
 # First it measures each config's training and evaluation-window throughput (`vitrain bench --config`, synthetic
 # data, one device) and prints the estimated GPU-hours: epochs × training images / train img/s, plus the
 # evaluations (one every eval.interval epochs and at the end: validation images × EVAL_WINDOWS windows / eval
-# img/s). Segmentation training runs in one process per config (data parallelism is not wired for it), so GPUS > 1
-# runs GPUS configs at a time, one per GPU (wall-clock ≈ the busiest GPU's share). Each run goes to
-# OUT_DIR/<config>/, resuming a run that has a checkpoint and skipping a finished one, so rerunning the command
-# after an interruption continues.
+# img/s; wall-clock: ÷ GPUS, assuming linear scaling). Then it trains the configs one after another, each into
+# OUT_DIR/<config>/ (GPUS > 1: data parallel with `vitrain launch -n GPUS`, the per-process batch the config's
+# 8 / GPUS so the global batch and the learning rate stay the paper's), resuming a run that has a checkpoint and
+# skipping a finished one, so rerunning the command after an interruption continues.
 # The backbones are timm's vit_{tiny,small,base,large}_patch16_384 (AugReg, ImageNet-21k → 1k at 384) as
 # safetensors files PRETRAINED/<name>.safetensors, e.g. written with
 #   python -c "import timm, safetensors.torch as st; m = timm.create_model('vit_small_patch16_384', pretrained=True);
@@ -20,7 +20,7 @@
 #   PRETRAINED     folder of the timm backbones (default: pretrained/ under the repository); "none": random init
 #   DEVICE         train/bench device (default: cuda; "cpu" for the CI-sized mode, GPUS must then be 1)
 #   EPOCHS         train.epochs override (default: the config's 64)
-#   BATCH          train.batch_size override (default: the config's 8)
+#   BATCH          per-process train.batch_size override (default: the config's 8 / GPUS)
 #   EXTRA_SET      more `--set key=value` overrides for every run and bench, space-separated (e.g. to shrink)
 #   BENCH_STEPS, BENCH_WARMUP   `vitrain bench` sizes (default 20, 5; batch: the config's)
 #   BENCH_EXTRA    more `vitrain bench` options (e.g. "--threads 2")
@@ -118,24 +118,30 @@ echo
 echo "Estimated cost on this hardware ($n_train training and $n_val validation images, $DEVICE, img/s from vitrain bench):"
 awk -F'\t' -v g="$GPUS" '
   NR == 1 { printf "%-18s %-24s %-13s %6s %9s %9s %9s\n", "config", "model", "attention", "epochs", "train/s", "eval/s", "GPU-h"; next }
-  { printf "%-18s %-24s %-13s %6s %9.1f %9.1f %9.3f\n", $1, $2, $3, $4, $5, $6, $7; gh += $7; if ($7 > mx) mx = $7 }
+  { printf "%-18s %-24s %-13s %6s %9.1f %9.1f %9.3f\n", $1, $2, $3, $4, $5, $6, $7; gh += $7 }
   END {
     printf "%-18s %-24s %-13s %6s %9s %9s %9.3f\n", "total", "", "", "", "", "", gh
-    w = gh / g; if (mx > w) w = mx
-    printf "wall-clock on %d GPU(s), one config per GPU at a time: about %.3f h\n", g, w
+    printf "wall-clock on %d GPU(s), each run data parallel over all of them: about %.3f h\n", g, gh / g
   }' "$estimate"
 echo
 [[ ${ESTIMATE_ONLY:-0} == 1 ]] && exit 0
 
-# ---- 2. the runs: GPUS queues, config i on GPU i % GPUS ----
-run_config() {  # name device
-  local name=$1 dev=$2 yaml=$CONFIG_DIR/$1.yaml run=$OUT/$1
+# ---- 2. the runs ----
+run_config() {  # name
+  local name=$1 yaml=$CONFIG_DIR/$1.yaml run=$OUT/$1
   local epochs=${EPOCHS:-$(yaml_get "$yaml" train.epochs)}
   local done_epochs
   done_epochs=$(epochs_done "$run/metrics.jsonl")
   if [ -f "$run/model.safetensors" ] && ((done_epochs >= epochs)); then
     echo "== $name: finished ($done_epochs epochs), skipped"
     return 0
+  fi
+  local batch=${BATCH:-}
+  if [ -z "$batch" ] && ((GPUS > 1)); then
+    local full
+    full=$(yaml_get "$yaml" train.batch_size)
+    ((full % GPUS == 0)) || { echo "error: $name: batch $full does not split over $GPUS GPUs; set BATCH" >&2; return 1; }
+    batch=$((full / GPUS))
   fi
   local sets=(--set "data.data_dir=$ADE" --set "train.output=$run")
   if [[ $PRETRAINED == none ]]; then
@@ -147,29 +153,21 @@ run_config() {  # name device
     sets+=(--set "model.initial_checkpoint=$weights")
   fi
   [ -n "${EPOCHS:-}" ] && sets+=(--set "train.epochs=$EPOCHS")
-  [ -n "${BATCH:-}" ] && sets+=(--set "train.batch_size=$BATCH")
+  [ -n "$batch" ] && sets+=(--set "train.batch_size=$batch")
+  local train=(train --config "$yaml" "${sets[@]}" "${common_sets[@]}" --device "$DEVICE" --resume auto)
+  local cmd
+  if ((GPUS > 1)); then
+    cmd=("$VITRAIN" launch -n "$GPUS" -- "${train[@]}")
+  else
+    cmd=("$VITRAIN" "${train[@]}")
+  fi
   local state=starting
   [ -f "$run/last.safetensors" ] || [ -f "$run/recovery.safetensors" ] && state="resuming (epochs done: $done_epochs)"
-  echo "== $name: $state on $dev; log $run/console.log"
-  "$VITRAIN" train --config "$yaml" "${sets[@]}" "${common_sets[@]}" --device "$dev" --resume auto \
-    >>"$run/console.log" 2>&1 || { echo "error: $name failed, see $run/console.log" >&2; return 1; }
+  echo "== $name: $state on $GPUS × $DEVICE; log $run/console.log"
+  "${cmd[@]}" >>"$run/console.log" 2>&1 || { echo "error: $name failed, see $run/console.log" >&2; return 1; }
 }
 
-read -r -a names <<<"$(echo $CONFIGS)"
-if ((GPUS == 1)); then
-  for name in "${names[@]}"; do run_config "$name" "$DEVICE"; done
-else
-  pids=()
-  for ((g = 0; g < GPUS; ++g)); do
-    (
-      for ((i = g; i < ${#names[@]}; i += GPUS)); do run_config "${names[i]}" "$DEVICE:$g"; done
-    ) &
-    pids+=($!)
-  done
-  failed=0
-  for p in "${pids[@]}"; do wait "$p" || failed=1; done
-  ((failed == 0)) || { echo "error: some runs failed (see above)" >&2; exit 1; }
-fi
+for name in $CONFIGS; do run_config "$name" || exit 1; done
 
 # ---- 3. the table ----
 "$ROOT/scripts/collect_table4.sh" "$OUT"

@@ -14,6 +14,7 @@
 #include "data/image_decode.h"
 #include "data/seg_transforms.h"
 #include "data/transforms.h"
+#include "dist/communicator.h"
 #include "engine/run_support.h"
 #include "engine/sliding_window.h"
 #include "engine/device.h"
@@ -187,12 +188,16 @@ cv::Mat predict_segmentation(const models::Segmenter& model, const cv::Mat& rgb,
 }
 
 SegEvalResult evaluate_segmentation(const models::Segmenter& model, const std::vector<data::SegmentationPair>& pairs,
-                                    const SegEvalOptions& opt, Device device) {
+                                    const SegEvalOptions& opt, Device device, dist::Communicator* comm) {
   const int64_t K = model.config().num_classes;
   VT_CHECK(K <= 255, "[seg-eval] ", K, " classes do not fit 8-bit class maps");
   const int64_t n = opt.limit > 0 ? std::min<int64_t>(opt.limit, static_cast<int64_t>(pairs.size()))
                                   : static_cast<int64_t>(pairs.size());
   VT_CHECK(n > 0, "[seg-eval] no images to evaluate");
+  const int64_t rank = comm ? comm->rank() : 0, world = comm ? comm->world() : 1;
+  std::vector<int64_t> mine;  // this rank's images: every image exactly once across the ranks
+  for (int64_t i = rank; i < n; i += world) mine.push_back(i);
+  const int64_t m = static_cast<int64_t>(mine.size());
   SegAreas areas(K);
   const auto start = std::chrono::steady_clock::now();
   auto last_log = start;
@@ -203,11 +208,12 @@ SegEvalResult evaluate_segmentation(const models::Segmenter& model, const std::v
     cv::Mat label = load_label(p, image, opt.reduce_zero_label);
     return std::make_pair(image, label);
   };
-  std::future<std::pair<cv::Mat, cv::Mat>> next = std::async(std::launch::async, load, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    const data::SegmentationPair& p = pairs[static_cast<size_t>(i)];
+  std::future<std::pair<cv::Mat, cv::Mat>> next;
+  if (m > 0) next = std::async(std::launch::async, load, mine[0]);
+  for (int64_t j = 0; j < m; ++j) {
+    const data::SegmentationPair& p = pairs[static_cast<size_t>(mine[static_cast<size_t>(j)])];
     const auto [image, label] = next.get();
-    if (i + 1 < n) next = std::async(std::launch::async, load, i + 1);
+    if (j + 1 < m) next = std::async(std::launch::async, load, mine[static_cast<size_t>(j + 1)]);
     const cv::Mat pred = predict_segmentation(model, image, opt, device);
     try {
       VT_CHECK(label.isContinuous() && pred.isContinuous(), "[seg-eval] non-contiguous class maps");
@@ -217,12 +223,21 @@ SegEvalResult evaluate_segmentation(const models::Segmenter& model, const std::v
     }
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
-    if (i + 1 == n || std::chrono::duration<double>(now - last_log).count() >= 10.0) {
-      const double rate = elapsed > 0 ? static_cast<double>(i + 1) / elapsed : 0.0;
-      spdlog::info("seg-eval [{}/{}] {:.2f} img/s ETA {}", i + 1, n, rate,
-                   io::format_duration(rate > 0 ? static_cast<double>(n - i - 1) / rate : 0.0));
+    if (rank == 0 && (j + 1 == m || std::chrono::duration<double>(now - last_log).count() >= 10.0)) {
+      const double rate = elapsed > 0 ? static_cast<double>(j + 1) / elapsed : 0.0;  // this rank's images
+      spdlog::info("seg-eval [{}/{}{}] {:.2f} img/s ETA {}", j + 1, m, world > 1 ? " on rank 0" : "", rate,
+                   io::format_duration(rate > 0 ? static_cast<double>(m - j - 1) / rate : 0.0));
       last_log = now;
     }
+  }
+  if (world > 1) {
+    // f64 holds every count below 2^53 exactly (f32 would round the pixel areas of a real split).
+    const std::vector<int64_t> local = areas.totals();
+    const std::vector<double> summed =
+        dist::sum_over_ranks(*comm, std::vector<double>(local.begin(), local.end()), device);
+    std::vector<int64_t> total(summed.size());
+    for (size_t c = 0; c < summed.size(); ++c) total[c] = static_cast<int64_t>(summed[c]);
+    areas = SegAreas::from_totals(total);
   }
   SegEvalResult r;
   r.scores = areas.scores();

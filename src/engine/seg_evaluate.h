@@ -18,6 +18,10 @@
 #include "io/config.h"
 #include "models/segmenter.h"
 
+namespace vt::dist {
+class Communicator;
+}
+
 namespace vt::engine {
 
 /// How evaluate_segmentation / predict_segmentation run.
@@ -47,9 +51,11 @@ struct SegEvalResult {
 /// Whole-split evaluation (mmseg protocol): per image resize, sliding window, logits averaged, resized to the
 /// original size, argmax; intersections/unions summed over the split. Logs a progress line (img/s, ETA); an
 /// unreadable image or label, or a label whose size differs from its image's, is an error naming the file.
-/// The model must be on `device` and in eval mode.
+/// The model must be on `device` and in eval mode. With `comm` (data parallel), rank r evaluates images
+/// r, r + world, ... and the areas are summed over the ranks exactly, so every rank returns the scores of the
+/// whole split (those of one process); only rank 0 logs progress.
 SegEvalResult evaluate_segmentation(const models::Segmenter& model, const std::vector<data::SegmentationPair>& pairs,
-                                    const SegEvalOptions& opt, Device device);
+                                    const SegEvalOptions& opt, Device device, dist::Communicator* comm = nullptr);
 
 /// One image (RGB u8, any size) → predicted class map (CV_8UC1, 0..K-1) at the image's size.
 cv::Mat predict_segmentation(const models::Segmenter& model, const cv::Mat& rgb, const SegEvalOptions& opt,

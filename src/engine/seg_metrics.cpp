@@ -86,6 +86,27 @@ void SegAreas::merge(const SegAreas& other) {
   }
 }
 
+std::vector<int64_t> SegAreas::totals() const {
+  std::vector<int64_t> t;
+  t.reserve(4 * intersect_.size());
+  for (const auto* v : {&intersect_, &union_, &pred_, &label_}) t.insert(t.end(), v->begin(), v->end());
+  return t;
+}
+
+SegAreas SegAreas::from_totals(const std::vector<int64_t>& totals, int64_t ignore_index) {
+  VT_CHECK(!totals.empty() && totals.size() % 4 == 0, "[seg] area totals need 4 counts per class, got ",
+           totals.size());
+  const size_t K = totals.size() / 4;
+  SegAreas a(static_cast<int64_t>(K), ignore_index);
+  for (size_t c = 0; c < K; ++c) {
+    a.intersect_[c] = totals[c];
+    a.union_[c] = totals[K + c];
+    a.pred_[c] = totals[2 * K + c];
+    a.label_[c] = totals[3 * K + c];
+  }
+  return a;
+}
+
 SegScores SegAreas::scores() const {
   SegScores s;
   int64_t total_intersect = 0, total_label = 0;

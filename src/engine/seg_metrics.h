@@ -25,6 +25,10 @@ class SegAreas {
   void add(const uint8_t* pred, const uint8_t* label, int64_t n);
   /// Adds another split's areas (same class count).
   void merge(const SegAreas& other);
+  /// The four per-class areas concatenated: intersect, union, pred, label (4K counts; summed over ranks).
+  std::vector<int64_t> totals() const;
+  /// The areas whose totals() are `totals` (4K non-negative counts).
+  static SegAreas from_totals(const std::vector<int64_t>& totals, int64_t ignore_index = 255);
   int64_t num_classes() const { return static_cast<int64_t>(intersect_.size()); }
   const std::vector<int64_t>& intersect() const { return intersect_; }
   const std::vector<int64_t>& union_area() const { return union_; }

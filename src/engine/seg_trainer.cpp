@@ -13,6 +13,8 @@
 #include "data/loader.h"
 #include "data/samplers.h"
 #include "data/sources.h"
+#include "dist/communicator.h"
+#include "dist/data_parallel.h"
 #include "engine/checkpoint.h"
 #include "engine/process_group.h"
 #include "engine/recipe.h"
@@ -77,22 +79,29 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   summary.log_path = files.path("train.log");
   summary.metrics_path = files.path("metrics.jsonl");
   summary.weights_path = files.path("model.safetensors");
+  // Data parallel: the communicator a test hands in, or NCCL across the processes of a launched job.
   const ProcessGroup group = join_process_group(cfg, hooks.communicator);
-  VT_CHECK(group.world == 1, "[train] segmentation training runs in one process; data parallelism (", group.world,
-           " ranks, ", group.source, ") is not wired for it yet");
+  const int rank = group.rank, world = group.world;
+  const bool lead = group.lead();
+  dist::Communicator* comm = group.comm;
   const Device device = group.device;
-  auto log = make_logger(summary.log_path);
+  auto log = lead ? make_logger(summary.log_path) : make_rank_logger(rank);
   set_threads(cfg.train.threads);
   const std::string config_yaml = io::to_yaml(cfg);
-  {
+  if (lead) {
     std::ofstream resolved(files.dir / "config.yaml");
     resolved << config_yaml;
   }
+  if (world > 1)
+    log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", world, group.source, cfg.dist.bucket_mb,
+              cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
   const std::optional<DType> amp = amp_dtype(cfg);
   summary.device = device.str();
   log->info("device: {}", describe_device(device, amp, cfg.train.device));
 
-  // Data: ADE20K training pairs through the threaded loader (f32 images + i64 label maps, 255 = ignore).
+  // Data: ADE20K training pairs through the threaded loader (f32 images + i64 label maps, 255 = ignore). Data
+  // parallel: each rank reads its shard of the epoch's shuffled order (DistributedSampler, padded; the same
+  // order on every rank) and draws its own augmentations.
   const uint64_t data_seed = static_cast<uint64_t>(cfg.train.seed);
   const data::SegTrainConfig train_tf = seg_train_config(cfg);
   data::SegmentationSource train_source(limited(data::ade20k(cfg.data.data_dir, "training"), cfg.data.train_limit),
@@ -103,13 +112,23 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   lo.batch_size = cfg.train.batch_size;
   lo.threads = std::max(1, cfg.data.workers);
   lo.seed = data_seed;
+  lo.stream = static_cast<uint64_t>(rank);
   lo.max_bad_files = cfg.data.max_bad_files;
-  data::Loader loader(train_source, [n_train, data_seed](int64_t epoch) {
+  data::Loader::Sampler sampler = [n_train, data_seed](int64_t epoch) {
     return data::shuffled_order(n_train, data_seed, epoch);
-  }, lo);
-  const int64_t updates_per_epoch = n_train / cfg.train.batch_size;  // the last partial batch is dropped
+  };
+  if (world > 1) {
+    data::DistributedSamplerOptions shard;
+    shard.rank = rank;
+    shard.world = world;
+    shard.seed = data_seed;
+    sampler = [n_train, shard](int64_t epoch) { return data::distributed_indices(n_train, shard, epoch); };
+  }
+  // The last partial batch is dropped; every rank's shard has the same length.
+  const int64_t updates_per_epoch = static_cast<int64_t>(sampler(0).size()) / cfg.train.batch_size;
   VT_CHECK(updates_per_epoch >= 1, "[train] ", n_train, " training images make no batch of train.batch_size ",
-           cfg.train.batch_size);
+           cfg.train.batch_size, world > 1 ? fmt::format(" on each of {} ranks", world) : std::string());
+  data::Loader loader(train_source, sampler, lo);
   const SegEvalOptions eval_opt = seg_eval_options(cfg);  // data.test_limit limits the validation images
   log->info("ADE20K {}: {} training pairs ({} updates per epoch), {} validation images{}", cfg.data.data_dir,
             n_train, updates_per_epoch, val_pairs.size(),
@@ -141,13 +160,16 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   default_generator().set_state(state.rng_seed, state.rng_offset);
   model.to(device);
   auto opt = make_optimizer(cfg, model);
+  if (comm) opt->use_flat_buffers();  // buckets are ranges of the flat gradient buffer (already flat on CUDA)
   if (!resumed.optimizer.empty()) opt->load_state(resumed.optimizer);
+  const std::unique_ptr<dist::DataParallel> dp = make_data_parallel(cfg, *opt, group, model, nullptr);
   const int64_t total = updates_per_epoch * cfg.train.epochs;
-  const LrPlan lr_plan(cfg, updates_per_epoch);
-  log->info("batch {}; {} updates; {} lr {:.3e} ({} schedule)", cfg.train.batch_size, total, cfg.optim.opt,
-            resolved_lr(cfg), cfg.schedule.sched);
+  const LrPlan lr_plan(cfg, updates_per_epoch, world);
+  log->info("global batch {} = {} per process x {} process{}; {} updates; {} lr {:.3e} ({} schedule)",
+            global_batch(cfg, world), cfg.train.batch_size, world, world > 1 ? "es" : "", total, cfg.optim.opt,
+            resolved_lr(cfg, world), cfg.schedule.sched);
   std::optional<io::MetricsLog> metrics;
-  metrics.emplace(summary.metrics_path, !resume_path.empty());
+  if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 
   // The losses since the last finiteness check, summed on the device (NaN/Inf propagate through the sum).
   Tensor unchecked_loss;
@@ -162,14 +184,18 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   };
   auto checkpoint = [&](const std::string& path) {
     require_finite_losses(state.position.global_step);
-    Checkpoint c;
-    c.model = host_state_dict(model);
-    for (auto& [k, t] : opt->state()) c.optimizer.emplace_back(k, t.to(cpu()));
-    c.state = state;
-    c.state.rng_seed = default_generator().seed();
-    c.state.rng_offset = default_generator().offset();
-    c.state.config_yaml = config_yaml;
-    save_checkpoint(path, c);
+    if (dp) dp->gather_state();  // ZeRO-1: the full optimizer state (a collective: every rank comes here)
+    if (lead) {
+      Checkpoint c;
+      c.model = host_state_dict(model);
+      for (auto& [k, t] : opt->state()) c.optimizer.emplace_back(k, t.to(cpu()));
+      c.state = state;
+      c.state.rng_seed = default_generator().seed();
+      c.state.rng_offset = default_generator().offset();
+      c.state.config_yaml = config_yaml;
+      save_checkpoint(path, c);
+    }
+    if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
   };
 
   const auto t_start = RunClock::now();
@@ -213,9 +239,12 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
         nn::AutocastGuard autocast(amp);  // forward and loss only; backward follows the recorded dtypes
         loss = ops::pixel_cross_entropy(model.forward(images), labels, kIgnoreIndex);
       }
+      if (dp) dp->begin_backward(true);
       loss.backward();
+      if (dp) dp->finish_backward(cfg.optim.clip_grad > 0);  // averaged gradients (ZeRO-1: this rank's slice)
       if (cfg.optim.clip_grad > 0) opt->clip_grad_norm(cfg.optim.clip_grad);
       opt->step();
+      if (dp) dp->after_step();
       ++pos.global_step;
       const Tensor update_loss = loss.detach();
       unchecked_loss = unchecked_loss.defined() ? unchecked_loss + update_loss : update_loss;
@@ -226,19 +255,23 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
       if (hooks.on_update) hooks.on_update(pos.global_step, update_loss.item());
       const int64_t s = pos.step_in_epoch;
       if ((s + 1) % cfg.train.log_interval == 0 || s + 1 == updates_per_epoch) {
-        const double loss_mean = loss_window.item() / static_cast<double>(window);  // the step's one host sync
+        double loss_sum = loss_window.item();  // the step's one host sync
+        if (comm && world > 1) loss_sum = dist::sum_over_ranks(*comm, {loss_sum}, device)[0] / world;  // all ranks
+        const double loss_mean = loss_sum / static_cast<double>(window);
         require_finite_losses(pos.global_step);
         const double dt = seconds_since(t_window);
-        const double ips = static_cast<double>(window_images) / dt;
-        const double eta = static_cast<double>(total - pos.global_step) * cfg.train.batch_size / ips;
+        const double ips = static_cast<double>(window_images) * world / dt;  // all ranks together
+        const double eta =
+            static_cast<double>(total - pos.global_step) * static_cast<double>(global_batch(cfg, world)) / ips;
         const int64_t bad = static_cast<int64_t>(loader.bad_files().size());
         log->info("{} data {:.0f}%{}",
                   io::progress_line(static_cast<int>(epoch + 1), cfg.train.epochs, s + 1, updates_per_epoch,
                                     loss_mean, opt->lr, ips, eta),
                   100.0 * data_wait / dt, bad > 0 ? " bad files " + std::to_string(bad) : std::string());
-        metrics->log({{"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(pos.global_step)},
-                      {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips}, {"data_wait", data_wait / dt},
-                      {"bad_files", static_cast<double>(bad)}});
+        if (metrics)
+          metrics->log({{"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(pos.global_step)},
+                        {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips},
+                        {"data_wait", data_wait / dt}, {"bad_files", static_cast<double>(bad)}});
         loss_window = Tensor();
         window = window_images = 0;
         data_wait = 0;
@@ -261,8 +294,10 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
     const bool last_epoch = pos.epoch == cfg.train.epochs;
     if (pos.epoch % cfg.eval.interval == 0 || last_epoch) {
       model.eval();
-      // One protocol for every evaluation: eval.seg_* (Segmenter's in-training eval used stride = crop).
-      summary.test = evaluate_segmentation(model, val_pairs, eval_opt, device);
+      // One protocol for every evaluation: eval.seg_* (Segmenter's in-training eval used stride = crop). Data
+      // parallel: each rank evaluates its share of the images; every rank gets the summed scores, so the best-
+      // checkpoint decision (a collective) is the same on all.
+      summary.test = evaluate_segmentation(model, val_pairs, eval_opt, device, comm);
       const double miou = summary.test.scores.miou;
       const bool improved = state.best_epoch < 0 || miou > state.best_metric;
       if (improved) {
@@ -272,27 +307,29 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
       log->info("epoch {}/{}: {} ({} images, {:.1f} img/s); best mIoU {:.2f} (epoch {})", pos.epoch,
                 cfg.train.epochs, seg_summary_line(summary.test.scores), summary.test.images,
                 summary.test.img_per_s, state.best_metric, state.best_epoch);
-      metrics->log({{"epoch", static_cast<double>(pos.epoch)}, {"step", static_cast<double>(pos.global_step)},
-                    {"lr", opt->lr}, {"miou", miou}, {"macc", summary.test.scores.macc},
-                    {"aacc", summary.test.scores.aacc}, {"eval_images", static_cast<double>(summary.test.images)},
-                    {"eval_img_per_s", summary.test.img_per_s}, {"elapsed_s", seconds_since(t_start)},
-                    {"best_metric", state.best_metric}});
+      if (metrics)
+        metrics->log({{"epoch", static_cast<double>(pos.epoch)}, {"step", static_cast<double>(pos.global_step)},
+                      {"lr", opt->lr}, {"miou", miou}, {"macc", summary.test.scores.macc},
+                      {"aacc", summary.test.scores.aacc}, {"eval_images", static_cast<double>(summary.test.images)},
+                      {"eval_img_per_s", summary.test.img_per_s}, {"elapsed_s", seconds_since(t_start)},
+                      {"best_metric", state.best_metric}});
       if (improved) checkpoint(files.path("best.safetensors"));
     }
     checkpoint(files.path("last.safetensors"));
     if (cfg.train.checkpoint_interval > 0 && pos.epoch % cfg.train.checkpoint_interval == 0) {
       checkpoint(files.epoch_path(pos.epoch));
-      files.prune_epoch_checkpoints(cfg.train.checkpoint_hist);
+      if (lead) files.prune_epoch_checkpoints(cfg.train.checkpoint_hist);
     }
   }
   summary.steps = pos.global_step;
   summary.best_metric = state.best_metric;
   summary.best_epoch = state.best_epoch;
   summary.train_seconds = train_time;
-  summary.train_img_per_s = train_time > 0 ? static_cast<double>(images_seen) / train_time : 0;
-  io::save_safetensors(summary.weights_path, host_state_dict(model),
-                       {{"model", cfg.model.name}, {"attention", cfg.model.attention.type},
-                        {"decoder", cfg.model.decoder.type}});
+  summary.train_img_per_s = train_time > 0 ? static_cast<double>(images_seen) * world / train_time : 0;
+  if (lead)
+    io::save_safetensors(summary.weights_path, host_state_dict(model),
+                         {{"model", cfg.model.name}, {"attention", cfg.model.attention.type},
+                          {"decoder", cfg.model.decoder.type}});
   log->info("training: {:.1f} s, {:.1f} img/s; total {:.1f} s", train_time, summary.train_img_per_s,
             seconds_since(t_start));
   return summary;

@@ -3,7 +3,8 @@
 // to the crop, the configured optimizer (Table 4: SGD Nesterov) with the LR stepped every update (poly), sliding-
 // window mIoU on the validation split every eval.interval epochs and at the end, checkpoints as the
 // classification trainer writes them (last, best by mIoU, checkpoint-<epoch>, recovery; exact resume).
-// One process: data-parallel segmentation training is not wired (a launched job is refused).
+// Data parallel as train(): train.batch_size per rank, each rank a shard of the training set, gradients averaged
+// (dist/data_parallel.h), the evaluation split over the ranks with exact area totals; rank 0 writes the files.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,7 +30,9 @@ struct SegTrainSummary {
 /// cfg.train.device, starting from model.initial_checkpoint (a timm ViT, engine::load_segmenter_backbone) or
 /// resuming from cfg.train.resume exactly where that checkpoint stopped; writes train.log, metrics.jsonl
 /// (progress rows and evaluation rows with "miou"), checkpoints and model.safetensors under cfg.train.output.
-/// hooks.on_update is honoured; hooks.communicator (data parallel) is refused.
+/// With hooks.communicator (tests: ranks as threads) or in a launched job, trains data parallel as train() does:
+/// the logged loss is the mean over the ranks, every rank returns the same evaluation scores, rank 0 alone writes
+/// the log, metrics, checkpoints (the single-process format) and weights. hooks.on_update sees this rank's loss.
 SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hooks = {});
 
 /// The lines `vitrain train` prints after a segmentation run (scores, speed, file paths).

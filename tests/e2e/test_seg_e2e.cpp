@@ -4,6 +4,12 @@
 // skipped), trains a few SGD-Nesterov + poly updates, evaluates the validation split with the sliding window,
 // writes its checkpoints; `vitrain seg-eval` prints mIoU and `vitrain viz seg` writes a PNG; the MiTA variant
 // trains too; a run stopped by train.max_steps and resumed matches the uninterrupted one bit for bit.
+// Data parallel (ranks as threads, dist::ThreadCommunicator): a 1-rank job takes the DDP path and changes no bit;
+// 2 ranks × batch 2 make the updates of 1 process × batch 4 (each rank its shard, its own augmentations, so the
+// losses differ from the single process's), log the mean of the ranks' losses, evaluate the validation split
+// split over the ranks with exactly the scores of one process evaluating the saved weights, write checkpoints in
+// the single-process format, and resume bit for bit; the distributed evaluation alone equals one process's for
+// 2 and 4 ranks (3 images: a rank may have none).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,6 +20,8 @@
 
 #include "cli/run_vitrain.h"
 #include "data/mini_ade20k.h"
+#include "ddp_runs.h"
+#include "engine/seg_evaluate.h"
 #include "engine/seg_trainer.h"
 #include "engine/timm_weights.h"
 #include "io/config.h"
@@ -145,6 +153,138 @@ TEST_F(SegE2E, StoppedAndResumedRunMatchesTheUninterruptedOne) {
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].first, b[i].first);
     EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << a[i].first;
+  }
+}
+
+// Same numbers; NaN (an undefined class) equals NaN.
+void expect_same_scores(const engine::SegScores& a, const engine::SegScores& b) {
+  auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
+  EXPECT_TRUE(same(a.miou, b.miou)) << a.miou << " vs " << b.miou;
+  EXPECT_TRUE(same(a.macc, b.macc)) << a.macc << " vs " << b.macc;
+  EXPECT_TRUE(same(a.aacc, b.aacc)) << a.aacc << " vs " << b.aacc;
+  ASSERT_EQ(a.iou.size(), b.iou.size());
+  for (size_t c = 0; c < a.iou.size(); ++c) {
+    EXPECT_TRUE(same(a.iou[c], b.iou[c])) << "IoU of class " << c;
+    EXPECT_TRUE(same(a.acc[c], b.acc[c])) << "Acc of class " << c;
+  }
+}
+
+void expect_same_tensors(const fs::path& a_path, const fs::path& b_path) {
+  const io::NamedTensors a = io::load_safetensors(a_path.string()), b = io::load_safetensors(b_path.string());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << a[i].first;
+  }
+}
+
+// train_segmentation as `world` ranks in threads: every rank's summary and on_update losses.
+std::vector<engine::SegTrainSummary> train_seg_ranks(const io::Config& cfg, int world,
+                                                     std::vector<std::vector<double>>* losses = nullptr) {
+  std::vector<engine::SegTrainSummary> summaries(static_cast<size_t>(world));
+  if (losses) losses->assign(static_cast<size_t>(world), {});
+  run_ranks(world, [&](dist::ThreadCommunicator& comm) {
+    engine::TrainHooks hooks;
+    hooks.communicator = &comm;
+    if (losses)
+      hooks.on_update = [&, r = comm.rank()](int64_t, double l) { (*losses)[static_cast<size_t>(r)].push_back(l); };
+    summaries[static_cast<size_t>(comm.rank())] = engine::train_segmentation(cfg, hooks);
+  });
+  return summaries;
+}
+
+TEST_F(SegE2E, OneRankJobMatchesThePlainRunBitwise) {
+  const std::vector<std::string> extra = {"train.epochs=1", "data.test_limit=1", "model.drop_path_rate=0"};
+  std::vector<double> plain, job;
+  engine::TrainHooks hooks;
+  hooks.on_update = [&](int64_t, double l) { plain.push_back(l); };
+  engine::train_segmentation(shrunk("vit_tiny_dense.yaml", (dir / "plain").string(), extra), hooks);
+  dist::ThreadCommunicator comm(std::make_shared<dist::ThreadGroup>(1), 0);
+  hooks.communicator = &comm;
+  hooks.on_update = [&](int64_t, double l) { job.push_back(l); };
+  engine::train_segmentation(shrunk("vit_tiny_dense.yaml", (dir / "job").string(), extra), hooks);
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(job, plain);
+  expect_same_tensors(dir / "plain" / "model.safetensors", dir / "job" / "model.safetensors");
+}
+
+TEST_F(SegE2E, TwoRanksTrainEvaluateCheckpointAndResumeLikeOneProcess) {
+  // drop_path 0: the drop-path stream is per process (as the classification DDP tests).
+  const std::vector<std::string> common = {"train.epochs=2", "model.drop_path_rate=0", "train.checkpoint_interval=1"};
+  auto config = [&](const std::string& out, int batch, std::vector<std::string> extra = {}) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    extra.push_back("train.batch_size=" + std::to_string(batch));
+    return shrunk("vit_tiny_dense.yaml", (dir / out).string(), extra);
+  };
+  const engine::SegTrainSummary one = engine::train_segmentation(config("one", 4));
+  std::vector<std::vector<double>> losses;
+  const std::vector<engine::SegTrainSummary> two = train_seg_ranks(config("two", 2), 2, &losses);
+  EXPECT_EQ(two[0].steps, one.steps);  // 8 images: 2 updates per epoch either way
+  ASSERT_EQ(losses[0].size(), 4u);
+  ASSERT_EQ(losses[1].size(), 4u);
+  EXPECT_NE(losses[0], losses[1]);  // disjoint shards
+  for (const auto& s : two) {  // every rank ends with the same scores over all 3 images and the same best epoch
+    EXPECT_EQ(s.test.images, 3);
+    expect_same_scores(s.test.scores, two[0].test.scores);
+    EXPECT_EQ(s.best_epoch, two[0].best_epoch);
+    EXPECT_EQ(s.best_metric, two[0].best_metric);
+  }
+  // The distributed evaluation after the last epoch is the single-process evaluation of the saved weights.
+  const io::Config two_cfg = config("two", 2);
+  const auto model = engine::load_segmenter_weights(two_cfg, (dir / "two" / "model.safetensors").string(), cpu());
+  const engine::SegEvalResult single = engine::evaluate_segmentation(
+      *model, data::ade20k(two_cfg.data.data_dir, "validation"), engine::seg_eval_options(two_cfg), cpu());
+  expect_same_scores(two[0].test.scores, single.scores);
+  // The logged loss of each update is the mean of the ranks' losses.
+  std::istringstream metrics(read_file(dir / "two" / "metrics.jsonl"));
+  std::vector<double> logged;
+  for (std::string line; std::getline(metrics, line);)
+    if (const size_t at = line.find("\"train_loss\":"); at != std::string::npos)
+      logged.push_back(std::stod(line.substr(at + 13)));
+  ASSERT_EQ(logged.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(logged[i], (losses[0][i] + losses[1][i]) / 2, 1e-6 * logged[i]) << i;
+  // Rank 0 alone writes; the checkpoints hold the single-process run's tensors.
+  for (const char* f : {"last.safetensors", "best.safetensors", "model.safetensors", "train.log", "config.yaml"})
+    EXPECT_TRUE(fs::exists(dir / "two" / f)) << f;
+  const io::NamedTensors a = io::load_safetensors((dir / "one" / "last.safetensors").string());
+  const io::NamedTensors b = io::load_safetensors((dir / "two" / "last.safetensors").string());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_EQ(a[i].second.shape(), b[i].second.shape()) << a[i].first;
+  }
+  // Stopped after 3 updates and resumed: the uninterrupted run's losses and weights, bit for bit.
+  std::vector<std::vector<double>> first, second;
+  EXPECT_TRUE(train_seg_ranks(config("split", 2, {"train.max_steps=3"}), 2, &first)[0].stopped_at_max_steps);
+  train_seg_ranks(config("split", 2, {"train.resume=auto"}), 2, &second);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(first[r].size(), 3u);
+    ASSERT_EQ(second[r].size(), 1u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(first[r][i], losses[r][i]) << r << " " << i;
+    EXPECT_EQ(second[r][0], losses[r][3]) << r;
+  }
+  expect_same_tensors(dir / "two" / "model.safetensors", dir / "split" / "model.safetensors");
+}
+
+TEST_F(SegE2E, DistributedEvaluationEqualsOneProcess) {
+  const io::Config cfg = shrunk("vit_tiny_dense.yaml", (dir / "unused").string());
+  const std::vector<data::SegmentationPair> pairs = data::ade20k(cfg.data.data_dir, "validation");
+  const engine::SegEvalOptions opt = engine::seg_eval_options(cfg);
+  auto model = [&] {  // the same initial weights on every rank (a fresh model per thread)
+    auto m = std::make_unique<models::Segmenter>(models::segmenter_config(cfg.model, 5));
+    m->eval();
+    return m;
+  };
+  const engine::SegEvalResult single = engine::evaluate_segmentation(*model(), pairs, opt, cpu());
+  for (int world : {2, 4}) {
+    std::vector<engine::SegEvalResult> results(static_cast<size_t>(world));
+    run_ranks(world, [&](dist::ThreadCommunicator& comm) {
+      results[static_cast<size_t>(comm.rank())] = engine::evaluate_segmentation(*model(), pairs, opt, cpu(), &comm);
+    });
+    for (const auto& r : results) {
+      EXPECT_EQ(r.images, single.images) << world;
+      expect_same_scores(r.scores, single.scores);
+    }
   }
 }
 
