@@ -126,7 +126,9 @@ std::string seg_scores_table(const SegScores& s, const std::vector<std::string>&
   size_t width = 5;  // "Class"
   for (size_t c = 0; c < s.iou.size(); ++c) width = std::max(width, class_name(class_names, c).size());
   const int w = static_cast<int>(width);
-  const std::string rule = "+" + std::string(width + 2, '-') + "+-------+-------+\n";
+  std::string rule(width + 3, '-');  // "+" and width + 2 dashes, built in place: GCC 12 warns (-Wrestrict) on "+" + std::string(...)
+  rule.front() = '+';
+  rule += "+-------+-------+\n";
   char buf[512];
   std::string out = "per class results:\n" + rule;
   std::snprintf(buf, sizeof buf, "| %-*s |  IoU  |  Acc  |\n", w, "Class");
