@@ -171,31 +171,10 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   std::optional<io::MetricsLog> metrics;
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 
-  // The losses since the last finiteness check, summed on the device (NaN/Inf propagate through the sum).
-  Tensor unchecked_loss;
-  int64_t unchecked_from = state.position.global_step + 1;
-  auto require_finite_losses = [&](int64_t upto) {
-    if (!unchecked_loss.defined()) return;
-    const double v = unchecked_loss.item();
-    VT_CHECK(std::isfinite(v), "[train] non-finite loss (", v, ") in updates ", unchecked_from, "..", upto,
-             ": stopping; the last checkpoint was written before it (lower optim.lr or set optim.clip_grad)");
-    unchecked_loss = Tensor();
-    unchecked_from = upto + 1;
-  };
+  LossWatch losses(state.position.global_step + 1);
   auto checkpoint = [&](const std::string& path) {
-    require_finite_losses(state.position.global_step);
-    if (dp) dp->gather_state();  // ZeRO-1: the full optimizer state (a collective: every rank comes here)
-    if (lead) {
-      Checkpoint c;
-      c.model = host_state_dict(model);
-      for (auto& [k, t] : opt->state()) c.optimizer.emplace_back(k, t.to(cpu()));
-      c.state = state;
-      c.state.rng_seed = default_generator().seed();
-      c.state.rng_offset = default_generator().offset();
-      c.state.config_yaml = config_yaml;
-      save_checkpoint(path, c);
-    }
-    if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
+    losses.require_finite(state.position.global_step);
+    write_run_checkpoint(path, model, nullptr, *opt, dp.get(), state, config_yaml, lead);
   };
 
   const auto t_start = RunClock::now();
@@ -247,7 +226,7 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
       if (dp) dp->after_step();
       ++pos.global_step;
       const Tensor update_loss = loss.detach();
-      unchecked_loss = unchecked_loss.defined() ? unchecked_loss + update_loss : update_loss;
+      losses.add(update_loss);
       loss_window = loss_window.defined() ? loss_window + update_loss : update_loss;
       ++window;
       window_images += images.size(0);
@@ -258,7 +237,7 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
         double loss_sum = loss_window.item();  // the step's one host sync
         if (comm && world > 1) loss_sum = dist::sum_over_ranks(*comm, {loss_sum}, device)[0] / world;  // all ranks
         const double loss_mean = loss_sum / static_cast<double>(window);
-        require_finite_losses(pos.global_step);
+        losses.require_finite(pos.global_step);
         const double dt = seconds_since(t_window);
         const double ips = static_cast<double>(window_images) * world / dt;  // all ranks together
         const double eta =

@@ -262,32 +262,10 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   std::optional<io::MetricsLog> metrics;
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 
-  // The losses since the last finiteness check, summed on the device (NaN/Inf propagate through the sum).
-  Tensor unchecked_loss;
-  int64_t unchecked_from = state.position.global_step + 1;
-  auto require_finite_losses = [&](int64_t upto) {
-    if (!unchecked_loss.defined()) return;
-    const double v = unchecked_loss.item();
-    VT_CHECK(std::isfinite(v), "[train] non-finite loss (", v, ") in updates ", unchecked_from, "..", upto,
-             ": stopping; the last checkpoint was written before it (lower optim.lr or set optim.clip_grad)");
-    unchecked_loss = Tensor();
-    unchecked_from = upto + 1;
-  };
+  LossWatch losses(state.position.global_step + 1);
   auto checkpoint = [&](const std::string& path) {
-    require_finite_losses(state.position.global_step);
-    if (dp) dp->gather_state();  // ZeRO-1: the full optimizer state (a collective: every rank comes here)
-    if (lead) {
-      Checkpoint c;
-      c.model = host_state_dict(model);
-      if (ema) c.ema = host_state_dict(ema->shadow());
-      for (auto& [k, t] : opt->state()) c.optimizer.emplace_back(k, t.to(cpu()));
-      c.state = state;
-      c.state.rng_seed = default_generator().seed();
-      c.state.rng_offset = default_generator().offset();
-      c.state.config_yaml = config_yaml;
-      save_checkpoint(path, c);
-    }
-    if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
+    losses.require_finite(state.position.global_step);
+    write_run_checkpoint(path, model, ema ? &ema->shadow() : nullptr, *opt, dp.get(), state, config_yaml, lead);
   };
 
   const auto t_start = Clock::now();
@@ -347,7 +325,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
       if (dp) dp->after_step();
       if (ema) ema->update(model);
       ++pos.global_step;
-      unchecked_loss = unchecked_loss.defined() ? unchecked_loss + update_loss : update_loss;
+      losses.add(update_loss);
       loss_window = loss_window.defined() ? loss_window + update_loss : update_loss;
       ++window;
       if (hooks.on_update) hooks.on_update(pos.global_step, update_loss.item());
@@ -356,7 +334,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
         double loss_sum = loss_window.item();  // the step's one host sync
         if (comm && world > 1) loss_sum = dist::sum_over_ranks(*comm, {loss_sum}, device)[0] / world;  // all samples
         const double loss_mean = loss_sum / static_cast<double>(window);
-        require_finite_losses(pos.global_step);
+        losses.require_finite(pos.global_step);
         const double dt = seconds_since(t_window);
         const double ips = static_cast<double>(window_images) * world / dt;  // all ranks together
         const double eta =
