@@ -1,4 +1,5 @@
-// `vitrain plot RUN_DIR [-o DIR]`: reads RUN_DIR/metrics.jsonl, writes loss.png, lr.png, top1.png.
+// `vitrain plot RUN_DIR [-o DIR]`: reads RUN_DIR/metrics.jsonl, writes loss.png, lr.png, top1.png (segmentation:
+// miou.png).
 #include "cli/plot_command.h"
 
 #include <cstdio>

@@ -233,6 +233,8 @@ std::vector<std::string> plot_metrics(const std::vector<MetricRow>& rows, const 
                      collect(rows, "step", "ema_loss", kGreen)});
   chart("lr.png", {collect(rows, "step", "lr", kBlue, "train_loss")});
   chart("top1.png", {collect(rows, "epoch", "test_top1", kBlue), collect(rows, "epoch", "ema_top1", kOrange)});
+  chart("miou.png", {collect(rows, "epoch", "miou", kBlue), collect(rows, "epoch", "macc", kOrange),
+                     collect(rows, "epoch", "aacc", kGreen)});  // segmentation runs
   return written;
 }
 

@@ -19,8 +19,8 @@ using MetricRow = std::map<std::string, double>;
 std::vector<MetricRow> read_metrics(const std::string& path);
 
 /// Writes loss.png (train loss per step; test and EMA loss per evaluation), lr.png (lr per step) and top1.png
-/// (test top-1 and EMA top-1 per epoch) into `out_dir` from `rows`; charts without data are skipped. Returns
-/// the paths written.
+/// (test top-1 and EMA top-1 per epoch), for segmentation runs miou.png (mIoU, mAcc, aAcc per evaluation), into
+/// `out_dir` from `rows`; charts without data are skipped. Returns the paths written.
 std::vector<std::string> plot_metrics(const std::vector<MetricRow>& rows, const std::string& out_dir);
 
 /// One named line of an XY chart: (x, y) points in drawing order.

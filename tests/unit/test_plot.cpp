@@ -41,6 +41,18 @@ TEST(Plot, MetricsLinesBecomeThreePngCharts) {
   ASSERT_EQ(files.size(), 3u);
   for (const auto& f : files) EXPECT_EQ(png_size(f), std::make_pair(800, 420)) << f;
 
+  // A segmentation run's evaluations draw miou.png instead of top1.png.
+  {
+    io::MetricsLog seg(dir.file("seg.jsonl"));
+    seg.log({{"epoch", 1}, {"step", 5}, {"train_loss", 3.0}, {"lr", 1e-3}});
+    seg.log({{"epoch", 2}, {"step", 10}, {"miou", 20.5}, {"macc", 30.0}, {"aacc", 60.0}});
+    seg.log({{"epoch", 4}, {"step", 20}, {"miou", 25.0}, {"macc", 33.0}, {"aacc", 64.0}});
+  }
+  const auto seg_files = engine::plot_metrics(engine::read_metrics(dir.file("seg.jsonl")), dir.file("seg_plots"));
+  ASSERT_EQ(seg_files.size(), 3u);
+  EXPECT_NE(seg_files.back().find("miou.png"), std::string::npos) << seg_files.back();
+  EXPECT_EQ(png_size(seg_files.back()), std::make_pair(800, 420));
+
   write_bytes(dir.file("bad.jsonl"), "{\"a\": 1}\nnot json\n");
   expect_error([&] { engine::read_metrics(dir.file("bad.jsonl")); }, "bad.jsonl:2");
 }
