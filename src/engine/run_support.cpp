@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -101,6 +102,26 @@ void write_run_checkpoint(const std::string& path, const nn::Module& model, cons
     save_checkpoint(path, c);
   }
   if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
+}
+
+RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::optional<DType> amp) {
+  std::filesystem::create_directories(cfg.train.output);
+  RunStart run{RunFiles{cfg.train.output}, cfg.train.resume, {}, nullptr, io::to_yaml(cfg)};
+  if (run.resume_path == "auto") run.resume_path = find_resume_checkpoint(cfg.train.output);
+  // Data parallel: the communicator a test hands in, or NCCL across the processes of a launched job.
+  run.group = join_process_group(cfg, given);
+  const ProcessGroup& g = run.group;
+  run.log = g.lead() ? make_logger(run.files.path("train.log")) : make_rank_logger(g.rank);
+  set_threads(cfg.train.threads);
+  if (g.lead()) {
+    std::ofstream resolved(run.files.dir / "config.yaml");
+    resolved << run.config_yaml;
+  }
+  if (g.world > 1)
+    run.log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", g.world, g.source,
+                  cfg.dist.bucket_mb, cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
+  run.log->info("device: {}", describe_device(g.device, amp, cfg.train.device));
+  return run;
 }
 
 }  // namespace vt::engine

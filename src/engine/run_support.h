@@ -14,6 +14,7 @@
 #include "core/device.h"
 #include "dist/data_parallel.h"
 #include "engine/checkpoint.h"
+#include "engine/process_group.h"
 #include "core/dtype.h"
 #include "io/config.h"
 #include "io/safetensors.h"
@@ -74,5 +75,18 @@ struct RunFiles {
   /// Deletes all but the newest `keep` checkpoint-<epoch> files.
   void prune_epoch_checkpoints(int keep) const;
 };
+
+/// The opening of a training run, the same for every task: the output folder and its files, the checkpoint to
+/// resume from (train.resume with "auto" resolved; "" for a fresh start), the process group (`given`: a test's
+/// in-process communicator), the logger (rank 0: console + train.log; other ranks: warnings), the resolved config
+/// written by rank 0 to config.yaml, and the first log lines (data parallel, device with `amp`).
+struct RunStart {
+  RunFiles files;
+  std::string resume_path;
+  ProcessGroup group;
+  std::shared_ptr<spdlog::logger> log;
+  std::string config_yaml;
+};
+RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::optional<DType> amp);
 
 }  // namespace vt::engine

@@ -67,37 +67,24 @@ void log_weight_report(spdlog::logger& log, const std::string& path, const Weigh
 }  // namespace
 
 SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hooks) {
-  namespace fs = std::filesystem;
   VT_CHECK(!cfg.model.decoder.type.empty(), "[train] train_segmentation needs model.decoder.type (cbt | linear)");
   check_supported(cfg);
-  fs::create_directories(cfg.train.output);
-  const RunFiles files{cfg.train.output};
-  std::string resume_path = cfg.train.resume;
-  if (resume_path == "auto") resume_path = find_resume_checkpoint(cfg.train.output);
-
+  const std::optional<DType> amp = amp_dtype(cfg);
+  const RunStart run = start_run(cfg, hooks.communicator, amp);
+  const RunFiles& files = run.files;
+  const std::string& resume_path = run.resume_path;
   SegTrainSummary summary;
   summary.log_path = files.path("train.log");
   summary.metrics_path = files.path("metrics.jsonl");
   summary.weights_path = files.path("model.safetensors");
-  // Data parallel: the communicator a test hands in, or NCCL across the processes of a launched job.
-  const ProcessGroup group = join_process_group(cfg, hooks.communicator);
+  const ProcessGroup& group = run.group;
   const int rank = group.rank, world = group.world;
   const bool lead = group.lead();
   dist::Communicator* comm = group.comm;
   const Device device = group.device;
-  auto log = lead ? make_logger(summary.log_path) : make_rank_logger(rank);
-  set_threads(cfg.train.threads);
-  const std::string config_yaml = io::to_yaml(cfg);
-  if (lead) {
-    std::ofstream resolved(files.dir / "config.yaml");
-    resolved << config_yaml;
-  }
-  if (world > 1)
-    log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", world, group.source, cfg.dist.bucket_mb,
-              cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
-  const std::optional<DType> amp = amp_dtype(cfg);
+  const auto log = run.log;
+  const std::string& config_yaml = run.config_yaml;
   summary.device = device.str();
-  log->info("device: {}", describe_device(device, amp, cfg.train.device));
 
   // Data: ADE20K training pairs through the threaded loader (f32 images + i64 label maps, 255 = ignore). Data
   // parallel: each rank reads its shard of the epoch's shuffled order (DistributedSampler, padded; the same

@@ -148,37 +148,24 @@ double metric_value(const std::string& metric, const EvalResult& raw, const std:
 }  // namespace
 
 TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
-  namespace fs = std::filesystem;
   check_supported(cfg);
-  fs::create_directories(cfg.train.output);
-  const RunFiles files{cfg.train.output};
   const bool resuming = !cfg.train.resume.empty();
-  std::string resume_path = cfg.train.resume;
-  if (resume_path == "auto") resume_path = find_resume_checkpoint(cfg.train.output);
-
+  const std::optional<DType> amp = amp_dtype(cfg);
+  const RunStart run = start_run(cfg, hooks.communicator, amp);
+  const RunFiles& files = run.files;
+  const std::string& resume_path = run.resume_path;
   TrainSummary summary;
   summary.log_path = files.path("train.log");
   summary.metrics_path = files.path("metrics.jsonl");
   summary.weights_path = files.path("model.safetensors");
-  // Data parallel: the communicator a test hands in, or NCCL across the processes of a launched job.
-  const ProcessGroup group = join_process_group(cfg, hooks.communicator);
+  const ProcessGroup& group = run.group;
   const int rank = group.rank, world = group.world;
   const bool lead = group.lead();
   dist::Communicator* comm = group.comm;
   const Device device = group.device;
-  auto log = lead ? make_logger(summary.log_path) : make_rank_logger(rank);
-  set_threads(cfg.train.threads);
-  const std::string config_yaml = io::to_yaml(cfg);
-  if (lead) {
-    std::ofstream resolved(files.dir / "config.yaml");
-    resolved << config_yaml;
-  }
-  if (world > 1)
-    log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", world, group.source, cfg.dist.bucket_mb,
-              cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
-  const std::optional<DType> amp = amp_dtype(cfg);
+  const auto log = run.log;
+  const std::string& config_yaml = run.config_yaml;
   summary.device = device.str();
-  log->info("device: {}", describe_device(device, amp, cfg.train.device));
 
   const uint64_t data_seed = static_cast<uint64_t>(cfg.train.seed);
   // Fashion-MNIST in memory, or an ImageFolder through the threaded loader (engine/imagenet_data.h).
