@@ -16,8 +16,7 @@ PAPER_TSV=${PAPER_TSV:-$ROOT/configs/imagenet/paper_table2.tsv}
 VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
 [ -f "$PAPER_TSV" ] || { echo "error: no paper table '$PAPER_TSV'" >&2; exit 1; }
 
-# The numeric value of "key" in one JSON line ("" when absent or null).
-json_number() { sed -n "s/.*\"$2\": *\\([-0-9.eE+]*\\).*/\\1/p" <<<"$1"; }
+source "$ROOT/scripts/reproduce_lib.sh"  # json_number
 
 # Over the evaluation rows of a metrics.jsonl: "best_top1 best_ema_top1 last_epoch" ("-" for what is absent).
 eval_summary() {

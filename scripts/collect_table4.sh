@@ -17,8 +17,7 @@ PAPER_TSV=${PAPER_TSV:-$ROOT/configs/ade20k/paper_table4.tsv}
 VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
 [ -f "$PAPER_TSV" ] || { echo "error: no paper table '$PAPER_TSV'" >&2; exit 1; }
 
-# The numeric value of "key" in one JSON line ("" when absent or null).
-json_number() { sed -n "s/.*\"$2\": *\\([-0-9.eE+]*\\).*/\\1/p" <<<"$1"; }
+source "$ROOT/scripts/reproduce_lib.sh"  # json_number
 
 # Over the evaluation rows of a metrics.jsonl: "best_miou last_miou last_epoch" ("-" for what is absent).
 eval_summary() {

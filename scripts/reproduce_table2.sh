@@ -41,26 +41,8 @@ export PAPER_TSV
 CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
 read -r -a extra_set <<<"${EXTRA_SET:-}"
 
-# The value of a dotted key (model.attention.type) in one of our configs: two-space indentation, no lists of maps.
-yaml_get() {
-  awk -v want="$2" '
-    /^[[:space:]]*(#|$)/ { next }
-    {
-      match($0, /^ */); depth = RLENGTH / 2; line = substr($0, RLENGTH + 1)
-      key = line; sub(/:.*/, "", key)
-      val = substr(line, length(key) + 2); sub(/[[:space:]]+#.*/, "", val); gsub(/^[[:space:]]+|[[:space:]]+$/, "", val)
-      path[depth] = key; p = path[0]
-      for (i = 1; i <= depth; ++i) p = p "." path[i]
-      if (p == want) { print val; exit }
-    }' "$1"
-}
-
-# The last evaluated epoch in a run's metrics.jsonl (0 when none).
-epochs_done() {
-  [ -f "$1" ] || { echo 0; return; }
-  awk '/"test_top1"/ && match($0, /"epoch": *[0-9]+/) { e = substr($0, RSTART, RLENGTH); sub(/.*: */, "", e) }
-       END { print e + 0 }' "$1"
-}
+# yaml_get, epochs_done
+source "$ROOT/scripts/reproduce_lib.sh"
 
 # ---- 1. throughput and the estimate ----
 if [ -n "${N_TRAIN:-}" ]; then
@@ -119,7 +101,7 @@ for name in $CONFIGS; do
   yaml=$CONFIG_DIR/$name.yaml
   run=$OUT/$name
   epochs=${EPOCHS:-$(yaml_get "$yaml" train.epochs)}
-  done_epochs=$(epochs_done "$run/metrics.jsonl")
+  done_epochs=$(epochs_done "$run/metrics.jsonl" test_top1)
   if [ -f "$run/model.safetensors" ] && ((done_epochs >= epochs)); then
     echo "== $name: finished ($done_epochs epochs), skipped"
     continue
