@@ -21,38 +21,16 @@ On the GPU machine, from the repo root:
       --batch 8 [--amp] --out seg_torch.jsonl
 """
 import argparse
-import gc
 import json
-import time
 
 import timm
 import torch
 import torch.nn.functional as F
 
+from bench_timm import fresh_memory, gib, timed  # the same timing and memory rules as the classification peer
 from segmenter_torch import CbtDecoder, Segmenter, check_encoder, encoder_norm_layer
 
 IGNORE = 255
-
-
-def gib(nbytes):
-    return nbytes / 1024**3
-
-
-def timed(fn, warmup, steps):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    torch.cuda.synchronize()
-    return time.perf_counter() - t0
-
-
-def fresh_memory():
-    gc.collect()
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats()
 
 
 def build_model(args):
