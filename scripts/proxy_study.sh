@@ -9,7 +9,8 @@
 # Usage: scripts/proxy_study.sh DATA_DIR OUT_DIR
 # Env: VARIANTS (default: all below), SEEDS ("0 1 2"), EPOCHS (10), DEVICES ("cuda:0"), JOBS (runs at a time,
 #      spread round-robin over DEVICES; default: one per device), DEADLINE (seconds after which no run starts;
-#      0: none), RECORD, VITRAIN.
+#      0: none), RECORD, VITRAIN, MPS (1: start the CUDA MPS daemon first, so that the runs sharing a GPU run
+#      their kernels side by side instead of time-sliced; falls back to no MPS when a CUDA check fails under it).
 # Not a variant: learned landmarks.
 set -euo pipefail
 data=${1:?usage: scripts/proxy_study.sh DATA_DIR OUT_DIR}
@@ -44,6 +45,19 @@ V
 wanted=${VARIANTS:-$(echo "$variants" | cut -d'|' -f1 | tr '\n' ' ')}
 
 mkdir -p "$out" "$record"
+if [[ ${MPS:-0} == 1 ]]; then
+  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/vt-mps/pipe}
+  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/vt-mps/log}
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d 2>/dev/null || true  # fails when already running
+  if "$vitrain" bench --model deit_tiny_patch16_224 --batch-size 8 --steps 1 --warmup 0 --device "${devices[0]}" \
+       >/dev/null 2>&1; then
+    echo "== MPS: on (servers: $(echo get_server_list | nvidia-cuda-mps-control 2>/dev/null | tr '\n' ' '))"
+  else
+    echo quit | nvidia-cuda-mps-control 2>/dev/null || true
+    echo "== MPS: a CUDA check failed under it; running without"
+  fi
+fi
 todo=()  # "name|sets|seed", seed-major so that a partial study has whole seeds
 for seed in $seeds; do
   while IFS='|' read -r name sets _; do
