@@ -162,6 +162,38 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
   return pooled.transpose(1, 2);  // [B, m, C]
 }
 
+Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o) {
+  check_strings(o);
+  if (qkv.dim() != 3 || qkv.size(2) % 3 != 0 || o.heads < 1 || (qkv.size(2) / 3) % o.heads != 0) return {};
+  const int64_t N = qkv.size(1), d = qkv.size(2) / 3 / o.heads;
+  if (o.impl != "fused" || o.s != 1 || o.compress_only || o.landmark_pool == "random" || o.k < 1 || o.k > N ||
+      !any_requires_grad({&qkv}) || !ops::mita_fused_supports(qkv.dtype(), qkv.device(), d))
+    return {};
+  const LandmarkLayout lay = landmark_layout(N, o);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  ops::MitaQkvOptions po;
+  po.heads = o.heads;
+  po.m = o.m;
+  po.topk = o.k;
+  po.pool_first = o.landmark_pool == "patches" ? 1 : 0;
+  po.pool_tokens = o.landmark_pool == "sequence" ? N : N - 1;
+  po.pool_grid = lay.two_d ? lay.grid : 0;
+  po.attention.scale = scale;
+  po.attention.shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d) : scale;
+  po.attention.shared = !o.route_only;
+  po.attention.deterministic = o.deterministic;
+  ops::MitaRouting replayed, used;
+  const bool replay = active_tap && active_tap->mode == MitaRoutingTap::Mode::replay;
+  if (replay) {
+    VT_CHECK(active_tap->next < active_tap->routings.size(), "[mita] routing tap: no recorded routing left for call ",
+             active_tap->next);
+    replayed = moved(active_tap->routings[active_tap->next++], qkv.device());
+  }
+  Tensor out = ops::mita_qkv_attention(qkv, po, replay ? &replayed : nullptr, &used);
+  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record) active_tap->routings.push_back(moved(used, cpu()));
+  return out;
+}
+
 Tensor mita_core(const Tensor& q, const Tensor& k, const Tensor& v, const MitaOptions& o, MitaDebug* debug) {
   return mita_core_with_landmarks(q, k, v, mita_landmarks(q, o), o, debug);
 }

@@ -75,6 +75,12 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o);
 /// MiTA on q, k, v [B, N, C] (before the head split; channel c belongs to head c / d) → [B, N, C].
 Tensor mita_core(const Tensor& q, const Tensor& k, const Tensor& v, const MitaOptions& o, MitaDebug* debug = nullptr);
 
+/// The training fast path on the packed projection qkv [B, N, 3C] (q, k, v at channels 0, C, 2C): the same as
+/// mita_core on its three slices, as one op whose backward assembles d(qkv) at once (ops::mita_qkv_attention).
+/// Applies when gradients are recorded and the fused kernels do (impl fused, s = 1, pooled landmarks, not
+/// compress-only, a supported dtype and head dim); returns an undefined tensor otherwise (then call mita_core).
+Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o);
+
 /// The same with given landmarks R0 [B, m, C] instead of pooled ones (o.landmark_pool is ignored).
 Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
                                 const MitaOptions& o, MitaDebug* debug = nullptr);

@@ -73,17 +73,19 @@ Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
   const int64_t G = square_grid(N);
   VT_CHECK(!dwc || G > 0, "[mita] model.attention.dwc needs the ", N - 1,
            " tokens after CLS to form a square patch grid (N - 1 = G^2), got N = ", N);
-  // [B, N, 3C] (or 4C) splits into q, k, v (, g) on the last dim: timm's reshape(B, N, 3, C) layout.
-  std::vector<Tensor> parts = gate_ ? ops::split(qkvg->forward(x), {C, C, C, C}, 2)
-                                    : ops::split(qkv->forward(x), {C, C, C}, 2);
-  Tensor out = mita_core(parts[0], parts[1], parts[2], opt_, debug);
+  // [B, N, 3C] (or 4C) holds q, k, v (, g) on the last dim: timm's reshape(B, N, 3, C) layout.
+  const Tensor projected = gate_ ? qkvg->forward(x) : qkv->forward(x);
+  const Tensor packed = gate_ ? projected.slice(2, 0, 3 * C) : projected;
+  const Tensor v = packed.slice(2, 2 * C, 3 * C);
+  Tensor out = debug ? Tensor() : mita_core_packed(packed, opt_);  // training: one node for the whole core
+  if (!out.defined()) out = mita_core(packed.slice(2, 0, C), packed.slice(2, C, 2 * C), v, opt_, debug);
   if (dwc) {
     // Patch tokens V[:, 1:] as (B, C, G, G) in their true places (no shift here), conv, added at 1..N-1.
-    Tensor grid = parts[2].slice(1, 1, N).transpose(1, 2).reshape({B, C, G, G});
+    Tensor grid = v.slice(1, 1, N).transpose(1, 2).reshape({B, C, G, G});
     Tensor conv = dwc->forward(grid).reshape({B, C, N - 1}).transpose(1, 2);
     out = ops::concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv}, 1);
   }
-  if (gate_) out = out * ops::silu(parts[3]);
+  if (gate_) out = out * ops::silu(projected.slice(2, 3 * C, 4 * C));
   return ops::dropout(proj->forward(out), proj_drop_, training());
 }
 

@@ -9,6 +9,7 @@
 #include "kernels/cpu/landmark_pool.h"
 #include "kernels/cpu/mita.h"
 #include "ops/head_layout.h"
+#include "ops/mita_joint.h"
 #include "ops/matmul.h"
 #include "ops/nn_functional.h"
 #include "ops/elementwise.h"
@@ -86,70 +87,105 @@ void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev)
            "] and offsets ", r.offsets.describe(), " [", B, ", ", H, ", ", m + 1, "]");
 }
 
+}  // namespace
+
+void joint_forward(JointSaved& sv) {
+  const Tensor& q = sv.q;
+  const Device dev = q.device();
+  const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = sv.routing.offsets.size(2) - 1,
+                kk = sv.routing.expert_keys.size(3);
+  const MitaAttentionOptions& o = sv.options;
+  sv.out = empty_bnhd(B, H, N, d, q.dtype(), dev);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kc::DeviceGuard guard(dev.index);
+    VT_CHECK(kc::mita_supports_head_dim(d), "[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ",
+             d);
+    sv.lse = Tensor::empty({B, H, N}, DType::f32, dev);
+    kc::mita_attention_forward(q.dtype(), cuda_view(sv.out), sv.lse.data<float>(), cuda_view(q), cuda_view(sv.k),
+                               cuda_view(sv.v), cuda_view(o.shared ? sv.r : q), cuda_view(o.shared ? sv.v_hat : q),
+                               cuda_index(sv.routing), cuda_shape(q, m, kk, o), kc::current_stream());
+#else
+    fail_without_cuda("mita_attention", dev);
+#endif
+  } else {
+    const kernels::cpu::HeadView none{};
+    kernels::cpu::mita_attention_forward(q.dtype(), cpu_view(sv.out), cpu_view(q), cpu_view(sv.k), cpu_view(sv.v),
+                                         o.shared ? cpu_view(sv.r) : none, o.shared ? cpu_view(sv.v_hat) : none,
+                                         cpu_index(sv.routing), cpu_sizes(q, m, kk, o));
+  }
+}
+
+void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                    Tensor& dr, Tensor& dvh) {
+  const Tensor& q = sv.q;
+  const MitaAttentionOptions& options = sv.options;
+  const Device dev = q.device();
+  const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = sv.routing.offsets.size(2) - 1,
+                kk = sv.routing.expert_keys.size(3);
+  const DType dt = q.dtype();
+  Tensor dout = row_contiguous(grad.dtype() == dt ? grad : grad.to(dt));
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kc::DeviceGuard guard(dev.index);
+    const kc::MitaShape s = cuda_shape(q, m, kk, options);
+    Tensor p_shared, ds_shared;
+    if (options.shared) {
+      p_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
+      ds_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
+    }
+    Tensor workspace = Tensor::empty({kc::mita_backward_workspace(s, options.deterministic)}, DType::f32, dev);
+    const Tensor& rr = options.shared ? sv.r : q;
+    const Tensor& vv = options.shared ? sv.v_hat : q;
+    kc::mita_attention_backward(dt, cuda_view(dq), cuda_view(dk), cuda_view(dv),
+                                options.shared ? p_shared.data<float>() : nullptr,
+                                options.shared ? ds_shared.data<float>() : nullptr, cuda_view(dout), cuda_view(q),
+                                cuda_view(sv.k), cuda_view(sv.v), cuda_view(rr), cuda_view(vv), cuda_view(sv.out),
+                                sv.lse.data<float>(), cuda_index(sv.routing), s, options.deterministic,
+                                workspace.data<float>(), kc::current_stream());
+    if (options.shared) {
+      NoGradGuard no_grad;
+      dvh = matmul(p_shared.transpose(-2, -1), dout).to(dt);  // Σ_n p_nj·dO_n
+      dr = matmul(ds_shared.transpose(-2, -1), q).to(dt);     // Σ_n shared_scale·ds_nj·q_n
+    }
+#endif
+  } else {
+    if (options.shared) {
+      dr = Tensor::empty({B, H, m, d}, dt, dev);
+      dvh = Tensor::empty({B, H, m, d}, dt, dev);
+    }
+    const kernels::cpu::HeadView none{};
+    kernels::cpu::mita_attention_backward(dt, cpu_view(dq), cpu_view(dk), cpu_view(dv),
+                                          options.shared ? cpu_view(dr) : none, options.shared ? cpu_view(dvh) : none,
+                                          cpu_view(dout), cpu_view(q), cpu_view(sv.k), cpu_view(sv.v),
+                                          options.shared ? cpu_view(sv.r) : none,
+                                          options.shared ? cpu_view(sv.v_hat) : none, cpu_index(sv.routing),
+                                          cpu_sizes(q, m, kk, options));
+  }
+}
+
+namespace {
+
 struct MitaAttentionBackward : Node {
-  Tensor q, k, v, r, v_hat, out, lse;  // detached; lse only on CUDA
-  MitaRouting routing;
-  MitaAttentionOptions options;
+  JointSaved saved;  // operands detached
   const char* name() const override { return "MitaAttentionBackward"; }
 
   std::vector<Tensor> backward(const Tensor& grad) override {
-    const Device dev = q.device();
-    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = routing.offsets.size(2) - 1,
-                  kk = routing.expert_keys.size(3);
-    const DType dt = q.dtype();
-    Tensor dout = row_contiguous(grad.dtype() == dt ? grad : grad.to(dt));
-    Tensor dq = empty_bnhd(B, H, N, d, dt, dev), dk = empty_bnhd(B, H, N, d, dt, dev),
-           dv = empty_bnhd(B, H, N, d, dt, dev);
+    const Tensor& q = saved.q;
+    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3);
+    Tensor dq = empty_bnhd(B, H, N, d, q.dtype(), q.device()), dk = empty_bnhd(B, H, N, d, q.dtype(), q.device()),
+           dv = empty_bnhd(B, H, N, d, q.dtype(), q.device());
     Tensor dr, dvh;
-    if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-      kc::DeviceGuard guard(dev.index);
-      const kc::MitaShape s = cuda_shape(q, m, kk, options);
-      Tensor p_shared, ds_shared;
-      if (options.shared) {
-        p_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
-        ds_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
-      }
-      Tensor workspace = Tensor::empty({kc::mita_backward_workspace(s, options.deterministic)}, DType::f32, dev);
-      const Tensor& rr = options.shared ? r : q;
-      const Tensor& vv = options.shared ? v_hat : q;
-      kc::mita_attention_backward(dt, cuda_view(dq), cuda_view(dk), cuda_view(dv),
-                                  options.shared ? p_shared.data<float>() : nullptr,
-                                  options.shared ? ds_shared.data<float>() : nullptr, cuda_view(dout), cuda_view(q),
-                                  cuda_view(k), cuda_view(v), cuda_view(rr), cuda_view(vv), cuda_view(out),
-                                  lse.data<float>(), cuda_index(routing), s, options.deterministic,
-                                  workspace.data<float>(), kc::current_stream());
-      if (options.shared) {
-        NoGradGuard no_grad;
-        dvh = matmul(p_shared.transpose(-2, -1), dout).to(dt);  // Σ_n p_nj·dO_n
-        dr = matmul(ds_shared.transpose(-2, -1), q).to(dt);     // Σ_n shared_scale·ds_nj·q_n
-      }
-#endif
-    } else {
-      if (options.shared) {
-        dr = Tensor::empty({B, H, m, d}, dt, dev);
-        dvh = Tensor::empty({B, H, m, d}, dt, dev);
-      }
-      const kernels::cpu::HeadView none{};
-      kernels::cpu::mita_attention_backward(dt, cpu_view(dq), cpu_view(dk), cpu_view(dv),
-                                            options.shared ? cpu_view(dr) : none,
-                                            options.shared ? cpu_view(dvh) : none, cpu_view(dout), cpu_view(q),
-                                            cpu_view(k), cpu_view(v), options.shared ? cpu_view(r) : none,
-                                            options.shared ? cpu_view(v_hat) : none, cpu_index(routing),
-                                            cpu_sizes(q, m, kk, options));
-    }
+    joint_backward(saved, grad, dq, dk, dv, dr, dvh);
     std::vector<Tensor> grads{needs_grad(0) ? dq : Tensor(), needs_grad(1) ? dk : Tensor(),
                               needs_grad(2) ? dv : Tensor()};
-    if (options.shared) {
+    if (saved.options.shared) {
       grads.push_back(needs_grad(3) ? dr : Tensor());
       grads.push_back(needs_grad(4) ? dvh : Tensor());
     }
     return grads;
   }
-  void release() override {
-    q = k = v = r = v_hat = out = lse = Tensor();
-    routing = MitaRouting{};
-  }
+  void release() override { saved = JointSaved{}; }
 };
 
 }  // namespace
@@ -300,38 +336,19 @@ Tensor mita_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
                " must match q ", q_in.describe());
     }
   }
-  Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), v = row_contiguous(v_in);
-  Tensor r = options.shared ? row_contiguous(landmarks) : Tensor();
-  Tensor vh = options.shared ? row_contiguous(v_hat_in) : Tensor();
-  Tensor out = empty_bnhd(B, H, N, d, q.dtype(), dev);
-  Tensor lse;
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kc::DeviceGuard guard(dev.index);
-    VT_CHECK(kc::mita_supports_head_dim(d), "[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ",
-             d);
-    lse = Tensor::empty({B, H, N}, DType::f32, dev);
-    kc::mita_attention_forward(q.dtype(), cuda_view(out), lse.data<float>(), cuda_view(q), cuda_view(k),
-                               cuda_view(v), cuda_view(options.shared ? r : q), cuda_view(options.shared ? vh : q),
-                               cuda_index(routing), cuda_shape(q, m, kk, options), kc::current_stream());
-#else
-    fail_without_cuda("mita_attention", dev);
-#endif
-  } else {
-    const kernels::cpu::HeadView none{};
-    kernels::cpu::mita_attention_forward(q.dtype(), cpu_view(out), cpu_view(q), cpu_view(k), cpu_view(v),
-                                         options.shared ? cpu_view(r) : none, options.shared ? cpu_view(vh) : none,
-                                         cpu_index(routing), cpu_sizes(q, m, kk, options));
-  }
+  JointSaved sv;
+  sv.q = row_contiguous(q_in), sv.k = row_contiguous(k_in), sv.v = row_contiguous(v_in);
+  if (options.shared) sv.r = row_contiguous(landmarks), sv.v_hat = row_contiguous(v_hat_in);
+  sv.routing = routing;
+  sv.options = options;
+  joint_forward(sv);
+  Tensor out = sv.out;
+  sv.out = out.detach();
   const bool grad = options.shared ? any_requires_grad({&q_in, &k_in, &v_in, &landmarks, &v_hat_in})
                                    : any_requires_grad({&q_in, &k_in, &v_in});
   if (grad) {
     auto node = std::make_shared<MitaAttentionBackward>();
-    node->q = q, node->k = k, node->v = v, node->r = r, node->v_hat = vh;
-    node->out = out.detach();
-    node->lse = lse;
-    node->routing = routing;
-    node->options = options;
+    node->saved = std::move(sv);
     if (options.shared) attach_node(out, node, {&q_in, &k_in, &v_in, &landmarks, &v_hat_in});
     else attach_node(out, node, {&q_in, &k_in, &v_in});
   }
@@ -352,25 +369,27 @@ struct LandmarkPoolBackward : Node {
   kernels::cpu::LandmarkPoolShape shape;  // strides unused: dx is contiguous
   DType dtype;
   const char* name() const override { return "LandmarkPoolBackward"; }
-  std::vector<Tensor> backward(const Tensor& grad) override {
-    Tensor g = (grad.dtype() == dtype ? grad : grad.to(dtype)).contiguous();
-    const Device dev = g.device();
-    Tensor dx = Tensor::empty({shape.B, shape.N, shape.C}, dtype, dev);
-    if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-      kernels::cuda::DeviceGuard guard(dev.index);
-      kernels::cuda::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape, kernels::cuda::current_stream());
-#else
-      fail_without_cuda("mita_landmark_pool", dev);
-#endif
-    } else {
-      kernels::cpu::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape);
-    }
-    return {dx};
-  }
+  std::vector<Tensor> backward(const Tensor& grad) override { return {landmark_pool_grad(grad, shape, dtype)}; }
 };
 
 }  // namespace
+
+Tensor landmark_pool_grad(const Tensor& grad, const kernels::cpu::LandmarkPoolShape& shape, DType dtype) {
+  Tensor g = (grad.dtype() == dtype ? grad : grad.to(dtype)).contiguous();
+  const Device dev = g.device();
+  Tensor dx = Tensor::empty({shape.B, shape.N, shape.C}, dtype, dev);
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape, kernels::cuda::current_stream());
+#else
+    fail_without_cuda("mita_landmark_pool", dev);
+#endif
+  } else {
+    kernels::cpu::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape);
+  }
+  return dx;
+}
 
 Tensor mita_landmark_pool(const Tensor& x, int64_t first, int64_t L, int64_t grid, int64_t m) {
   VT_CHECK(x.defined() && x.dim() == 3, "[mita_landmark_pool] x must be [B, N, C], got ",

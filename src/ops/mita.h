@@ -53,6 +53,23 @@ struct MitaAttentionOptions {
 Tensor mita_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
                       const Tensor& v_hat, const MitaRouting& routing, const MitaAttentionOptions& options);
 
+struct MitaQkvOptions {
+  int64_t heads = 1;
+  int64_t m = 25;     ///< landmarks (experts)
+  int64_t topk = 25;  ///< keys per expert
+  int64_t pool_first = 0, pool_tokens = 0, pool_grid = 0;  ///< the landmark pooling: mita_landmark_pool's first, L, grid
+  MitaAttentionOptions attention;  ///< scale (also V̂'s), shared_scale, shared (false: route-only), deterministic
+};
+
+/// The training path of the whole fused MiTA core (s = 1) on the packed projection qkv [B, N, 3C] (q, k, v at
+/// channels 0, C, 2C: timm's layout; rows may be strided, channels contiguous) → [B, N, C]: landmarks R0 pooled
+/// from q, the routing (`fixed` when given), V̂ = softmax(scale·R·Kᵀ)·V in f32 (f64 for f64), the joint attention.
+/// The same values and gradients as mita_landmark_pool + mita_route + mita_shared_values + mita_attention on the
+/// three slices, but one autograd node: its backward assembles d(qkv) once (one concat of [B, N, C] sums) instead
+/// of three slice gradients, each a zero [B, N, 3C] tensor plus a strided copy, summed. `used` receives the routing.
+Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& options, const MitaRouting* fixed = nullptr,
+                          MitaRouting* used = nullptr);
+
 /// MiTA's landmarks R0 [B, m, C] (x's dtype): the mean of x[b, first + t, :] over each adaptive-pooling bin of
 /// the L tokens first .. first + L - 1; 2-D when grid G > 0 (L = G² row-major tokens pooled to p×p, m = p²,
 /// landmark j = row·p + col), else 1-D (L tokens into m bins). x [B, N, C] is read in place when its channels are

@@ -12,6 +12,8 @@
 // Deterministic mode must repeat its bits; the default (atomics) must agree with it to f32 rounding.
 // Model: a MiTA-DeiT-T forward/backward on the GPU equals the CPU model with the same weights; the CPU run's
 // routing is replayed on the GPU (models::MitaRoutingTap) so both make the same discrete choices.
+// Packed-qkv training path: forward and d(qkv) against the CPU in f64 with the GPU's routing replayed; bf16 within
+// the bf16 rule with the three-slice path as the plain answer.
 #include <cmath>
 #include <algorithm>
 #include <cstring>
@@ -354,6 +356,43 @@ TEST(MitaCuda, DeitTinyBf16TrainingStepIsFinite) {
   loss.backward();
   EXPECT_TRUE(std::isfinite(loss.item()));
   for (auto& [name, p] : model.named_parameters()) EXPECT_TRUE(std::isfinite(max_abs(p.grad()))) << name;
+}
+
+
+TEST(MitaCuda, PackedQkvPathMatchesTheCpuAndTheSlicePath) {
+  VT_REQUIRE_DEVICE();
+  uint32_t seed = 1200;
+  for (const Case& c : {kCases[0], kCases[1]})
+    for (DType dt : {DType::f32, DType::bf16})
+      for (bool route_only : {false, true}) {
+        const std::string what = name_of(c, dt) + (route_only ? " route-only" : "");
+        models::MitaOptions o;
+        o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool, o.route_only = route_only;
+        const Tensor qkv = randn_cpu({kB, c.N, 3 * kC}, seed += 10, dt), dout = randn_cpu({kB, c.N, kC}, seed + 5, dt);
+        auto run = [&](Device dev, DType t, bool packed) {
+          Tensor leaf = qkv.to(t).to(dev).detach();
+          leaf.set_requires_grad(true);
+          Tensor out = packed ? models::mita_core_packed(leaf, o)
+                              : models::mita_core(leaf.slice(2, 0, kC), leaf.slice(2, kC, 2 * kC),
+                                                  leaf.slice(2, 2 * kC, 3 * kC), o);
+          EXPECT_TRUE(out.defined()) << what;
+          out.backward(dout.to(t).to(dev));
+          return std::pair{out.to(cpu()), leaf.grad().to(cpu())};
+        };
+        models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
+        const auto gpu = run(kGpu, dt, true);
+        tap.mode = models::MitaRoutingTap::Mode::replay;
+        const auto slices = run(kGpu, dt, false);
+        tap.next = 0;
+        const auto ref = run(cpu(), DType::f64, true);
+        if (dt == DType::f32) {
+          EXPECT_LE(max_abs_diff(gpu.first, ref.first), 2e-5 * max_abs(ref.first)) << what << " out";
+          EXPECT_LE(max_abs_diff(gpu.second, ref.second), 1e-4 * max_abs(ref.second)) << what << " d(qkv)";
+        } else {
+          expect_bf16_rule(gpu.first, slices.first, ref.first, (what + " out").c_str());
+          expect_bf16_rule(gpu.second, slices.second, ref.second, (what + " d(qkv)").c_str());
+        }
+      }
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // The fused MiTA ops (ops/mita.h) on the CPU: the routing rules (top-k sets, tie order, arg-max, grouping), a
 // finite-difference gradcheck of the joint attention in f64 with the routing held fixed, and the fused layer
-// against the op-by-op reference (forward and gradients) over the pooling variants, route-only and both scales.
+// against the op-by-op reference (forward and gradients) over the pooling variants, route-only and both scales;
+// the packed-qkv training path (one node for the whole core) against the three-slice path and the reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "autograd/gradcheck.h"
@@ -137,6 +139,64 @@ TEST(MitaFused, EqualsReferenceForwardAndGradients) {
     }
     expect_near_all(outs[0], outs[1], 1e-12, name + " forward");
     for (int i = 0; i < 3; ++i) expect_near_all(grads[i], grads[3 + i], 1e-10, name + " grad " + "qkv"[i]);
+  }
+}
+
+
+// The packed-qkv path (models::mita_core_packed → ops::mita_qkv_attention) equals the fused three-slice path and
+// the reference: forward and d(qkv) in f64, including a qkv whose rows are strided (the gated layer's qkvg).
+TEST(MitaFused, PackedQkvPathEqualsTheSlicesAndTheReference) {
+  struct Case {
+    int64_t N;
+    MitaOptions o;
+  };
+  const std::vector<Case> cases = {
+      {17, opts(3, 4, 5, 1, false, "shifted", "official")},   {17, opts(3, 9, 6, 1, false, "patches", "paper")},
+      {12, opts(3, 3, 4, 1, false, "shifted", "official")},   {16, opts(3, 4, 5, 1, false, "sequence", "official")},
+      {17, opts(3, 4, 8, 1, true, "shifted", "official")},    {50, opts(2, 9, 10, 1, false, "shifted", "official")},
+  };
+  const int64_t B = 2, C = 12;
+  uint64_t seed = 900;
+  for (const Case& c : cases)
+    for (int64_t width : {3 * C, 4 * C}) {
+      const std::string name = "N=" + std::to_string(c.N) + " " + c.o.landmark_pool +
+                               (c.o.route_only ? " route" : "") + (width > 3 * C ? " strided rows" : "");
+      const Tensor base = randn_t({B, c.N, width}, seed++), w = randn_t({B, c.N, C}, seed++);
+      std::vector<std::vector<double>> outs, grads;
+      for (int path = 0; path < 3; ++path) {  // packed, fused slices, reference
+        Tensor leaf = base.detach();
+        leaf.set_requires_grad(true);
+        const Tensor qkv = leaf.slice(2, 0, 3 * C);
+        MitaOptions o = c.o;
+        o.impl = path == 2 ? "reference" : "fused";
+        Tensor out = path == 0 ? models::mita_core_packed(qkv, o)
+                               : models::mita_core(qkv.slice(2, 0, C), qkv.slice(2, C, 2 * C), qkv.slice(2, 2 * C, 3 * C), o);
+        ASSERT_TRUE(out.defined()) << name << ": the packed path should apply";
+        ops::sum(out * w).backward();
+        outs.push_back(out.to_vector());
+        grads.push_back(leaf.grad().to_vector());
+      }
+      for (int path = 1; path < 3; ++path) {
+        expect_near_all(outs[0], outs[path], 1e-12, name + " forward vs path " + std::to_string(path));
+        expect_near_all(grads[0], grads[path], 1e-10, name + " d(qkv) vs path " + std::to_string(path));
+      }
+    }
+}
+
+// Where the packed path does not apply it says so with an undefined tensor and the layer takes the slices.
+TEST(MitaFused, PackedQkvPathOnlyForTrainingWithFusedKernels) {
+  const Tensor qkv = randn_t({2, 17, 36}, 5);
+  MitaOptions o = opts(3, 4, 5, 1, false, "shifted", "official");
+  EXPECT_FALSE(models::mita_core_packed(qkv, o).defined()) << "no gradient recorded: inference keeps the slices";
+  Tensor leaf = qkv.detach();
+  leaf.set_requires_grad(true);
+  EXPECT_TRUE(models::mita_core_packed(leaf, o).defined());
+  for (auto change : std::vector<std::function<void(MitaOptions&)>>{
+           [](MitaOptions& x) { x.impl = "reference"; }, [](MitaOptions& x) { x.s = 2; },
+           [](MitaOptions& x) { x.compress_only = true; }, [](MitaOptions& x) { x.landmark_pool = "random"; }}) {
+    MitaOptions x = o;
+    change(x);
+    EXPECT_FALSE(models::mita_core_packed(leaf, x).defined());
   }
 }
 

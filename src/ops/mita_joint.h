@@ -1,0 +1,29 @@
+// Internal to src/ops: the joint-softmax attention's kernel calls (forward and backward) and the landmark pooling's
+// backward, shared by the per-operand ops of ops/mita.cpp and the packed-qkv training path of ops/mita_qkv.cpp.
+#pragma once
+#include "kernels/cpu/landmark_pool.h"
+#include "ops/mita.h"
+
+namespace vt::ops {
+
+/// What the joint attention's backward reads: the operands [B, H, rows, d] (detached, rows contiguous), the
+/// routing, its output and (CUDA) the forward's row log-sum-exp.
+struct JointSaved {
+  Tensor q, k, v, r, v_hat, out, lse;
+  MitaRouting routing;
+  MitaAttentionOptions options;
+};
+
+/// The joint attention's forward kernels: sets saved.out ([B, H, N, d] laid out [B, N, H, d]) and saved.lse.
+void joint_forward(JointSaved& saved);
+
+/// Its gradients: dq, dk, dv are written through their views ([B, H, N, d], any strides, the operands' dtype);
+/// dr and dvh ([B, H, m, d], shared branch only) are returned in the operands' dtype.
+void joint_backward(const JointSaved& saved, const Tensor& grad, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                    Tensor& dr, Tensor& dvh);
+
+/// The landmark pooling's backward: dx [B, N, C] (contiguous, `dtype`, zero outside the pooled tokens) from the
+/// landmarks' gradient [B, m, C].
+Tensor landmark_pool_grad(const Tensor& grad, const kernels::cpu::LandmarkPoolShape& shape, DType dtype);
+
+}  // namespace vt::ops

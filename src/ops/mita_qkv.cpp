@@ -1,0 +1,106 @@
+// ops::mita_qkv_attention (mita.h): fused MiTA on the packed qkv with one backward node for the whole core.
+#include <cmath>
+
+#include "autograd/node.h"
+#include "ops/elementwise.h"
+#include "ops/head_layout.h"
+#include "ops/index.h"
+#include "ops/matmul.h"
+#include "ops/mita.h"
+#include "ops/mita_joint.h"
+#include "ops/nn_functional.h"
+#include "ops/reduce.h"
+
+namespace vt::ops {
+
+namespace {
+
+// Channels [c0, c0 + C) of x [B, N, W] (channels contiguous) as heads [B, H, N, C / H], timm's layout.
+Tensor head_split_view(const Tensor& x, int64_t c0, int64_t C, int64_t H) {
+  const int64_t d = C / H;
+  return make_view(x, {x.size(0), H, x.size(1), d}, {x.strides()[0], d, x.strides()[1], 1}, x.offset() + c0);
+}
+
+// The shared branch's V̂ runs in f32 also for bf16 operands (its softmax is over all N keys).
+Tensor widened(const Tensor& t) { return t.dtype() == DType::bf16 ? t.to(DType::f32) : t; }
+
+struct MitaQkvBackward : Node {
+  JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
+  Tensor probs;      // P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); shared branch only
+  kernels::cpu::LandmarkPoolShape pool;
+  const char* name() const override { return "MitaQkvBackward"; }
+
+  std::vector<Tensor> backward(const Tensor& grad) override {
+    const Tensor& q = joint.q;
+    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), C = H * d;
+    const DType dt = q.dtype();
+    const Device dev = q.device();
+    Tensor dq = empty_bnhd(B, H, N, d, dt, dev), dk = empty_bnhd(B, H, N, d, dt, dev),
+           dv = empty_bnhd(B, H, N, d, dt, dev);
+    Tensor dr, dvh;
+    joint_backward(joint, grad.reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dr, dvh);
+    auto tokens = [&](const Tensor& t) { return t.transpose(1, 2).reshape({B, N, C}); };  // [B, N, H, d] memory
+    if (!joint.options.shared) return {concat({tokens(dq), tokens(dk), tokens(dv)}, 2)};
+
+    // V̂ = P·V with P = softmax(scale·R·Kᵀ): its shares of dR, dK and dV.
+    const Tensor dvh_w = widened(dvh), K = widened(joint.k), V = widened(joint.v), R = widened(joint.r);
+    const Tensor dP = matmul(dvh_w, V.transpose(-2, -1));                            // [B, H, m, N]
+    const Tensor dS = probs * (dP - sum(dP * probs, {-1}, true)) * joint.options.scale;  // d(R·Kᵀ)
+    const Tensor dR = widened(dr) + matmul(dS, K);                                   // [B, H, m, d]
+    const Tensor dK = matmul(dS.transpose(-2, -1), R).to(dt), dV = matmul(probs.transpose(-2, -1), dvh_w).to(dt);
+    // The landmarks are pooled from q.
+    const Tensor dR0 = dR.transpose(1, 2).contiguous().reshape({B, pool.m, C});
+    const Tensor dq_all = tokens(dq) + landmark_pool_grad(dR0, pool, dt);
+    // dk (laid out [B, N, H, d]) + dK ([B, H, N, d]): the sum keeps dk's layout, so the reshape is free.
+    auto add_tokens = [&](const Tensor& a, const Tensor& b) {
+      return (a.transpose(1, 2) + b.transpose(1, 2)).reshape({B, N, C});
+    };
+    return {concat({dq_all, add_tokens(dk, dK), add_tokens(dv, dV)}, 2)};
+  }
+  void release() override {
+    joint = JointSaved{};
+    probs = Tensor();
+  }
+};
+
+}  // namespace
+
+Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const MitaRouting* fixed, MitaRouting* used) {
+  VT_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.size(2) % 3 == 0, "[mita_qkv_attention] qkv must be [B, N, 3C], got ",
+           qkv.defined() ? qkv.describe() : std::string("an undefined tensor"));
+  const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3, H = o.heads;
+  VT_CHECK(H >= 1 && C % H == 0, "[mita_qkv_attention] width ", C, " is not divisible by ", H, " heads");
+  const int64_t d = C / H;
+  VT_CHECK(mita_fused_supports(qkv.dtype(), qkv.device(), d), "[mita_qkv_attention] no fused kernels for ",
+           qkv.describe(), " with head dim ", d);
+  VT_CHECK(o.topk >= 1 && o.topk <= N, "[mita_qkv_attention] k = ", o.topk, " keys per expert must be in [1, N = ",
+           N, "]");
+  const Tensor x = row_contiguous(qkv);
+  const Tensor q = head_split_view(x, 0, C, H), k = head_split_view(x, C, C, H), v = head_split_view(x, 2 * C, C, H);
+  const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.pool_first, o.pool_tokens, o.pool_grid, o.m);  // [B, m, C]
+  const Tensor r = r0.reshape({B, o.m, H, d}).transpose(1, 2);  // [B, H, m, d], rows contiguous
+  JointSaved sv;
+  sv.q = q, sv.k = k, sv.v = v, sv.r = r;
+  sv.routing = fixed ? *fixed : mita_route(q, k, r, o.topk);
+  if (used) *used = sv.routing;
+  sv.options = o.attention;
+  Tensor probs;
+  if (o.attention.shared) {
+    NoGradGuard no_grad;
+    probs = softmax(matmul(widened(r) * o.attention.scale, widened(k).transpose(-2, -1)), -1);
+    sv.v_hat = matmul(probs, widened(v)).to(x.dtype());
+  }
+  joint_forward(sv);
+  Tensor out = sv.out.transpose(1, 2).reshape({B, N, C});  // free: the kernel writes [B, N, H, d]
+  if (any_requires_grad({&qkv})) {
+    auto node = std::make_shared<MitaQkvBackward>();
+    const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
+    node->pool = {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
+    node->probs = probs;
+    node->joint = std::move(sv);
+    attach_node(out, node, {&qkv});
+  }
+  return out;
+}
+
+}  // namespace vt::ops
