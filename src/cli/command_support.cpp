@@ -14,6 +14,17 @@ io::Config load_command_config(const std::string& path, std::vector<std::string>
   return cfg;
 }
 
+io::Config RunOptions::load() const { return load_command_config(config, sets, device); }
+
+void add_run_options(CLI::App& cmd, RunOptions& o, const RunOptionsSpec& spec) {
+  auto* config = cmd.add_option("-c,--config", o.config, spec.config_help)->check(CLI::ExistingFile);
+  if (spec.config_required) config->required();
+  if (spec.weights)
+    cmd.add_option("-w,--weights", o.weights, "weights (.safetensors)")->required()->check(CLI::ExistingFile);
+  cmd.add_option("--set", o.sets, "override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
+  if (spec.device) cmd.add_option("--device", o.device, "cuda:0 | cpu | auto (overrides train.device)");
+}
+
 void finish_command(const std::function<int()>& body) {
   int code = 1;
   try {

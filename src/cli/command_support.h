@@ -14,6 +14,26 @@ namespace vt::cli {
 /// train.device; validated.
 io::Config load_command_config(const std::string& path, std::vector<std::string> sets, const std::string& device = "");
 
+/// The options of a config-driven subcommand, registered by add_run_options.
+struct RunOptions {
+  std::string config, weights, device;
+  std::vector<std::string> sets;
+  /// load_command_config(config, sets, device).
+  io::Config load() const;
+};
+
+/// Which of the shared options a subcommand takes and how it describes --config.
+struct RunOptionsSpec {
+  const char* config_help = "YAML config file";
+  bool config_required = false;
+  bool weights = false;  ///< -w/--weights: a required, existing .safetensors file
+  bool device = true;    ///< --device (a command that runs no model has none)
+};
+
+/// Registers -c/--config (an existing file), -w/--weights (per spec), --set (repeatable) and --device on `cmd`,
+/// writing into `o` (which must outlive the parse).
+void add_run_options(CLI::App& cmd, RunOptions& o, const RunOptionsSpec& spec = {});
+
 /// Runs a subcommand's body from its CLI11 callback and ends the program through CLI11: an exception becomes one
 /// "error: <what>" line and exit code 1; otherwise the body's return value is the exit code (0 = success).
 [[noreturn]] void finish_command(const std::function<int()>& body);

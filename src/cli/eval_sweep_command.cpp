@@ -34,13 +34,13 @@ engine::EvalResult evaluate_cell(const io::Config& cfg, const std::string& weigh
 }
 
 struct SweepOptions {
-  std::string config, device, weights, out;
-  std::vector<std::string> sets;
+  RunOptions run;
+  std::string out;
   std::vector<int64_t> ms, ks;
 };
 
 void run_sweep(const SweepOptions& o) {
-  const io::Config base = load_command_config(o.config, o.sets, o.device);
+  const io::Config base = o.run.load();
   VT_CHECK(base.model.attention.is_mita(), "[eval-sweep] sweeping (m, k) needs MiTA attention "
            "(model.attention.type mita or mita_route); the config's attention is '", base.model.attention.type, "'");
   VT_CHECK(!o.ms.empty() && !o.ks.empty(), "[eval-sweep] --m and --k need at least one value each");
@@ -76,7 +76,7 @@ void run_sweep(const SweepOptions& o) {
     spec.row_labels.push_back(std::to_string(o.ms[i]));
     for (size_t j = 0; j < o.ks.size(); ++j) {
       if (i == 0) spec.col_labels.push_back(std::to_string(o.ks[j]));
-      const auto r = evaluate_cell(cells[i][j], o.weights,
+      const auto r = evaluate_cell(cells[i][j], o.run.weights,
                                    "m=" + std::to_string(o.ms[i]) + " k=" + std::to_string(o.ks[j]));
       top1[i][j] = r.top1;
       csv << o.ms[i] << ',' << o.ks[j] << ',' << r.top1 << ',' << r.top5 << ',' << r.loss << ',' << r.count << '\n';
@@ -92,8 +92,8 @@ void run_sweep(const SweepOptions& o) {
 }
 
 struct SwapOptions {
-  std::string config, device, weights_dense, weights_mita, csv, out;
-  std::vector<std::string> sets;
+  RunOptions run;
+  std::string weights_dense, weights_mita, csv, out;
 };
 
 const std::vector<std::string> kKinds = {"dense", "mita"};
@@ -145,7 +145,7 @@ void run_swap(const SwapOptions& o) {
   } else {
     VT_CHECK(!o.weights_dense.empty() && !o.weights_mita.empty(),
              "[eval-swap] needs --weights-dense and --weights-mita (or --csv)");
-    const io::Config base = load_command_config(o.config, o.sets, o.device);
+    const io::Config base = o.run.load();
     // The MiTA column evaluates with the config's attention when it is a MiTA kind, else with plain mita.
     io::AttentionConfig mita = base.model.attention;
     if (!mita.is_mita()) mita.type = "mita";
@@ -192,13 +192,10 @@ void add_eval_sweep_commands(CLI::App& app) {
   auto sweep = std::make_shared<SweepOptions>();
   auto* s = app.add_subcommand("eval-sweep", "evaluate frozen MiTA weights for every (m, k) of a grid: CSV and a "
                                              "heat map (the paper's Figure 10)");
-  s->add_option("-c,--config", sweep->config, "YAML config file")->check(CLI::ExistingFile);
-  s->add_option("-w,--weights", sweep->weights, "weights (.safetensors)")->required()->check(CLI::ExistingFile);
+  add_run_options(*s, sweep->run, {.weights = true});
   s->add_option("--m", sweep->ms, "landmark counts, e.g. 16,25,36")->required()->delimiter(',');
   s->add_option("--k", sweep->ks, "keys per expert, e.g. 16,25,36")->required()->delimiter(',');
   s->add_option("-o,--out", sweep->out, "output folder")->required();
-  s->add_option("--set", sweep->sets, "override a config key (repeatable)");
-  s->add_option("--device", sweep->device, "cuda:0 | cpu | auto (overrides train.device)");
   s->callback([sweep] {
     finish_command([&] {
       run_sweep(*sweep);
@@ -209,16 +206,13 @@ void add_eval_sweep_commands(CLI::App& app) {
   auto swap = std::make_shared<SwapOptions>();
   auto* w = app.add_subcommand("eval-swap", "the 2x2 matrix trained-with x evaluated-with {dense, mita} at frozen "
                                             "weights: CSV and a heat map (the paper's Figure 9)");
-  w->add_option("-c,--config", swap->config, "YAML config of the models (its MiTA settings make the mita column)")
-      ->check(CLI::ExistingFile);
+  add_run_options(*w, swap->run, {.config_help = "YAML config of the models (its MiTA settings make the mita column)"});
   w->add_option("--weights-dense", swap->weights_dense, "weights trained with dense attention")
       ->check(CLI::ExistingFile);
   w->add_option("--weights-mita", swap->weights_mita, "weights trained with MiTA attention")->check(CLI::ExistingFile);
   w->add_option("--csv", swap->csv, "draw from this CSV (trained,evaluated,top1) instead of evaluating")
       ->check(CLI::ExistingFile);
   w->add_option("-o,--out", swap->out, "output folder")->required();
-  w->add_option("--set", swap->sets, "override a config key (repeatable)");
-  w->add_option("--device", swap->device, "cuda:0 | cpu | auto (overrides train.device)");
   w->callback([swap] {
     finish_command([&] {
       run_swap(*swap);

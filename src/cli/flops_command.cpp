@@ -84,23 +84,22 @@ std::string flops_json(const std::string& model_name, const models::FlopsReport&
 
 void add_flops_command(CLI::App& app) {
   struct Options {
-    std::string config_path, model;
-    std::vector<std::string> sets;
+    RunOptions run;
+    std::string model;
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("flops", "count parameters and multiply-accumulates per image, per module "
                                           "(all attention matmuls, and fvcore-style)");
-  cmd->add_option("-c,--config", opts->config_path, "YAML config file")->check(CLI::ExistingFile);
+  add_run_options(*cmd, opts->run, {.device = false});
   cmd->add_option("--model", opts->model, "model preset (sets model.name)");
-  cmd->add_option("--set", opts->sets, "override a config key, e.g. --set model.attention.type=mita (repeatable)");
   cmd->add_flag("--json", opts->json, "also print the counts as one JSON line");
   cmd->callback([opts] {
     finish_command([&] {
       std::vector<std::string> sets;
       if (!opts->model.empty()) sets.push_back("model.name=" + opts->model);
-      sets.insert(sets.end(), opts->sets.begin(), opts->sets.end());
-      const io::Config cfg = load_command_config(opts->config_path, sets);
+      sets.insert(sets.end(), opts->run.sets.begin(), opts->run.sets.end());
+      const io::Config cfg = load_command_config(opts->run.config, sets);
       // A segmentation config (model.decoder.type set) counts the Segmenter: encoder + decoder + upsampling.
       const models::FlopsReport rep =
           cfg.model.decoder.type.empty()

@@ -26,20 +26,15 @@ int main(int argc, char** argv) {
   CLI::App app{"vitrain: train and evaluate vision transformers (dense and MiTA attention)"};
   app.require_subcommand(1);
 
-  std::string config_path, weights, device, resume;
-  std::vector<std::string> sets;
+  vt::cli::RunOptions train_opts, eval_opts;
+  std::string resume;
   auto* train = app.add_subcommand("train", "train a model from a YAML config, evaluating after each epoch");
-  train->add_option("-c,--config", config_path, "YAML config file")->check(CLI::ExistingFile);
-  train->add_option("--set", sets, "override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
-  train->add_option("--device", device, "cuda:0 | cpu | auto (overrides train.device)");
+  vt::cli::add_run_options(*train, train_opts);
   train->add_option("--resume", resume, "checkpoint to resume from, or 'auto' (the newest of last/recovery in "
                                         "train.output); overrides train.resume");
 
   auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split");
-  eval->add_option("-c,--config", config_path, "YAML config file")->check(CLI::ExistingFile);
-  eval->add_option("-w,--weights", weights, "weights (.safetensors)")->required();
-  eval->add_option("--set", sets, "override a config key (repeatable)");
-  eval->add_option("--device", device, "cuda:0 | cpu | auto (overrides train.device)");
+  vt::cli::add_run_options(*eval, eval_opts, {.weights = true});
   vt::cli::EvalOutputOptions eval_out;
   vt::cli::add_eval_output_options(*eval, eval_out);
 
@@ -60,9 +55,11 @@ int main(int argc, char** argv) {
       vt::cli::run_bench_command(bench_cmd);
       return 0;
     }
-    if (!device.empty()) sets.push_back("train.device=" + device);  // last, so it wins over --set
+    const vt::cli::RunOptions& opts = *train ? train_opts : eval_opts;
+    std::vector<std::string> sets = opts.sets;
     if (!resume.empty()) sets.push_back("train.resume=" + resume);
-    vt::io::Config cfg = vt::cli::load_command_config(config_path, sets);
+    const std::string& weights = opts.weights;
+    vt::io::Config cfg = vt::cli::load_command_config(opts.config, sets, opts.device);
     if (*train && !cfg.model.decoder.type.empty()) {  // segmentation: Segmenter + decoder (engine/seg_trainer.h)
       std::printf("%s\n", vt::engine::seg_train_report(vt::engine::train_segmentation(cfg)).c_str());
     } else if (*train) {

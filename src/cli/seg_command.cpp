@@ -65,50 +65,41 @@ int run_seg_eval(const io::Config& cfg, const std::string& weights, const std::s
 
 void add_seg_eval_command(CLI::App& app) {
   struct Options {
-    std::string config, weights, device, json;
-    std::vector<std::string> sets;
+    RunOptions run;
+    std::string json;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "seg-eval", "evaluate segmentation weights on the validation split (sliding window; mIoU, mAcc, aAcc and a "
                   "per-class table, mmseg semantics)");
-  cmd->add_option("-c,--config", opts->config, "YAML config file (with model.decoder)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("-w,--weights", opts->weights, "weights (.safetensors)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--set", opts->sets, "override a config key, e.g. --set eval.seg_flip=true (repeatable)");
-  cmd->add_option("--device", opts->device, "cuda:0 | cpu | auto (overrides train.device)");
+  add_run_options(*cmd, opts->run,
+                  {.config_help = "YAML config file (with model.decoder)", .config_required = true, .weights = true});
   cmd->add_option("--json", opts->json, "also write the scores (with per-class IoU/Acc) to this JSON file");
   cmd->callback([opts] {
     finish_command([&] {
-      const io::Config cfg = load_command_config(opts->config, opts->sets, opts->device);
-      return run_seg_eval(cfg, opts->weights, opts->json);
+      return run_seg_eval(opts->run.load(), opts->run.weights, opts->json);
     });
   });
 }
 
 void add_viz_seg_command(CLI::App& viz) {
   struct Options {
-    std::string config, weights, device, image, label, out;
-    std::vector<std::string> sets;
+    RunOptions run;
+    std::string image, label, out;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = viz.add_subcommand(
       "seg", "segment one image: the image, its ground truth (when --label is given) and the prediction side by "
              "side in the ADE20K palette (ignored pixels black), as PNG");
-  cmd->add_option("-c,--config", opts->config, "YAML config file (with model.decoder)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("-w,--weights", opts->weights, "weights (.safetensors)")->required()->check(CLI::ExistingFile);
+  add_run_options(*cmd, opts->run,
+                  {.config_help = "YAML config file (with model.decoder)", .config_required = true, .weights = true});
   cmd->add_option("-i,--image", opts->image, "image file (JPEG or PNG)")->required()->check(CLI::ExistingFile);
   cmd->add_option("-l,--label", opts->label, "annotation PNG (ADE20K values; reduce_zero_label applied)")
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", opts->out, "output PNG")->required();
-  cmd->add_option("--set", opts->sets, "override a config key (repeatable)");
-  cmd->add_option("--device", opts->device, "cuda:0 | cpu | auto (overrides train.device)");
   cmd->callback([opts] {
     finish_command([&] {
-      const io::Config cfg = load_command_config(opts->config, opts->sets, opts->device);
+      const io::Config cfg = opts->run.load();
       const engine::SegEvalOptions eval = engine::seg_eval_options(cfg);
       const cv::Mat image = data::load_rgb(opts->image);
       cv::Mat label;
@@ -119,7 +110,7 @@ void add_viz_seg_command(CLI::App& viz) {
         if (eval.reduce_zero_label) data::reduce_zero_label(label);
       }
       const Device device = engine::resolve_device(cfg.train.device);
-      const auto model = engine::load_segmenter_weights(cfg, opts->weights, device);
+      const auto model = engine::load_segmenter_weights(cfg, opts->run.weights, device);
       const cv::Mat pred = engine::predict_segmentation(*model, image, eval, device);
       constexpr int kGap = 8;
       const int panels = label.empty() ? 2 : 3;

@@ -12,8 +12,7 @@ namespace vt::cli {
 
 void add_viz_command(CLI::App& app) {
   struct Options {
-    std::string config, device;
-    std::vector<std::string> sets;
+    RunOptions run;
     engine::VizExpertsOptions viz;
   };
   auto opts = std::make_shared<Options>();
@@ -22,19 +21,14 @@ void add_viz_command(CLI::App& app) {
   auto* experts = viz->add_subcommand(
       "experts", "MiTA routing on one image: per layer the keys each expert collected and the queries routed to it "
                  "(Figure 3), and how many experts selected each token across depth (Figure 4)");
-  experts->add_option("-c,--config", opts->config, "YAML config file")->check(CLI::ExistingFile);
-  experts->add_option("-w,--weights", opts->viz.weights, "weights (.safetensors)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_run_options(*experts, opts->run, {.weights = true});
   experts->add_option("-i,--image", opts->viz.image, "image file (JPEG or PNG)")->required()->check(CLI::ExistingFile);
   experts->add_option("-o,--out", opts->viz.out_dir, "output folder")->required();
   experts->add_option("--head", opts->viz.head, "attention head to draw (default 0)");
-  experts->add_option("--set", opts->sets, "override a config key (repeatable)");
-  experts->add_option("--device", opts->device, "cuda:0 | cpu | auto (overrides train.device)");
   experts->callback([opts] {
     finish_command([&] {
-      const io::Config cfg = load_command_config(opts->config, opts->sets, opts->device);
-      for (const auto& f : engine::viz_experts(cfg, opts->viz)) std::printf("%s\n", f.c_str());
+      opts->viz.weights = opts->run.weights;
+      for (const auto& f : engine::viz_experts(opts->run.load(), opts->viz)) std::printf("%s\n", f.c_str());
       return 0;
     });
   });
