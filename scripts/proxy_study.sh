@@ -9,7 +9,7 @@
 # Usage: scripts/proxy_study.sh DATA_DIR OUT_DIR
 # Env: VARIANTS (default: all below), SEEDS ("0 1 2"), EPOCHS (10), DEVICES ("cuda:0"), JOBS (runs at a time,
 #      spread round-robin over DEVICES; default: one per device), DEADLINE (seconds after which no run starts;
-#      0: none), RECORD, VITRAIN, MPS (1: start the CUDA MPS daemon first, so that the runs sharing a GPU run
+#      0: none), RECORD, VITRAIN, PLOT_DOTS (default: beside VITRAIN; draws OUT_DIR/proxy_study.png), MPS (1: start the CUDA MPS daemon first, so that the runs sharing a GPU run
 #      their kernels side by side instead of time-sliced; falls back to no MPS when a CUDA check fails under it).
 # Not a variant: learned landmarks.
 set -euo pipefail
@@ -113,3 +113,17 @@ read -r mita_mean _ _ <<< "$(stats mita)" || true
   done <<< "$variants"
 } > "$out/proxy_study.md"
 cat "$out/proxy_study.md"
+
+# The same as a dot chart (mean ± std, the dashed line at MiTA's mean) when the plot_dots tool is there.
+{
+  echo "label,mean,std,seeds"
+  while IFS='|' read -r name _ _; do
+    read -r mean std n <<< "$(stats "$name")" || continue
+    [[ -n ${mean:-} ]] && echo "${name//_/ },$mean,$std,$n"
+  done <<< "$variants"
+} > "$out/proxy_study.csv"
+plot_dots=${PLOT_DOTS:-$(dirname "$vitrain")/plot_dots}
+if [[ -x $plot_dots ]]; then
+  "$plot_dots" "$out/proxy_study.csv" "$out/proxy_study.png" --title "proxy study: best test top-1, mean and std" \
+    ${mita_mean:+--reference "$mita_mean"}
+fi

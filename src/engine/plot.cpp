@@ -310,4 +310,59 @@ void plot_xy_log(const std::vector<XYSeries>& series, const std::string& path, c
   c.save(path);
 }
 
+void plot_dots(const std::vector<DotRow>& rows, const std::string& path, const std::string& title, double reference) {
+  VT_CHECK(!rows.empty(), "[plot] '", path, "': no rows to draw");
+  constexpr int W = 900, L = 250, R = 30, T = 40, B = 40, kRow = 26;
+  const int H = T + B + kRow * static_cast<int>(rows.size());
+  double lo = INFINITY, hi = -INFINITY;
+  for (const DotRow& r : rows)
+    if (std::isfinite(r.value)) {
+      const double e = std::isfinite(r.error) ? std::fabs(r.error) : 0;
+      lo = std::min(lo, r.value - e), hi = std::max(hi, r.value + e);
+    }
+  VT_CHECK(std::isfinite(lo), "[plot] '", path, "': no finite value to draw");
+  if (std::isfinite(reference)) lo = std::min(lo, reference), hi = std::max(hi, reference);
+  const double pad = hi > lo ? 0.05 * (hi - lo) : 0.5;
+  lo -= pad, hi += pad;
+  Canvas c(W, H);
+  auto px = [&](double v) { return L + static_cast<int>(std::lround((v - lo) / (hi - lo) * (W - L - R - 1))); };
+  // Grid at a 1-2-5 step giving 4 to 10 lines.
+  const double raw = (hi - lo) / 6, mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
+  for (double g = std::ceil(lo / step) * step; g <= hi; g += step) {
+    const int gx = px(g);
+    c.line(gx, T, gx, H - B, kGrid);
+    const std::string label = short_number(std::fabs(g) < step * 1e-9 ? 0.0 : g);
+    c.text(gx - 4 * static_cast<int>(label.size()), H - B + 10, label);
+  }
+  if (std::isfinite(reference))
+    for (int y = T; y < H - B; y += 8) c.line(px(reference), y, px(reference), std::min(y + 4, H - B), kRed);
+  auto upper = [](std::string t) {
+    for (char& ch : t) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const DotRow& r = rows[i];
+    const int y = T + kRow * static_cast<int>(i) + kRow / 2;
+    const std::string label = upper(r.label);
+    c.text(L - 10 - text_width(label, 2), y - 5, label);
+    if (i > 0) c.line(L, y - kRow / 2, W - R, y - kRow / 2, kGrid);
+    if (!std::isfinite(r.value)) continue;
+    const double e = std::isfinite(r.error) ? std::fabs(r.error) : 0;
+    const int x = px(r.value), x0 = px(r.value - e), x1 = px(r.value + e);
+    if (e > 0) {
+      c.line(x0, y, x1, y, kBlue, 2);
+      c.line(x0, y - 5, x0, y + 5, kBlue, 2), c.line(x1, y - 5, x1, y + 5, kBlue, 2);
+    }
+    for (int d = -4; d <= 4; ++d) c.line(x - 4, y + d, x + 4, y + d, kBlue);
+    const std::string value = short_number(r.value);
+    const int tx = x1 + 8 + text_width(value, 2) < W - R ? x1 + 8 : x0 - 8 - text_width(value, 2);
+    c.text(tx, y - 12, value);
+  }
+  c.line(L, T, W - R, T, kFrame), c.line(L, H - B, W - R, H - B, kFrame);
+  c.line(L, T, L, H - B, kFrame), c.line(W - R, T, W - R, H - B, kFrame);
+  if (!title.empty()) c.text(L, 12, upper(title));
+  c.save(path);
+}
+
 }  // namespace vt::engine

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -34,6 +35,20 @@ struct XYSeries {
 /// skipped, leaving a gap), one colour per series, a legend (bottom left) of their names and the title in upper
 /// case. Throws when nothing can be drawn.
 void plot_xy_log(const std::vector<XYSeries>& series, const std::string& path, const std::string& title = "");
+
+/// One row of a dot chart: a label, a value and the half-width of its error bar (0: none).
+struct DotRow {
+  std::string label;
+  double value = 0, error = 0;
+};
+
+/// Writes a dot chart of `rows` to `path` (for results with error bars, e.g. mean ± std over seeds): one row per
+/// entry, its label (upper case) at the left, a square at the value with a whisker of ±error, the value printed
+/// beside it, vertical grid lines with labels along the bottom, and a dashed red line at `reference` unless it is
+/// NaN. The x range is that of value ± error (and the reference) padded by 5%. Throws when `rows` is empty or
+/// holds no finite value.
+void plot_dots(const std::vector<DotRow>& rows, const std::string& path, const std::string& title = "",
+               double reference = std::numeric_limits<double>::quiet_NaN());
 
 /// Writes `rgb` (8-bit RGB, rows top to bottom, width·height·3 bytes) to `path` as a PNG; throws naming the path.
 void write_png_rgb(const std::string& path, int width, int height, const std::vector<uint8_t>& rgb);
