@@ -162,7 +162,7 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
   return pooled.transpose(1, 2);  // [B, m, C]
 }
 
-Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o) {
+Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias) {
   check_strings(o);
   if (qkv.dim() != 3 || qkv.size(2) % 3 != 0 || o.heads < 1 || (qkv.size(2) / 3) % o.heads != 0) return {};
   const int64_t N = qkv.size(1), d = qkv.size(2) / 3 / o.heads;
@@ -189,8 +189,9 @@ Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o) {
              active_tap->next);
     replayed = moved(active_tap->routings[active_tap->next++], qkv.device());
   }
-  Tensor out = ops::mita_qkv_attention(qkv, po, replay ? &replayed : nullptr, &used);
-  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record) active_tap->routings.push_back(moved(used, cpu()));
+  Tensor out = ops::mita_qkv_attention(qkv, po, dwc_weight, dwc_bias, replay ? &replayed : nullptr, &used);
+  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record)
+    active_tap->routings.push_back(moved(used, cpu()));
   return out;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "autograd/node.h"
 #include "nn/autocast.h"
 #include "nn/init.h"
 #include "ops/ops.h"
@@ -16,11 +17,15 @@ DepthwiseConv3x3::DepthwiseConv3x3(int64_t channels, Generator& gen) {
   nn::init::default_uniform(bias, 9, gen);
 }
 
-Tensor DepthwiseConv3x3::forward(const Tensor& x) const {
+std::pair<Tensor, Tensor> DepthwiseConv3x3::parameters_as(DType dtype) const {
   // Under autocast x arrives in bf16; the f32 master weights follow it (as Linear's do).
-  if (x.dtype() != weight.dtype())
-    return ops::depthwise_conv3x3(x, nn::cast_to(weight, x.dtype()), nn::cast_to(bias, x.dtype()));
-  return ops::depthwise_conv3x3(x, weight, bias);
+  if (dtype == weight.dtype()) return {weight, bias};
+  return {nn::cast_to(weight, dtype), nn::cast_to(bias, dtype)};
+}
+
+Tensor DepthwiseConv3x3::forward(const Tensor& x) const {
+  const auto [w, b] = parameters_as(x.dtype());
+  return ops::depthwise_conv3x3(x, w, b);
 }
 
 MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
@@ -77,9 +82,14 @@ Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
   const Tensor projected = gate_ ? qkvg->forward(x) : qkv->forward(x);
   const Tensor packed = gate_ ? projected.slice(2, 0, 3 * C) : projected;
   const Tensor v = packed.slice(2, 2 * C, 3 * C);
-  Tensor out = debug ? Tensor() : mita_core_packed(packed, opt_);  // training: one node for the whole core
+  Tensor out;
+  if (!debug && any_requires_grad({&packed})) {  // training: one node for the whole core and the DWC
+    const auto [w, b] = dwc ? dwc->parameters_as(packed.dtype()) : std::pair<Tensor, Tensor>{};
+    out = mita_core_packed(packed, opt_, w, b);
+  }
+  const bool dwc_done = out.defined();
   if (!out.defined()) out = mita_core(packed.slice(2, 0, C), packed.slice(2, C, 2 * C), v, opt_, debug);
-  if (dwc) {
+  if (dwc && !dwc_done) {
     // Patch tokens V[:, 1:] as (B, C, G, G) in their true places (no shift here), conv, added at 1..N-1.
     Tensor grid = v.slice(1, 1, N).transpose(1, 2).reshape({B, C, G, G});
     Tensor conv = dwc->forward(grid).reshape({B, C, N - 1}).transpose(1, 2);

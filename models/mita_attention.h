@@ -2,6 +2,7 @@
 // official MiTA_Attention_Conv(_Gate) (docs/mita-spec.md §3). Same `qkv` and `proj` children as DenseAttention,
 // so weights move between the kinds; the Gate replaces `qkv` [3C, C] by `qkvg` [4C, C] (q, k, v, g in order).
 #pragma once
+#include <utility>
 #include <memory>
 
 #include "models/attention.h"
@@ -14,6 +15,8 @@ class DepthwiseConv3x3 : public nn::Module {
  public:
   DepthwiseConv3x3(int64_t channels, Generator& gen);
   Tensor forward(const Tensor& x) const;  // [B, C, H, W] → [B, C, H, W]
+  /// weight and bias in `dtype` (under autocast the f32 master weights cast, recorded for autograd).
+  std::pair<Tensor, Tensor> parameters_as(DType dtype) const;
   Tensor weight, bias;
 };
 

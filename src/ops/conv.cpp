@@ -88,28 +88,10 @@ struct Conv2dPatchBackward : Node {
 struct DepthwiseConv3x3Backward : Node {
   Tensor x, weight;  // contiguous
   const char* name() const override { return "DepthwiseConv3x3Backward"; }
-  std::vector<Tensor> backward(const Tensor& g_in) override {
-    const Device dev = x.device();
-    const DType dt = dev.is_cuda() ? x.dtype() : g_in.dtype();
-    Tensor g = (g_in.dtype() == dt ? g_in : g_in.to(dt)).contiguous();
-    Tensor gx = needs_grad(0) ? Tensor::empty(x.shape(), dt, dev) : Tensor();
-    Tensor gw = needs_grad(1) ? Tensor::empty(weight.shape(), dt, dev) : Tensor();
-    Tensor gb = needs_grad(2) ? Tensor::empty({x.size(1)}, dt, dev) : Tensor();
-    void* dx = gx.defined() ? gx.raw_data() : nullptr;
-    void* dw = gw.defined() ? gw.raw_data() : nullptr;
-    void* db = gb.defined() ? gb.raw_data() : nullptr;
-    if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-      kernels::cuda::DeviceGuard guard(dev.index);
-      kernels::cuda::depthwise3x3_backward(dt, dx, dw, db, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
-                                           x.size(1), x.size(2), x.size(3), kernels::cuda::current_stream());
-#else
-      fail_without_cuda("depthwise_conv3x3", dev);
-#endif
-    } else {
-      kernels::cpu::depthwise3x3_backward(dt, dx, dw, db, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
-                                          x.size(1), x.size(2), x.size(3));
-    }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    Tensor gx, gw, gb;
+    depthwise_conv3x3_grads(g, x, weight, needs_grad(0) ? &gx : nullptr, needs_grad(1) ? &gw : nullptr,
+                            needs_grad(2) ? &gb : nullptr);
     return {gx, gw, gb};
   }
   void release() override { x = weight = Tensor(); }
@@ -242,6 +224,32 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     attach_node(out, node, {&x, &weight, &bias});
   }
   return out;
+}
+
+void depthwise_conv3x3_grads(const Tensor& g_in, const Tensor& x_in, const Tensor& weight_in, Tensor* dx,
+                             Tensor* dweight, Tensor* dbias) {
+  const Device dev = x_in.device();
+  const DType dt = dev.is_cuda() ? x_in.dtype() : g_in.dtype();
+  const Tensor g = (g_in.dtype() == dt ? g_in : g_in.to(dt)).contiguous();
+  const Tensor x = x_in.detach().contiguous(), weight = weight_in.detach().contiguous();
+  if (dx) *dx = Tensor::empty(x.shape(), dt, dev);
+  if (dweight) *dweight = Tensor::empty(weight.shape(), dt, dev);
+  if (dbias) *dbias = Tensor::empty({x.size(1)}, dt, dev);
+  void* px = dx ? dx->raw_data() : nullptr;
+  void* pw = dweight ? dweight->raw_data() : nullptr;
+  void* pb = dbias ? dbias->raw_data() : nullptr;
+  if (dev.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    kernels::cuda::DeviceGuard guard(dev.index);
+    kernels::cuda::depthwise3x3_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
+                                         x.size(1), x.size(2), x.size(3), kernels::cuda::current_stream());
+#else
+    fail_without_cuda("depthwise_conv3x3", dev);
+#endif
+  } else {
+    kernels::cpu::depthwise3x3_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
+                                        x.size(1), x.size(2), x.size(3));
+  }
 }
 
 Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bias) {

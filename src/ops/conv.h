@@ -9,6 +9,11 @@ namespace vt::ops {
 Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias);
 /// Depth-wise 3×3 conv, stride 1, padding 1: x [B, C, H, W], weight [C, 1, 3, 3], bias [C] (may be undefined).
 Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bias);
+/// depthwise_conv3x3's gradients given g [B, C, H, W], the gradient of its output: dx [B, C, H, W], dweight
+/// [C, 1, 3, 3] and dbias [C], each computed only when its pointer is not null (x's dtype on CUDA, g's on the CPU).
+/// For ops that run the conv inside their own backward node (ops::mita_qkv_attention's DWC).
+void depthwise_conv3x3_grads(const Tensor& g, const Tensor& x, const Tensor& weight, Tensor* dx, Tensor* dweight,
+                             Tensor* dbias);
 /// PyTorch's adaptive average pooling: x [..., H, W] → [..., out_h, out_w]; bin i covers
 /// [floor(i·H/out), ceil((i+1)·H/out)), so bins may overlap.
 Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);

@@ -57,7 +57,7 @@ struct MitaQkvOptions {
   int64_t heads = 1;
   int64_t m = 25;     ///< landmarks (experts)
   int64_t topk = 25;  ///< keys per expert
-  int64_t pool_first = 0, pool_tokens = 0, pool_grid = 0;  ///< the landmark pooling: mita_landmark_pool's first, L, grid
+  int64_t pool_first = 0, pool_tokens = 0, pool_grid = 0;  ///< mita_landmark_pool's first, L, grid
   MitaAttentionOptions attention;  ///< scale (also V̂'s), shared_scale, shared (false: route-only), deterministic
 };
 
@@ -67,8 +67,10 @@ struct MitaQkvOptions {
 /// The same values and gradients as mita_landmark_pool + mita_route + mita_shared_values + mita_attention on the
 /// three slices, but one autograd node: its backward assembles d(qkv) once (one concat of [B, N, C] sums) instead
 /// of three slice gradients, each a zero [B, N, 3C] tensor plus a strided copy, summed. `used` receives the routing.
-Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& options, const MitaRouting* fixed = nullptr,
-                          MitaRouting* used = nullptr);
+/// With `dwc_weight` [C, 1, 3, 3] and `dwc_bias` [C] (qkv's dtype; both or neither) it also adds MiTA's DWC to
+/// tokens 1..N-1: depthwise_conv3x3 of v's patch tokens as a G×G grid (N - 1 = G²), in the same node.
+Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& options, const Tensor& dwc_weight = {},
+                          const Tensor& dwc_bias = {}, const MitaRouting* fixed = nullptr, MitaRouting* used = nullptr);
 
 /// MiTA's landmarks R0 [B, m, C] (x's dtype): the mean of x[b, first + t, :] over each adaptive-pooling bin of
 /// the L tokens first .. first + L - 1; 2-D when grid G > 0 (L = G² row-major tokens pooled to p×p, m = p²,

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "autograd/node.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/head_layout.h"
 #include "ops/index.h"
@@ -28,6 +29,7 @@ struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
   Tensor probs;      // P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); shared branch only
   kernels::cpu::LandmarkPoolShape pool;
+  Tensor dwc_grid, dwc_weight;  // DWC only: v's patch tokens [B, C, G, G] and the conv weight
   const char* name() const override { return "MitaQkvBackward"; }
 
   std::vector<Tensor> backward(const Tensor& grad) override {
@@ -40,7 +42,20 @@ struct MitaQkvBackward : Node {
     Tensor dr, dvh;
     joint_backward(joint, grad.reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dr, dvh);
     auto tokens = [&](const Tensor& t) { return t.transpose(1, 2).reshape({B, N, C}); };  // [B, N, H, d] memory
-    if (!joint.options.shared) return {concat({tokens(dq), tokens(dk), tokens(dv)}, 2)};
+    Tensor dw, db;
+    // The DWC's share of dv, added to tokens 1..N-1 of `dv_sum` (a tensor of this node's own).
+    auto add_dwc = [&](Tensor dv_sum) {
+      if (!dwc_grid.defined()) return dv_sum;
+      const int64_t G = dwc_grid.size(2);
+      const Tensor g_grid = grad.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
+      Tensor dgrid;
+      depthwise_conv3x3_grads(g_grid, dwc_grid, dwc_weight, &dgrid, needs_grad(1) ? &dw : nullptr,
+                              needs_grad(2) ? &db : nullptr);
+      const Tensor tail = dv_sum.slice(1, 1, N);
+      tail.copy_(tail + dgrid.reshape({B, C, N - 1}).transpose(1, 2));
+      return dv_sum;
+    };
+    if (!joint.options.shared) return {concat({tokens(dq), tokens(dk), add_dwc(tokens(dv))}, 2), dw, db};
 
     // V̂ = P·V with P = softmax(scale·R·Kᵀ): its shares of dR, dK and dV.
     const Tensor dvh_w = widened(dvh), K = widened(joint.k), V = widened(joint.v), R = widened(joint.r);
@@ -55,17 +70,18 @@ struct MitaQkvBackward : Node {
     auto add_tokens = [&](const Tensor& a, const Tensor& b) {
       return (a.transpose(1, 2) + b.transpose(1, 2)).reshape({B, N, C});
     };
-    return {concat({dq_all, add_tokens(dk, dK), add_tokens(dv, dV)}, 2)};
+    return {concat({dq_all, add_tokens(dk, dK), add_dwc(add_tokens(dv, dV))}, 2), dw, db};
   }
   void release() override {
     joint = JointSaved{};
-    probs = Tensor();
+    probs = dwc_grid = dwc_weight = Tensor();
   }
 };
 
 }  // namespace
 
-Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const MitaRouting* fixed, MitaRouting* used) {
+Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias,
+                          const MitaRouting* fixed, MitaRouting* used) {
   VT_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.size(2) % 3 == 0, "[mita_qkv_attention] qkv must be [B, N, 3C], got ",
            qkv.defined() ? qkv.describe() : std::string("an undefined tensor"));
   const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3, H = o.heads;
@@ -75,6 +91,18 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Mita
            qkv.describe(), " with head dim ", d);
   VT_CHECK(o.topk >= 1 && o.topk <= N, "[mita_qkv_attention] k = ", o.topk, " keys per expert must be in [1, N = ",
            N, "]");
+  const bool dwc = dwc_weight.defined();
+  VT_CHECK(dwc == dwc_bias.defined(), "[mita_qkv_attention] the DWC needs both its weight and its bias");
+  int64_t G = 0;
+  if (dwc) {
+    while ((G + 1) * (G + 1) <= N - 1) ++G;
+    VT_CHECK(G * G == N - 1, "[mita_qkv_attention] the DWC needs the ", N - 1,
+             " tokens after CLS to form a square grid (N - 1 = G²)");
+    VT_CHECK(dwc_weight.shape() == Shape({C, 1, 3, 3}) && dwc_bias.shape() == Shape({C}) &&
+                 dwc_weight.dtype() == qkv.dtype() && dwc_bias.dtype() == qkv.dtype(),
+             "[mita_qkv_attention] DWC weight ", dwc_weight.describe(), " and bias ", dwc_bias.describe(),
+             " should be [", C, ", 1, 3, 3] and [", C, "] of ", dtype_name(qkv.dtype()));
+  }
   const Tensor x = row_contiguous(qkv);
   const Tensor q = head_split_view(x, 0, C, H), k = head_split_view(x, C, C, H), v = head_split_view(x, 2 * C, C, H);
   const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.pool_first, o.pool_tokens, o.pool_grid, o.m);  // [B, m, C]
@@ -92,13 +120,22 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Mita
   }
   joint_forward(sv);
   Tensor out = sv.out.transpose(1, 2).reshape({B, N, C});  // free: the kernel writes [B, N, H, d]
-  if (any_requires_grad({&qkv})) {
+  Tensor grid;
+  if (dwc) {  // v's patch tokens in their true places as a G×G grid, conv, added at tokens 1..N-1
+    NoGradGuard no_grad;
+    grid = x.slice(2, 2 * C, 3 * C).slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
+    const Tensor conv = depthwise_conv3x3(grid, dwc_weight.detach(), dwc_bias.detach());
+    out = concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv.reshape({B, C, N - 1}).transpose(1, 2)}, 1);
+  }
+  if (any_requires_grad({&qkv, &dwc_weight, &dwc_bias})) {
     auto node = std::make_shared<MitaQkvBackward>();
+    node->dwc_grid = grid;
+    node->dwc_weight = dwc ? dwc_weight.detach() : Tensor();
     const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
     node->pool = {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
     node->probs = probs;
     node->joint = std::move(sv);
-    attach_node(out, node, {&qkv});
+    attach_node(out, node, {&qkv, &dwc_weight, &dwc_bias});
   }
   return out;
 }

@@ -170,7 +170,8 @@ TEST(MitaFused, PackedQkvPathEqualsTheSlicesAndTheReference) {
         MitaOptions o = c.o;
         o.impl = path == 2 ? "reference" : "fused";
         Tensor out = path == 0 ? models::mita_core_packed(qkv, o)
-                               : models::mita_core(qkv.slice(2, 0, C), qkv.slice(2, C, 2 * C), qkv.slice(2, 2 * C, 3 * C), o);
+                               : models::mita_core(qkv.slice(2, 0, C), qkv.slice(2, C, 2 * C),
+                                                   qkv.slice(2, 2 * C, 3 * C), o);
         ASSERT_TRUE(out.defined()) << name << ": the packed path should apply";
         ops::sum(out * w).backward();
         outs.push_back(out.to_vector());

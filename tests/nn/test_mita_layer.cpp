@@ -1,6 +1,7 @@
 // The MiTA layer (models/mita_attention.h): finite-difference gradchecks in f64 of the whole layer and its
-// route-only / top-2 / DWC / Gate variants, DWC and Gate forward against loops, weight sharing with
-// DenseAttention, parameter counts, init and config validation.
+// route-only / top-2 / DWC / Gate variants, the training path (one node for the core and the DWC) against the
+// op-by-op one, DWC and Gate forward against loops, weight sharing with DenseAttention, parameter counts, init and
+// config validation.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -98,6 +99,43 @@ TEST(MitaAttentionGrad, DwcGate) {
   AttentionConfig c = mita_cfg("mita", 4, 5);
   c.dwc = c.gate = true;
   gradcheck_layer(c, 15);
+}
+
+// The layer's training path (ops::mita_qkv_attention: core and DWC in one node) equals the per-operand path that
+// a MitaDebug forces (the op-by-op reference): output and every parameter's gradient (f64).
+TEST(MitaAttention, TrainingPathEqualsThePerOperandPath) {
+  const int64_t B = 2, N = 17, C = 8, H = 2;
+  uint64_t seed = 40;
+  for (const char* type : {"mita", "mita_route"})
+    for (int variant = 0; variant < 3; ++variant) {  // plain, +DWC, +DWC+gate
+      AttentionConfig cfg = mita_cfg(type, 4, 5);
+      cfg.dwc = variant >= 1, cfg.gate = variant == 2;
+      const std::string what = std::string(type) + (cfg.dwc ? "+dwc" : "") + (cfg.gate ? "+gate" : "");
+      Generator gen(seed++);
+      MitaAttention attn(cfg, C, H, 0.0, gen);
+      auto& in_proj = cfg.gate ? attn.qkvg : attn.qkv;
+      std::map<std::string, Tensor*> params = {{"qkv(g).weight", &in_proj->weight}, {"qkv(g).bias", &in_proj->bias},
+                                               {"proj.weight", &attn.proj->weight}, {"proj.bias", &attn.proj->bias}};
+      if (attn.dwc) params["dwc.weight"] = &attn.dwc->weight, params["dwc.bias"] = &attn.dwc->bias;
+      std::map<std::string, Tensor> values;
+      for (auto& [name, slot] : params) values[name] = randn_t(slot->shape(), seed++, 0.4);
+      const Tensor x = randn_t({B, N, C}, seed++), w = randn_t({B, N, C}, seed++);
+      std::vector<std::vector<double>> outs;
+      std::vector<std::map<std::string, std::vector<double>>> grads(2);
+      for (int path = 0; path < 2; ++path) {
+        for (auto& [name, slot] : params) {  // fresh leaves: no gradient left from the other path
+          *slot = values[name].detach();
+          slot->set_requires_grad(true);
+        }
+        MitaDebug dbg;
+        const Tensor out = path == 0 ? attn.forward(x) : attn.forward(x, &dbg);
+        ops::sum(out * w).backward();
+        outs.push_back(out.to_vector());
+        for (auto& [name, slot] : params) grads[path][name] = slot->grad().to_vector();
+      }
+      expect_near_all(outs[0], outs[1], 1e-12, what + " forward");
+      for (const auto& [name, g] : grads[0]) expect_near_all(g, grads[1][name], 1e-10, what + " d" + name);
+    }
 }
 
 // ---- weights shared with dense attention ----
