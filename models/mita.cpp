@@ -162,10 +162,12 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
   return pooled.transpose(1, 2);  // [B, m, C]
 }
 
-Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias) {
+Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias,
+                        bool gate) {
   check_strings(o);
-  if (qkv.dim() != 3 || qkv.size(2) % 3 != 0 || o.heads < 1 || (qkv.size(2) / 3) % o.heads != 0) return {};
-  const int64_t N = qkv.size(1), d = qkv.size(2) / 3 / o.heads;
+  const int64_t blocks = gate ? 4 : 3;
+  if (qkv.dim() != 3 || qkv.size(2) % blocks != 0 || o.heads < 1 || (qkv.size(2) / blocks) % o.heads != 0) return {};
+  const int64_t N = qkv.size(1), d = qkv.size(2) / blocks / o.heads;
   if (o.impl != "fused" || o.s != 1 || o.compress_only || o.landmark_pool == "random" || o.k < 1 || o.k > N ||
       !any_requires_grad({&qkv}) || !ops::mita_fused_supports(qkv.dtype(), qkv.device(), d))
     return {};
@@ -182,6 +184,7 @@ Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& d
   po.attention.shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d) : scale;
   po.attention.shared = !o.route_only;
   po.attention.deterministic = o.deterministic;
+  po.gate = gate;
   ops::MitaRouting replayed, used;
   const bool replay = active_tap && active_tap->mode == MitaRoutingTap::Mode::replay;
   if (replay) {

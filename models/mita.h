@@ -79,9 +79,10 @@ Tensor mita_core(const Tensor& q, const Tensor& k, const Tensor& v, const MitaOp
 /// mita_core on its three slices, as one op whose backward assembles d(qkv) at once (ops::mita_qkv_attention).
 /// Applies when gradients are recorded and the fused kernels do (impl fused, s = 1, pooled landmarks, not
 /// compress-only, a supported dtype and head dim); returns an undefined tensor otherwise (then call mita_core).
-/// With the DWC's weight and bias (qkv's dtype) the op also adds the DWC of v (MitaAttention's dwc).
+/// With the DWC's weight and bias (qkv's dtype) the op also adds the DWC of v (MitaAttention's dwc); with
+/// `gate`, qkv is qkvg [B, N, 4C] and the result is multiplied by SiLU(g) (MitaAttention's gate).
 Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& dwc_weight = {},
-                        const Tensor& dwc_bias = {});
+                        const Tensor& dwc_bias = {}, bool gate = false);
 
 /// The same with given landmarks R0 [B, m, C] instead of pooled ones (o.landmark_pool is ignored).
 Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,

@@ -80,22 +80,22 @@ Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
            " tokens after CLS to form a square patch grid (N - 1 = G^2), got N = ", N);
   // [B, N, 3C] (or 4C) holds q, k, v (, g) on the last dim: timm's reshape(B, N, 3, C) layout.
   const Tensor projected = gate_ ? qkvg->forward(x) : qkv->forward(x);
-  const Tensor packed = gate_ ? projected.slice(2, 0, 3 * C) : projected;
-  const Tensor v = packed.slice(2, 2 * C, 3 * C);
   Tensor out;
-  if (!debug && any_requires_grad({&packed})) {  // training: one node for the whole core and the DWC
-    const auto [w, b] = dwc ? dwc->parameters_as(packed.dtype()) : std::pair<Tensor, Tensor>{};
-    out = mita_core_packed(packed, opt_, w, b);
+  if (!debug && any_requires_grad({&projected})) {  // training: one node for the core, the DWC and the gate
+    const auto [w, b] = dwc ? dwc->parameters_as(projected.dtype()) : std::pair<Tensor, Tensor>{};
+    out = mita_core_packed(projected, opt_, w, b, gate_);
   }
-  const bool dwc_done = out.defined();
-  if (!out.defined()) out = mita_core(packed.slice(2, 0, C), packed.slice(2, C, 2 * C), v, opt_, debug);
-  if (dwc && !dwc_done) {
-    // Patch tokens V[:, 1:] as (B, C, G, G) in their true places (no shift here), conv, added at 1..N-1.
-    Tensor grid = v.slice(1, 1, N).transpose(1, 2).reshape({B, C, G, G});
-    Tensor conv = dwc->forward(grid).reshape({B, C, N - 1}).transpose(1, 2);
-    out = ops::concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv}, 1);
+  if (!out.defined()) {
+    const Tensor v = projected.slice(2, 2 * C, 3 * C);
+    out = mita_core(projected.slice(2, 0, C), projected.slice(2, C, 2 * C), v, opt_, debug);
+    if (dwc) {
+      // Patch tokens V[:, 1:] as (B, C, G, G) in their true places (no shift here), conv, added at 1..N-1.
+      Tensor grid = v.slice(1, 1, N).transpose(1, 2).reshape({B, C, G, G});
+      Tensor conv = dwc->forward(grid).reshape({B, C, N - 1}).transpose(1, 2);
+      out = ops::concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv}, 1);
+    }
+    if (gate_) out = out * ops::silu(projected.slice(2, 3 * C, 4 * C));
   }
-  if (gate_) out = out * ops::silu(projected.slice(2, 3 * C, 4 * C));
   return ops::dropout(proj->forward(out), proj_drop_, training());
 }
 

@@ -59,6 +59,7 @@ struct MitaQkvOptions {
   int64_t topk = 25;  ///< keys per expert
   int64_t pool_first = 0, pool_tokens = 0, pool_grid = 0;  ///< mita_landmark_pool's first, L, grid
   MitaAttentionOptions attention;  ///< scale (also V̂'s), shared_scale, shared (false: route-only), deterministic
+  bool gate = false;  ///< the input is qkvg [B, N, 4C] and the result is multiplied by SiLU(g)
 };
 
 /// The training path of the whole fused MiTA core (s = 1) on the packed projection qkv [B, N, 3C] (q, k, v at
@@ -68,7 +69,8 @@ struct MitaQkvOptions {
 /// three slices, but one autograd node: its backward assembles d(qkv) once (one concat of [B, N, C] sums) instead
 /// of three slice gradients, each a zero [B, N, 3C] tensor plus a strided copy, summed. `used` receives the routing.
 /// With `dwc_weight` [C, 1, 3, 3] and `dwc_bias` [C] (qkv's dtype; both or neither) it also adds MiTA's DWC to
-/// tokens 1..N-1: depthwise_conv3x3 of v's patch tokens as a G×G grid (N - 1 = G²), in the same node.
+/// tokens 1..N-1: depthwise_conv3x3 of v's patch tokens as a G×G grid (N - 1 = G²), in the same node; with
+/// options.gate, qkvg [B, N, 4C] and the result (after the DWC) times SiLU(g), MiTA's gate.
 Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& options, const Tensor& dwc_weight = {},
                           const Tensor& dwc_bias = {}, const MitaRouting* fixed = nullptr, MitaRouting* used = nullptr);
 

@@ -30,9 +30,21 @@ struct MitaQkvBackward : Node {
   Tensor probs;      // P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); shared branch only
   kernels::cpu::LandmarkPoolShape pool;
   Tensor dwc_grid, dwc_weight;  // DWC only: v's patch tokens [B, C, G, G] and the conv weight
+  Tensor gate, pre_gate;        // gate only: g [B, N, C] (a view of qkvg) and the result before the gate
   const char* name() const override { return "MitaQkvBackward"; }
 
-  std::vector<Tensor> backward(const Tensor& grad) override {
+  std::vector<Tensor> backward(const Tensor& grad_out) override {
+    // out = pre ⊙ SiLU(g): d(pre) = grad ⊙ SiLU(g), dg = grad ⊙ pre ⊙ σ(g)(1 + g(1 − σ(g))).
+    Tensor grad = grad_out, dg;
+    if (gate.defined()) {
+      const Tensor sig = sigmoid(gate);
+      grad = grad_out * silu(gate);
+      dg = grad_out * pre_gate * sig * (gate * (-sig + 1.0) + 1.0);
+    }
+    auto packed = [&](std::vector<Tensor> parts) {  // d(qkv) or d(qkvg)
+      if (dg.defined()) parts.push_back(dg);
+      return concat(parts, 2);
+    };
     const Tensor& q = joint.q;
     const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), C = H * d;
     const DType dt = q.dtype();
@@ -55,7 +67,7 @@ struct MitaQkvBackward : Node {
       tail.copy_(tail + dgrid.reshape({B, C, N - 1}).transpose(1, 2));
       return dv_sum;
     };
-    if (!joint.options.shared) return {concat({tokens(dq), tokens(dk), add_dwc(tokens(dv))}, 2), dw, db};
+    if (!joint.options.shared) return {packed({tokens(dq), tokens(dk), add_dwc(tokens(dv))}), dw, db};
 
     // V̂ = P·V with P = softmax(scale·R·Kᵀ): its shares of dR, dK and dV.
     const Tensor dvh_w = widened(dvh), K = widened(joint.k), V = widened(joint.v), R = widened(joint.r);
@@ -70,11 +82,11 @@ struct MitaQkvBackward : Node {
     auto add_tokens = [&](const Tensor& a, const Tensor& b) {
       return (a.transpose(1, 2) + b.transpose(1, 2)).reshape({B, N, C});
     };
-    return {concat({dq_all, add_tokens(dk, dK), add_dwc(add_tokens(dv, dV))}, 2), dw, db};
+    return {packed({dq_all, add_tokens(dk, dK), add_dwc(add_tokens(dv, dV))}), dw, db};
   }
   void release() override {
     joint = JointSaved{};
-    probs = dwc_grid = dwc_weight = Tensor();
+    probs = dwc_grid = dwc_weight = gate = pre_gate = Tensor();
   }
 };
 
@@ -82,9 +94,11 @@ struct MitaQkvBackward : Node {
 
 Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias,
                           const MitaRouting* fixed, MitaRouting* used) {
-  VT_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.size(2) % 3 == 0, "[mita_qkv_attention] qkv must be [B, N, 3C], got ",
+  const int64_t blocks = o.gate ? 4 : 3;
+  VT_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.size(2) % blocks == 0, "[mita_qkv_attention] qkv",
+           o.gate ? "g must be [B, N, 4C]" : " must be [B, N, 3C]", ", got ",
            qkv.defined() ? qkv.describe() : std::string("an undefined tensor"));
-  const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3, H = o.heads;
+  const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / blocks, H = o.heads;
   VT_CHECK(H >= 1 && C % H == 0, "[mita_qkv_attention] width ", C, " is not divisible by ", H, " heads");
   const int64_t d = C / H;
   VT_CHECK(mita_fused_supports(qkv.dtype(), qkv.device(), d), "[mita_qkv_attention] no fused kernels for ",
@@ -127,8 +141,15 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
     const Tensor conv = depthwise_conv3x3(grid, dwc_weight.detach(), dwc_bias.detach());
     out = concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv.reshape({B, C, N - 1}).transpose(1, 2)}, 1);
   }
+  Tensor pre_gate;
+  if (o.gate) {
+    NoGradGuard no_grad;
+    pre_gate = out;
+    out = out * silu(x.slice(2, 3 * C, 4 * C));
+  }
   if (any_requires_grad({&qkv, &dwc_weight, &dwc_bias})) {
     auto node = std::make_shared<MitaQkvBackward>();
+    if (o.gate) node->gate = x.slice(2, 3 * C, 4 * C), node->pre_gate = pre_gate;
     node->dwc_grid = grid;
     node->dwc_weight = dwc ? dwc_weight.detach() : Tensor();
     const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;

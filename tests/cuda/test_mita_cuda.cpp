@@ -10,7 +10,7 @@
 // all five gradients. f32: the kernels use exp2f and f32 sums over ≤ 128 slots (relative error ~1e-6); we allow
 // 2e-5·max|ref|. bf16: the rule of issue 4 against the f64 reference rounded to bf16 (the plainest bf16 answer).
 // Deterministic mode must repeat its bits; the default (atomics) must agree with it to f32 rounding.
-// Model: a MiTA-DeiT-T forward/backward (also with the DWC) on the GPU equals the CPU model with the same weights;
+// Model: a MiTA-DeiT-T forward/backward (also +DWC, +DWC+gate) on the GPU equals the CPU model with the same weights;
 // the CPU run's routing is replayed on the GPU (models::MitaRoutingTap) so both make the same discrete choices.
 // Packed-qkv training path: forward and d(qkv) against the CPU in f64 with the GPU's routing replayed; bf16 within
 // the bf16 rule with the three-slice path as the plain answer.
@@ -313,12 +313,12 @@ TEST(MitaCuda, DeterministicBackwardRepeatsItsBits) {
     }
 }
 
-void deit_tiny_gpu_equals_cpu(bool dwc) {
-  SCOPED_TRACE(dwc ? "MiTA+DWC" : "MiTA");
+void deit_tiny_gpu_equals_cpu(bool dwc, bool gate) {
+  SCOPED_TRACE(std::string("MiTA") + (dwc ? "+DWC" : "") + (gate ? "+gate" : ""));
   models::ViTConfig cfg = models::preset("deit_tiny_patch16_224");
   cfg.attention.type = "mita";
   cfg.attention.m = 25, cfg.attention.k = 25;
-  cfg.attention.dwc = dwc;
+  cfg.attention.dwc = dwc, cfg.attention.gate = gate;
   models::VisionTransformer cpu_model(cfg), gpu_model(cfg);
   gpu_model.load_state_dict(cpu_model.state_dict());
   gpu_model.to(kGpu);
@@ -344,8 +344,9 @@ void deit_tiny_gpu_equals_cpu(bool dwc) {
 
 TEST(MitaCuda, DeitTinyForwardBackwardEqualsTheCpuModel) {
   VT_REQUIRE_DEVICE();
-  deit_tiny_gpu_equals_cpu(false);
-  deit_tiny_gpu_equals_cpu(true);
+  deit_tiny_gpu_equals_cpu(false, false);
+  deit_tiny_gpu_equals_cpu(true, false);
+  deit_tiny_gpu_equals_cpu(true, true);
 }
 
 TEST(MitaCuda, DeitTinyBf16TrainingStepIsFinite) {
