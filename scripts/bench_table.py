@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Markdown tables from the JSON lines of `vitrain bench --json` and scripts/bench_timm.py (issue 11's benchmark).
+
+One training and one inference table per batch size; a row per model; columns: our dense and MiTA img/s (and any
+other attention measured), timm eager and compiled img/s, the ratios that issue 11 targets (dense vs timm compiled
+and eager, MiTA vs our dense), the step time in ms (batch / img/s) and peak memory in GiB.
+  python3 scripts/bench_table.py BENCH.jsonl [--gpu "NVIDIA H200, ..."]
+"""
+import argparse
+import json
+
+
+def fmt(v, f="{:,.0f}"):
+    return "n/a" if v is None else f.format(v)
+
+
+def ratio(a, b):
+    return "n/a" if a is None or not b else f"**{a / b:.2f}×**"
+
+
+def tables(rows, gpu=""):
+    out = []
+    batches = sorted({r["batch_size"] for r in rows})
+    for B in batches:
+        at = [r for r in rows if r["batch_size"] == B]
+        models = list(dict.fromkeys(r["model"] for r in at))
+        attns = list(dict.fromkeys(r.get("attention", "dense") for r in at if r["impl"] == "vitrain"))
+        peers = [p for p in ("timm_eager", "timm_compile") if any(r["impl"] == p for r in at)]
+
+        def find(model, impl, attn=None):
+            for r in at:
+                if r["model"] == model and r["impl"] == impl and (attn is None or r.get("attention", "dense") == attn):
+                    return r
+            return {}
+
+        cols = [f"ours {a}" for a in attns] + [p.replace("_", " ") for p in peers]
+        for kind in ("train", "infer"):
+            key, mem = f"{kind}_img_per_s", f"{kind}_peak_mem_gib"
+            out.append(f"Batch {B}, {kind}{', ' + gpu if gpu else ''}: img/s, then step ms (batch / img/s) and peak GiB"
+                       " in the same column order.\n")
+            head = ["model"] + [f"{c} img/s" for c in cols]
+            head += [f"dense vs {p.replace('_', ' ')}" for p in peers if "dense" in attns]
+            head += [f"{a} vs our dense" for a in attns if a != "dense" and "dense" in attns]
+            head += ["step ms", "peak GiB"]
+            out.append("| " + " | ".join(head) + " |")
+            out.append("|" + "---|" * len(head))
+            for m in models:
+                cells_rows = [find(m, "vitrain", a) for a in attns] + [find(m, p) for p in peers]
+                ips = [r.get(key) for r in cells_rows]
+                dense = find(m, "vitrain", "dense").get(key)
+                cells = [m] + [fmt(v) for v in ips]
+                cells += [ratio(dense, find(m, p).get(key)) for p in peers if "dense" in attns]
+                cells += [ratio(find(m, "vitrain", a).get(key), dense) for a in attns if a != "dense" and "dense" in attns]
+                cells.append(" / ".join(fmt(None if not v else 1e3 * B / v, "{:.1f}") for v in ips))
+                cells.append(" / ".join(fmt(r.get(mem), "{:.2f}") for r in cells_rows))
+                out.append("| " + " | ".join(cells) + " |")
+            out.append("")
+    return "\n".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("jsonl")
+    p.add_argument("--gpu", default="")
+    args = p.parse_args()
+    rows = [json.loads(line) for line in open(args.jsonl) if line.strip()]
+    print(tables(rows, args.gpu))
+
+
+if __name__ == "__main__":
+    main()
