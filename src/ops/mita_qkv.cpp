@@ -1,4 +1,5 @@
-// ops::mita_qkv_attention (mita.h): fused MiTA on the packed qkv with one backward node for the whole core.
+// ops::mita_qkv_attention (mita.h): fused MiTA on the packed qkv(g), with the DWC and the gate when asked, as one
+// backward node for the whole layer core.
 #include <cmath>
 
 #include "autograd/node.h"
