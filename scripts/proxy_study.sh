@@ -9,8 +9,11 @@
 # Usage: scripts/proxy_study.sh DATA_DIR OUT_DIR
 # Env: VARIANTS (default: all below), SEEDS ("0 1 2"), EPOCHS (10), DEVICES ("cuda:0"), JOBS (runs at a time,
 #      spread round-robin over DEVICES; default: one per device), DEADLINE (seconds after which no run starts;
-#      0: none), RECORD, VITRAIN, PLOT_DOTS (default: beside VITRAIN; draws OUT_DIR/proxy_study.png), MPS (1: start the CUDA MPS daemon first, so that the runs sharing a GPU run
-#      their kernels side by side instead of time-sliced; falls back to no MPS when a CUDA check fails under it).
+#      0: none), EXTRA_SET (more --set overrides for every run, e.g. a CI-sized model), RECORD, VITRAIN,
+#      PLOT_DOTS (default: beside VITRAIN; draws OUT_DIR/proxy_study.png from OUT_DIR/proxy_study.csv), MPS (1:
+#      start the CUDA MPS daemon first, so that the runs sharing a GPU run their kernels side by side instead of
+#      time-sliced; falls back to no MPS when a CUDA check fails under it).
+# tests/e2e/test_proxy_study.cpp runs it CI-sized on the CPU.
 # Not a variant: learned landmarks.
 set -euo pipefail
 data=${1:?usage: scripts/proxy_study.sh DATA_DIR OUT_DIR}
@@ -78,7 +81,7 @@ worker() {  # worker index: runs todo[i], todo[i + jobs], ... on devices[i % #de
     dir=$out/$name/seed$seed
     local args=(train --config "$cfg" --device "$device" --set data.data_dir="$data" --set train.epochs="$epochs"
                 --set train.seed="$seed" --set train.output="$dir" --set train.resume=auto)
-    for s in $sets; do args+=(--set "$s"); done
+    for s in $sets ${EXTRA_SET:-}; do args+=(--set "$s"); done
     echo "== $name seed $seed on $device: $("$vitrain" "${args[@]}" 2>&1 | grep -E "training:|error" | tail -1)"
     if [[ -f $dir/model.safetensors ]]; then
       mkdir -p "$record/$name/seed$seed"
