@@ -62,27 +62,42 @@ ops::MitaRouting moved(const ops::MitaRouting& r, Device dev) {
   return {r.expert_keys.to(dev), r.experts.to(dev), r.order.to(dev), r.offsets.to(dev)};
 }
 
+// The active tap's next recorded routing, moved to `dev`, when a tap replays; else false.
+bool replayed_routing(Device dev, ops::MitaRouting& routing) {
+  if (!active_tap || active_tap->mode != MitaRoutingTap::Mode::replay) return false;
+  VT_CHECK(active_tap->next < active_tap->routings.size(), "[mita] routing tap: no recorded routing left for call ",
+           active_tap->next);
+  routing = moved(active_tap->routings[active_tap->next++], dev);
+  return true;
+}
+
+void record_routing(const ops::MitaRouting& routing) {
+  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record) active_tap->routings.push_back(moved(routing, cpu()));
+}
+
+// The joint attention's settings for head dim d: routed logits 1/√d, shared logits 1/d (official) or 1/√d (paper).
+ops::MitaAttentionOptions attention_options(int64_t d, const MitaOptions& o) {
+  ops::MitaAttentionOptions ao;
+  ao.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  ao.shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d) : ao.scale;
+  ao.shared = !o.route_only;
+  ao.deterministic = o.deterministic;
+  return ao;
+}
+
 /// The fused path: routing kernels, V̂ by the composite in f32, the joint-attention op.
-Tensor fused_mita(const Tensor& Q, const Tensor& K, const Tensor& V, const Tensor& R, const MitaOptions& o,
-                  double scale, double shared_scale) {
+Tensor fused_mita(const Tensor& Q, const Tensor& K, const Tensor& V, const Tensor& R, const MitaOptions& o) {
   const int64_t B = Q.size(0), H = Q.size(1), N = Q.size(2), d = Q.size(3);
+  const ops::MitaAttentionOptions ao = attention_options(d, o);
   ops::MitaRouting routing;
   Tensor V_hat;
-  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::replay) {
-    VT_CHECK(active_tap->next < active_tap->routings.size(), "[mita] routing tap: no recorded routing left for call ",
-             active_tap->next);
-    routing = moved(active_tap->routings[active_tap->next++], Q.device());
-  } else if (o.route_only || !ops::mita_route_with_values(Q, K, V, R, o.k, scale, routing, V_hat)) {
+  if (!replayed_routing(Q.device(), routing) &&
+      (o.route_only || !ops::mita_route_with_values(Q, K, V, R, o.k, ao.scale, routing, V_hat))) {
     NoGradGuard no_grad;
     routing = ops::mita_route(Q.detach(), K.detach(), R.detach(), o.k);
   }
-  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record) active_tap->routings.push_back(moved(routing, cpu()));
-  if (!o.route_only && !V_hat.defined()) V_hat = ops::mita_shared_values(R, K, V, scale);  // softmax(R Kᵀ/√d) V
-  ops::MitaAttentionOptions ao;
-  ao.scale = scale;
-  ao.shared_scale = shared_scale;
-  ao.shared = !o.route_only;
-  ao.deterministic = o.deterministic;
+  record_routing(routing);
+  if (!o.route_only && !V_hat.defined()) V_hat = ops::mita_shared_values(R, K, V, ao.scale);  // softmax(R Kᵀ/√d) V
   Tensor out = ops::mita_attention(Q, K, V, R, V_hat, routing, ao);  // [B, H, N, d] laid out [B, N, H, d]
   return out.transpose(1, 2).reshape({B, N, H * d});
 }
@@ -97,9 +112,8 @@ Tensor compress_only_core(const Tensor& q, const Tensor& k, const Tensor& v, con
   VT_CHECK(H >= 1 && C % H == 0, "[mita] width ", C, " is not divisible by num_heads ", H);
   VT_CHECK(landmarks.size(0) == B && landmarks.size(1) == o.m && landmarks.size(2) == C, "[mita] landmarks ",
            landmarks.describe(), " should be [", B, ", ", o.m, ", ", C, "] (model.attention.m = ", o.m, ")");
-  const int64_t d = C / H;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const double shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d) : scale;
+  const ops::MitaAttentionOptions ao = attention_options(C / H, o);
+  const double scale = ao.scale, shared_scale = ao.shared_scale;
   const Tensor Q = split_heads(q, H), K = split_heads(k, H), V = split_heads(v, H), R = split_heads(landmarks, H);
   const Tensor V_hat = ops::matmul(ops::softmax(ops::matmul(R * scale, K.transpose(-2, -1)), -1), V);  // [B,H,m,d]
   const Tensor out = ops::matmul(ops::softmax(ops::matmul(Q, R.transpose(-2, -1)) * shared_scale, -1), V_hat);
@@ -119,6 +133,8 @@ LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o) {
   VT_CHECK(o.m >= 1, "[mita] model.attention.m must be at least 1, got ", o.m);
   LandmarkLayout lay;
   if (o.landmark_pool == "random") return lay;  // picked, not pooled
+  lay.first = o.landmark_pool == "patches" ? 1 : 0;
+  lay.tokens = o.landmark_pool == "sequence" ? N : N - 1;
   if (o.landmark_pool == "sequence") {
     VT_CHECK(N >= o.m, "[mita] landmark_pool 'sequence' pools the ", N, " tokens to model.attention.m = ", o.m,
              " landmarks: needs N >= m");
@@ -143,8 +159,7 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
   const LandmarkLayout lay = landmark_layout(N, o);
   if (o.landmark_pool == "random") return random_landmarks(q, o.m);
   if (o.impl == "fused" && ops::mita_fused_supports(q.dtype(), q.device(), 0)) {  // one op reading q in place: no transposed copies
-    const int64_t first = o.landmark_pool == "patches" ? 1 : 0, L = o.landmark_pool == "sequence" ? N : N - 1;
-    return ops::mita_landmark_pool(q, first, L, lay.two_d ? lay.grid : 0, o.m);
+    return ops::mita_landmark_pool(q, lay.first, lay.tokens, lay.two_d ? lay.grid : 0, o.m);
   }
   // shifted: tokens 0..N-2 (CLS in, last patch out, so every patch sits one cell right of its true place);
   // patches: tokens 1..N-1; sequence: all.
@@ -172,29 +187,19 @@ Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& d
       !any_requires_grad({&qkv}) || !ops::mita_fused_supports(qkv.dtype(), qkv.device(), d))
     return {};
   const LandmarkLayout lay = landmark_layout(N, o);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   ops::MitaQkvOptions po;
   po.heads = o.heads;
   po.m = o.m;
   po.topk = o.k;
-  po.pool_first = o.landmark_pool == "patches" ? 1 : 0;
-  po.pool_tokens = o.landmark_pool == "sequence" ? N : N - 1;
+  po.pool_first = lay.first;
+  po.pool_tokens = lay.tokens;
   po.pool_grid = lay.two_d ? lay.grid : 0;
-  po.attention.scale = scale;
-  po.attention.shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d) : scale;
-  po.attention.shared = !o.route_only;
-  po.attention.deterministic = o.deterministic;
+  po.attention = attention_options(d, o);
   po.gate = gate;
   ops::MitaRouting replayed, used;
-  const bool replay = active_tap && active_tap->mode == MitaRoutingTap::Mode::replay;
-  if (replay) {
-    VT_CHECK(active_tap->next < active_tap->routings.size(), "[mita] routing tap: no recorded routing left for call ",
-             active_tap->next);
-    replayed = moved(active_tap->routings[active_tap->next++], qkv.device());
-  }
+  const bool replay = replayed_routing(qkv.device(), replayed);
   Tensor out = ops::mita_qkv_attention(qkv, po, dwc_weight, dwc_bias, replay ? &replayed : nullptr, &used);
-  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record)
-    active_tap->routings.push_back(moved(used, cpu()));
+  record_routing(used);
   return out;
 }
 
@@ -219,10 +224,8 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
     VT_CHECK(landmarks.size(0) == q.size(0) && landmarks.size(1) == o.m && landmarks.size(2) == q.size(2),
              "[mita] landmarks ", landmarks.describe(), " should be [", q.size(0), ", ", o.m, ", ", q.size(2),
              "] (model.attention.m = ", o.m, ")");
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d_head));
-    const double shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d_head) : scale;
     return fused_mita(split_heads(q, o.heads), split_heads(k, o.heads), split_heads(v, o.heads),
-                      split_heads(landmarks, o.heads), o, scale, shared_scale);
+                      split_heads(landmarks, o.heads), o);
   }
   // The reference composite runs bf16 activations (autocast on the GPU) in f32.
   if (q.dtype() == DType::bf16 && k.dtype() == DType::bf16 && v.dtype() == DType::bf16 &&
@@ -242,8 +245,8 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
   VT_CHECK(o.s >= 1 && o.s <= o.m, "[mita] model.attention.s = ", o.s,
            " experts per query must be in [1, m] with model.attention.m = ", o.m);
   const int64_t d = C / H, m = o.m, kk = o.k, s = o.s, P = s * kk;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const double shared_scale = o.shared_scale == "official" ? 1.0 / static_cast<double>(d) : scale;
+  const ops::MitaAttentionOptions ao = attention_options(d, o);
+  const double scale = ao.scale, shared_scale = ao.shared_scale;
 
   Tensor Q = split_heads(q, H), K = split_heads(k, H), V = split_heads(v, H);  // [B, H, N, d]
   Tensor R = split_heads(landmarks, H);                                        // [B, H, m, d]

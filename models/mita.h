@@ -47,6 +47,7 @@ struct MitaDebug {
 
 /// Landmark grid of L tokens pooled to m landmarks: 2-D (side G → p) when L is a perfect square, else 1-D.
 struct LandmarkLayout {
+  int64_t first = 0, tokens = 0;  // the pooled tokens are first .. first + tokens - 1 (none for "random")
   bool two_d = false;
   int64_t grid = 0;  // G (2-D only)
   int64_t pool = 0;  // p (2-D only)
