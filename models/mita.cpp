@@ -72,7 +72,8 @@ bool replayed_routing(Device dev, ops::MitaRouting& routing) {
 }
 
 void record_routing(const ops::MitaRouting& routing) {
-  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record) active_tap->routings.push_back(moved(routing, cpu()));
+  if (active_tap && active_tap->mode == MitaRoutingTap::Mode::record)
+    active_tap->routings.push_back(moved(routing, cpu()));
 }
 
 // The joint attention's settings for head dim d: routed logits 1/√d, shared logits 1/d (official) or 1/√d (paper).

@@ -104,6 +104,15 @@ void write_run_checkpoint(const std::string& path, const nn::Module& model, cons
   if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
 }
 
+RunSummary RunStart::summary() const {
+  RunSummary s;
+  s.log_path = files.path("train.log");
+  s.metrics_path = files.path("metrics.jsonl");
+  s.weights_path = files.path("model.safetensors");
+  s.device = group.device.str();
+  return s;
+}
+
 RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::optional<DType> amp) {
   std::filesystem::create_directories(cfg.train.output);
   RunStart run{RunFiles{cfg.train.output}, cfg.train.resume, {}, nullptr, io::to_yaml(cfg)};

@@ -15,6 +15,7 @@
 #include "dist/data_parallel.h"
 #include "engine/checkpoint.h"
 #include "engine/process_group.h"
+#include "engine/trainer.h"
 #include "core/dtype.h"
 #include "io/config.h"
 #include "io/safetensors.h"
@@ -86,6 +87,8 @@ struct RunStart {
   ProcessGroup group;
   std::shared_ptr<spdlog::logger> log;
   std::string config_yaml;
+  /// The summary's file paths (train.log, metrics.jsonl, model.safetensors) and device, the rest at defaults.
+  RunSummary summary() const;
 };
 RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::optional<DType> amp);
 

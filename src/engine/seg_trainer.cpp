@@ -74,9 +74,7 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   const RunFiles& files = run.files;
   const std::string& resume_path = run.resume_path;
   SegTrainSummary summary;
-  summary.log_path = files.path("train.log");
-  summary.metrics_path = files.path("metrics.jsonl");
-  summary.weights_path = files.path("model.safetensors");
+  static_cast<RunSummary&>(summary) = run.summary();
   const ProcessGroup& group = run.group;
   const int rank = group.rank, world = group.world;
   const bool lead = group.lead();
@@ -84,7 +82,6 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   const Device device = group.device;
   const auto log = run.log;
   const std::string& config_yaml = run.config_yaml;
-  summary.device = device.str();
 
   // Data: ADE20K training pairs through the threaded loader (f32 images + i64 label maps, 255 = ignore). Data
   // parallel: each rank reads its shard of the epoch's shuffled order (DistributedSampler, padded; the same

@@ -15,15 +15,8 @@
 
 namespace vt::engine {
 
-struct SegTrainSummary {
-  SegEvalResult test;                 // the last evaluation on the validation split
-  double best_metric = 0;             // best mIoU (eval.best_metric: miou); best_epoch 1-based, -1: never evaluated
-  int64_t best_epoch = -1;
-  int64_t steps = 0;                  // optimizer updates applied in total (including before a resume)
-  bool stopped_at_max_steps = false;  // train.max_steps ended the run (a recovery checkpoint was written)
-  double train_img_per_s = 0, train_seconds = 0;
-  std::string device;  // "cpu" or "cuda:N"
-  std::string weights_path, metrics_path, log_path;
+struct SegTrainSummary : RunSummary {  // best_metric: the best mIoU (eval.best_metric: miou)
+  SegEvalResult test;  // the last evaluation on the validation split
 };
 
 /// Trains the configured Segmenter (model.decoder set, data.dataset ade20k under data.data_dir) on

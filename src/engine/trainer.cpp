@@ -155,9 +155,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   const RunFiles& files = run.files;
   const std::string& resume_path = run.resume_path;
   TrainSummary summary;
-  summary.log_path = files.path("train.log");
-  summary.metrics_path = files.path("metrics.jsonl");
-  summary.weights_path = files.path("model.safetensors");
+  static_cast<RunSummary&>(summary) = run.summary();
   const ProcessGroup& group = run.group;
   const int rank = group.rank, world = group.world;
   const bool lead = group.lead();
@@ -165,7 +163,6 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   const Device device = group.device;
   const auto log = run.log;
   const std::string& config_yaml = run.config_yaml;
-  summary.device = device.str();
 
   const uint64_t data_seed = static_cast<uint64_t>(cfg.train.seed);
   // Fashion-MNIST in memory, or an ImageFolder through the threaded loader (engine/imagenet_data.h).

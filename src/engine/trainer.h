@@ -23,16 +23,20 @@ struct EvalResult {
   double img_per_s = 0;  // evaluate_weights only: evaluation throughput
 };
 
-struct TrainSummary {
-  EvalResult test;
-  std::optional<EvalResult> test_ema;  // the last evaluation of the EMA weights (train.model_ema)
-  double best_metric = 0;              // best eval.best_metric value; best_epoch 1-based, -1: never evaluated
+/// What every training run reports besides its scores (TrainSummary, SegTrainSummary).
+struct RunSummary {
+  double best_metric = 0;             // best eval.best_metric value; best_epoch 1-based, -1: never evaluated
   int64_t best_epoch = -1;
-  int64_t steps = 0;                   // optimizer updates applied in total (including before a resume)
-  bool stopped_at_max_steps = false;   // train.max_steps ended the run (a recovery checkpoint was written)
+  int64_t steps = 0;                  // optimizer updates applied in total (including before a resume)
+  bool stopped_at_max_steps = false;  // train.max_steps ended the run (a recovery checkpoint was written)
   double train_img_per_s = 0, train_seconds = 0;
   std::string device;  // "cpu" or "cuda:N"
   std::string weights_path, metrics_path, log_path;
+};
+
+struct TrainSummary : RunSummary {
+  EvalResult test;
+  std::optional<EvalResult> test_ema;  // the last evaluation of the EMA weights (train.model_ema)
 };
 
 /// The model architecture a config asks for: the named preset with the config's overrides.
