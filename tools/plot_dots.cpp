@@ -5,44 +5,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "engine/plot.h"
+#include "tools/csv_columns.h"
 
 namespace {
 
-std::vector<std::string> cells_of(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream ss(line);
-  for (std::string cell; std::getline(ss, cell, ',');) {
-    if (!cell.empty() && cell.back() == '\r') cell.pop_back();
-    cells.push_back(cell);
-  }
-  return cells;
-}
-
 std::vector<vt::engine::DotRow> read_rows(const std::string& path, const std::string& label, const std::string& value,
                                           const std::string& error) {
-  std::ifstream f(path);
-  VT_CHECK(f, "[plot_dots] cannot open '", path, "'");
-  std::string line;
-  VT_CHECK(std::getline(f, line), "[plot_dots] ", path, " is empty");
-  const auto header = cells_of(line);
-  auto column = [&](const std::string& name) {
-    for (size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name) return i;
-    VT_FAIL("[plot_dots] ", path, ": no column '", name, "' in the header");
-  };
-  const size_t il = column(label), iv = column(value), ie = column(error);
   std::vector<vt::engine::DotRow> rows;
-  for (int line_no = 2; std::getline(f, line); ++line_no) {
-    if (line.empty()) continue;
-    const auto cells = cells_of(line);
-    VT_CHECK(cells.size() > std::max({il, iv, ie}), "[plot_dots] ", path, ":", line_no, ": too few columns");
-    rows.push_back({cells[il], std::strtod(cells[iv].c_str(), nullptr), std::strtod(cells[ie].c_str(), nullptr)});
-  }
+  for (const auto& row : vt::tools::read_csv_columns(path, {label, value, error}, "plot_dots"))
+    rows.push_back({row[0], vt::tools::csv_number(row[1]), vt::tools::csv_number(row[2])});
   return rows;
 }
 

@@ -7,54 +7,21 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "engine/plot.h"
+#include "tools/csv_columns.h"
 
 namespace {
 
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream ss(line);
-  for (std::string cell; std::getline(ss, cell, ',');) {
-    if (!cell.empty() && cell.back() == '\r') cell.pop_back();
-    cells.push_back(cell);
-  }
-  if (!line.empty() && line.back() == ',') cells.emplace_back();  // getline drops a trailing empty cell
-  return cells;
-}
-
-size_t column(const std::vector<std::string>& header, const std::string& name, const std::string& path) {
-  for (size_t i = 0; i < header.size(); ++i)
-    if (header[i] == name) return i;
-  VT_FAIL("[plot_xy] ", path, ": no column '", name, "' in the header");
-}
-
 std::vector<vt::engine::XYSeries> read_series(const std::string& path, const std::string& series_col,
                                               const std::string& x_col, const std::string& y_col) {
-  std::ifstream f(path);
-  VT_CHECK(f, "[plot_xy] cannot open '", path, "'");
-  std::string line;
-  VT_CHECK(std::getline(f, line), "[plot_xy] ", path, " is empty");
-  const auto header = split_csv_line(line);
-  const size_t is = column(header, series_col, path), ix = column(header, x_col, path),
-               iy = column(header, y_col, path);
   std::vector<vt::engine::XYSeries> out;
-  for (int line_no = 2; std::getline(f, line); ++line_no) {
-    if (line.empty()) continue;
-    const auto cells = split_csv_line(line);
-    VT_CHECK(cells.size() > std::max({is, ix, iy}), "[plot_xy] ", path, ":", line_no, ": too few columns");
-    // An empty or non-numeric cell (a failed run) reads as NaN: plot_xy_log leaves a gap there.
-    auto number = [](const std::string& s) {
-      char* end = nullptr;
-      const double v = std::strtod(s.c_str(), &end);
-      return end != s.c_str() ? v : std::nan("");
-    };
-    auto it = std::find_if(out.begin(), out.end(), [&](const auto& s) { return s.name == cells[is]; });
-    if (it == out.end()) it = out.insert(out.end(), {cells[is], {}});
-    it->points.emplace_back(number(cells[ix]), number(cells[iy]));
+  for (const auto& row : vt::tools::read_csv_columns(path, {series_col, x_col, y_col}, "plot_xy")) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& s) { return s.name == row[0]; });
+    if (it == out.end()) it = out.insert(out.end(), {row[0], {}});
+    // A failed run's empty cell is NaN: plot_xy_log leaves a gap there.
+    it->points.emplace_back(vt::tools::csv_number(row[1]), vt::tools::csv_number(row[2]));
   }
   return out;
 }
