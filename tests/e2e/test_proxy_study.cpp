@@ -13,18 +13,12 @@
 #include <string>
 
 #include "io/config.h"
+#include "test_util.h"
 
 namespace vt::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 int run_study(const fs::path& dir, const std::string& log) {
   const std::string cmd =

@@ -13,18 +13,12 @@
 #include <string>
 
 #include "data/image_writers.h"
+#include "test_util.h"
 
 namespace vt::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 int count(const std::string& text, const std::string& needle) {
   int n = 0;

@@ -13,18 +13,12 @@
 #include <string>
 
 #include "data/mini_ade20k.h"
+#include "test_util.h"
 
 namespace vt::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 int occurrences(const std::string& text, const std::string& needle) {
   int n = 0;
@@ -50,14 +44,14 @@ TEST(ReproduceTable4, CiSizedRunFillsTheTableBesideThePaper) {
   const fs::path dir = fs::temp_directory_path() / ("vt_e2e_table4_" + std::to_string(::getpid()));
   write_mini_ade20k((dir / "data").string());
   const fs::path out = dir / "out";
-  ASSERT_EQ(run_script(dir / "data", out, dir / "first.log"), 0) << read_text(dir / "first.log");
+  ASSERT_EQ(run_script(dir / "data", out, dir / "first.log"), 0) << read_file(dir / "first.log");
 
-  const std::string console = read_text(dir / "first.log");
+  const std::string console = read_file(dir / "first.log");
   EXPECT_NE(console.find("Estimated cost on this hardware (8 training and 3 validation images"), std::string::npos)
       << console;
   EXPECT_TRUE(std::regex_search(console, std::regex(R"(\ntotal +[0-9.]+\n)"))) << console;
 
-  const std::string table = read_text(out / "table4.md");
+  const std::string table = read_file(out / "table4.md");
   // A row: config | row | epochs | mIoU | last | paper mIoU | Δ | params | MACs | paper FLOPs | train | eval |
   const std::regex row(R"(\| (vit_(tiny|small|base|large)_[a-z]+) \| [^|]+ \| 1 \| ([0-9]+\.[0-9]{2}) \| )"
                        R"(([0-9]+\.[0-9]{2}) \| ([0-9]+\.[0-9]|-) \| ([-+][0-9]+\.[0-9]{2}|-) \|.* \| ([0-9.]+) \| ([0-9.]+) \|)");
@@ -75,8 +69,8 @@ TEST(ReproduceTable4, CiSizedRunFillsTheTableBesideThePaper) {
   EXPECT_NE(table.find("| 50.5 |"), std::string::npos) << table;
 
   // Run again: every run is finished, so nothing trains (and the bench lines are reused).
-  ASSERT_EQ(run_script(dir / "data", out, dir / "second.log"), 0) << read_text(dir / "second.log");
-  const std::string again = read_text(dir / "second.log");
+  ASSERT_EQ(run_script(dir / "data", out, dir / "second.log"), 0) << read_file(dir / "second.log");
+  const std::string again = read_file(dir / "second.log");
   EXPECT_EQ(occurrences(again, "finished (1 epochs), skipped"), 9) << again;
   EXPECT_EQ(occurrences(again, "bench vit_"), 0) << again;
   fs::remove_all(dir);

@@ -27,18 +27,12 @@
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "models/segmenter.h"
+#include "test_util.h"
 
 namespace vt::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 struct SegE2E : ::testing::Test {
   fs::path dir, data;
