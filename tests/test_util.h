@@ -41,6 +41,13 @@ inline std::string read_file(const std::filesystem::path& path) {
   return s.str();
 }
 
+/// How many times `needle` occurs in `text` (overlaps counted).
+inline int occurrences(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace vt::test
 
 #define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "in: " << (text)

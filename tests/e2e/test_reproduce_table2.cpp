@@ -20,12 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int count(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
 // 3 classes x (8 train + 4 val) JPEGs of 40x40.
 void write_tree(const fs::path& root) {
   for (int c = 0; c < 3; ++c) {
@@ -82,8 +76,8 @@ TEST(ReproduceTable2, CiSizedRunFillsTheTableBesideThePaper) {
   // Run again: every run is finished, so nothing trains (and the bench lines are reused).
   ASSERT_EQ(run_script(dir / "data", out, dir / "second.log"), 0) << read_file(dir / "second.log");
   const std::string again = read_file(dir / "second.log");
-  EXPECT_EQ(count(again, "finished (1 epochs), skipped"), 14) << again;
-  EXPECT_EQ(count(again, "bench deit_"), 0) << again;
+  EXPECT_EQ(occurrences(again, "finished (1 epochs), skipped"), 14) << again;
+  EXPECT_EQ(occurrences(again, "bench deit_"), 0) << again;
   fs::remove_all(dir);
 }
 

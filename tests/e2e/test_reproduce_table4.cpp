@@ -20,12 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int occurrences(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
 // Runs the script with the CI-sized knobs; its console output goes to `log`. Returns the exit status.
 int run_script(const fs::path& data, const fs::path& out, const fs::path& log) {
   const std::string cmd =
