@@ -16,35 +16,7 @@ PAPER_TSV=${PAPER_TSV:-$ROOT/configs/imagenet/paper_table2.tsv}
 VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
 [ -f "$PAPER_TSV" ] || { echo "error: no paper table '$PAPER_TSV'" >&2; exit 1; }
 
-source "$ROOT/scripts/reproduce_lib.sh"  # json_number
-
-# Over the evaluation rows of a metrics.jsonl: "best_top1 best_ema_top1 last_epoch" ("-" for what is absent).
-eval_summary() {
-  awk '
-    function num(line, key,   s) {
-      if (!match(line, "\"" key "\": *[-0-9.eE+]+")) return ""
-      s = substr(line, RSTART, RLENGTH); sub(/.*: */, "", s); return s
-    }
-    /"test_top1"/ {
-      t = num($0, "test_top1"); e = num($0, "ema_top1"); ep = num($0, "epoch")
-      if (t != "" && (best == "" || t + 0 > best + 0)) best = t
-      if (e != "" && (ema == "" || e + 0 > ema + 0)) ema = e
-      if (ep != "") last = ep
-    }
-    END { print (best == "" ? "-" : best), (ema == "" ? "-" : ema), (last == "" ? "-" : last) }
-  ' "$1"
-}
-
-# "params MACs" of a config from `vitrain flops`'s total line ("params 22.05M  MACs 4.43G (all matmuls) / 4.30G
-# (fvcore-style)": the all-matmul count, spec §6), or "- -".
-flops_of() {
-  local text
-  text=$("$VITRAIN" flops --config "$1" 2>/dev/null) || { echo "- -"; return; }
-  awk '/^params .* MACs / { print $2, $4; found = 1; exit } END { if (!found) print "- -" }' <<<"$text"
-}
-
-# A top-1 with two decimals, or "-".
-fmt() { if [ "$1" = "-" ]; then echo "-"; else printf '%.2f' "$1"; fi; }
+source "$ROOT/scripts/reproduce_lib.sh"  # metric_stats, flops_of, two_decimals, json_number
 
 # `vitrain flops` exists when its own help comes back (an unknown subcommand's --help prints the top-level help).
 has_flops=0
@@ -67,7 +39,7 @@ md=$OUT/table2.md
   while IFS=$'\t' read -r name row paper _paper_params paper_flops; do
     [[ -z $name || $name == \#* ]] && continue
     dir=$OUT/$name
-    read -r best ema epochs < <(if [ -f "$dir/metrics.jsonl" ]; then eval_summary "$dir/metrics.jsonl"; else echo "- - -"; fi)
+    read -r best _ ema _ epochs < <(metric_stats "$dir/metrics.jsonl" test_top1 test_top1 ema_top1)
     [ -f "$dir/metrics.jsonl" ] || epochs="not run"
     diff=$(awk -v a="$best" -v b="$paper" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%+.2f", a - b }')
     ips=-
@@ -75,7 +47,7 @@ md=$OUT/table2.md
       v=$(json_number "$(cat "$dir/bench.json")" train_img_per_s)
       [ -n "$v" ] && ips=$(printf '%.0f' "$v")
     fi
-    cols="| $name | $row | $epochs | $(fmt "$best") | $(fmt "$ema") | $paper | $diff |"
+    cols="| $name | $row | $epochs | $(two_decimals "$best") | $(two_decimals "$ema") | $paper | $diff |"
     if ((has_flops)); then
       pm="- -"
       cfg=$dir/config.yaml  # the run's resolved config; without a run, the paper-sized one

@@ -17,34 +17,7 @@ PAPER_TSV=${PAPER_TSV:-$ROOT/configs/ade20k/paper_table4.tsv}
 VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
 [ -f "$PAPER_TSV" ] || { echo "error: no paper table '$PAPER_TSV'" >&2; exit 1; }
 
-source "$ROOT/scripts/reproduce_lib.sh"  # json_number
-
-# Over the evaluation rows of a metrics.jsonl: "best_miou last_miou last_epoch" ("-" for what is absent).
-eval_summary() {
-  awk '
-    function num(line, key,   s) {
-      if (!match(line, "\"" key "\": *[-0-9.eE+]+")) return ""
-      s = substr(line, RSTART, RLENGTH); sub(/.*: */, "", s); return s
-    }
-    /"miou"/ {
-      m = num($0, "miou"); ep = num($0, "epoch")
-      if (m != "" && (best == "" || m + 0 > best + 0)) best = m
-      if (m != "") last = m
-      if (ep != "") epoch = ep
-    }
-    END { print (best == "" ? "-" : best), (last == "" ? "-" : last), (epoch == "" ? "-" : epoch) }
-  ' "$1"
-}
-
-# "params MACs" of a config from `vitrain flops`'s total line ("params 25.1M  MACs 33.2G (all matmuls) / ..."), or "- -".
-flops_of() {
-  local text
-  text=$("$VITRAIN" flops --config "$1" 2>/dev/null) || { echo "- -"; return; }
-  awk '/^params .* MACs / { print $2, $4; found = 1; exit } END { if (!found) print "- -" }' <<<"$text"
-}
-
-# An mIoU with two decimals, or "-".
-fmt() { if [ "$1" = "-" ]; then echo "-"; else printf '%.2f' "$1"; fi; }
+source "$ROOT/scripts/reproduce_lib.sh"  # metric_stats, flops_of, two_decimals, json_number
 
 # A throughput from bench.json with one decimal, or "-".
 ips_of() {
@@ -66,7 +39,7 @@ md=$OUT/table4.md
   while IFS=$'\t' read -r name row paper paper_flops; do
     [[ -z $name || $name == \#* ]] && continue
     dir=$OUT/$name
-    read -r best last epochs < <(if [ -f "$dir/metrics.jsonl" ]; then eval_summary "$dir/metrics.jsonl"; else echo "- - -"; fi)
+    read -r best last epochs < <(metric_stats "$dir/metrics.jsonl" miou miou)
     [ -f "$dir/metrics.jsonl" ] || epochs="not run"
     diff=$(awk -v a="$best" -v b="$paper" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%+.2f", a - b }')
     cfg=$dir/config.yaml  # the run's resolved config; without a run, the paper-sized one
@@ -74,7 +47,7 @@ md=$OUT/table4.md
     pm="- -"
     [ -f "$cfg" ] && pm=$(flops_of "$cfg")
     read -r params macs <<<"$pm"
-    echo "| $name | $row | $epochs | $(fmt "$best") | $(fmt "$last") | $paper | $diff | $params | $macs |" \
+    echo "| $name | $row | $epochs | $(two_decimals "$best") | $(two_decimals "$last") | $paper | $diff | $params | $macs |" \
          "$paper_flops | $(ips_of "$dir/bench.json" train_img_per_s) | $(ips_of "$dir/bench.json" infer_img_per_s) |"
   done <"$PAPER_TSV"
 } >"$md"

@@ -24,3 +24,41 @@ epochs_done() {
 
 # The numeric value of "key" in one JSON line ("" when absent or null).
 json_number() { sed -n "s/.*\"$2\": *\\([-0-9.eE+]*\\).*/\\1/p" <<<"$1"; }
+
+# Over the rows of a metrics.jsonl that hold "$2" (test_top1, miou): for each further key, its best (largest) and
+# last value, then the last epoch: "best1 last1 best2 last2 ... epoch" ("-" for what is absent or no file).
+metric_stats() {
+  local file=$1 row=$2
+  shift 2
+  [ -f "$file" ] || { printf -- '- - %.0s' "$@"; echo "-"; return; }
+  awk -v row="\"$row\"" -v keys="$*" '
+    function num(line, key,   s) {
+      if (!match(line, "\"" key "\": *[-0-9.eE+]+")) return ""
+      s = substr(line, RSTART, RLENGTH); sub(/.*: */, "", s); return s
+    }
+    BEGIN { n = split(keys, k, " ") }
+    index($0, row) {
+      for (i = 1; i <= n; ++i) {
+        v = num($0, k[i])
+        if (v == "") continue
+        if (best[i] == "" || v + 0 > best[i] + 0) best[i] = v
+        last[i] = v
+      }
+      ep = num($0, "epoch"); if (ep != "") epoch = ep
+    }
+    END {
+      for (i = 1; i <= n; ++i) printf "%s %s ", (best[i] == "" ? "-" : best[i]), (last[i] == "" ? "-" : last[i])
+      print (epoch == "" ? "-" : epoch)
+    }' "$file"
+}
+
+# "params MACs" of a config from `vitrain flops`'s total line ("params 22.05M  MACs 4.43G (all matmuls) / 4.30G
+# (fvcore-style)": the all-matmul count, spec §6), or "- -". Uses $VITRAIN.
+flops_of() {
+  local text
+  text=$("$VITRAIN" flops --config "$1" 2>/dev/null) || { echo "- -"; return; }
+  awk '/^params .* MACs / { print $2, $4; found = 1; exit } END { if (!found) print "- -" }' <<<"$text"
+}
+
+# A number with two decimals, or "-".
+two_decimals() { if [ "$1" = "-" ]; then echo "-"; else printf '%.2f' "$1"; fi; }
