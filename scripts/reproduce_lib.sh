@@ -62,3 +62,15 @@ flops_of() {
 
 # A number with two decimals, or "-".
 two_decimals() { if [ "$1" = "-" ]; then echo "-"; else printf '%.2f' "$1"; fi; }
+
+# `$VITRAIN bench ARGS...` for the run folder $1, once: its JSON line is kept in $1/bench.json (the console in
+# $1/bench.log), so a resumed reproduction does not measure again. Exits the script when the bench fails.
+bench_once() {
+  local dir=$1
+  shift
+  [ -s "$dir/bench.json" ] && return 0
+  echo "bench $(basename "$dir"): $VITRAIN bench $*"
+  "$VITRAIN" bench "$@" >"$dir/bench.log" 2>&1 ||
+    { echo "error: bench failed for $(basename "$dir"), see $dir/bench.log" >&2; exit 1; }
+  grep '^{' "$dir/bench.log" | tail -1 >"$dir/bench.json"
+}

@@ -41,7 +41,7 @@ export PAPER_TSV
 CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
 read -r -a extra_set <<<"${EXTRA_SET:-}"
 
-# yaml_get, epochs_done
+# yaml_get, epochs_done, bench_once, json_number
 source "$ROOT/scripts/reproduce_lib.sh"
 
 # ---- 1. throughput and the estimate ----
@@ -68,20 +68,14 @@ for name in $CONFIGS; do
   [[ $(yaml_get "$yaml" model.attention.dwc) == true ]] && kind+=+dwc
   [[ $(yaml_get "$yaml" model.attention.gate) == true ]] && kind+=+gate
   epochs=${EPOCHS:-$(yaml_get "$yaml" train.epochs)}
-  # The bench line is kept, so a resumed reproduction does not measure again.
-  if [ ! -s "$OUT/$name/bench.json" ]; then
-    args=(--model "${BENCH_MODEL:-$model}" --attention "$attn")
-    if [[ $attn == mita* ]]; then
-      args+=(--m "${BENCH_M:-$(yaml_get "$yaml" model.attention.m)}" --k "${BENCH_K:-$(yaml_get "$yaml" model.attention.k)}")
-      [[ $kind == *+dwc* ]] && args+=(--dwc)
-      [[ $kind == *+gate ]] && args+=(--gate)
-    fi
-    echo "bench $name: $VITRAIN bench ${args[*]} ${bench_args[*]} ${bench_extra[*]}"
-    "$VITRAIN" bench "${args[@]}" "${bench_args[@]}" "${bench_extra[@]}" >"$OUT/$name/bench.log" 2>&1 ||
-      { echo "error: bench failed for $name, see $OUT/$name/bench.log" >&2; exit 1; }
-    grep '^{' "$OUT/$name/bench.log" | tail -1 >"$OUT/$name/bench.json"
+  args=(--model "${BENCH_MODEL:-$model}" --attention "$attn")
+  if [[ $attn == mita* ]]; then
+    args+=(--m "${BENCH_M:-$(yaml_get "$yaml" model.attention.m)}" --k "${BENCH_K:-$(yaml_get "$yaml" model.attention.k)}")
+    [[ $kind == *+dwc* ]] && args+=(--dwc)
+    [[ $kind == *+gate ]] && args+=(--gate)
   fi
-  ips=$(sed -n 's/.*"train_img_per_s": *\([0-9.eE+-]*\).*/\1/p' "$OUT/$name/bench.json")
+  bench_once "$OUT/$name" "${args[@]}" "${bench_args[@]}" "${bench_extra[@]}"
+  ips=$(json_number "$(cat "$OUT/$name/bench.json")" train_img_per_s)
   [ -n "$ips" ] || { echo "error: no train_img_per_s in $OUT/$name/bench.json" >&2; exit 1; }
   awk -v n="$name" -v m="$model" -v a="$kind" -v e="$epochs" -v ips="$ips" -v imgs="$n_train" -v g="$GPUS" \
     'BEGIN { h = e * imgs / ips / 3600; printf "%s\t%s\t%s\t%s\t%.1f\t%.4f\t%.4f\n", n, m, a, e, ips, h, h / g }' \

@@ -52,7 +52,7 @@ export PAPER_TSV
 CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
 read -r -a extra_set <<<"${EXTRA_SET:-}"
 
-# yaml_get, epochs_done
+# yaml_get, epochs_done, bench_once, json_number
 source "$ROOT/scripts/reproduce_lib.sh"
 
 # The --set overrides shared by bench and train.
@@ -76,16 +76,10 @@ for name in $CONFIGS; do
   attn=$(yaml_get "$yaml" model.attention.type)+$(yaml_get "$yaml" model.decoder.type)
   epochs=${EPOCHS:-$(yaml_get "$yaml" train.epochs)}
   interval=$(yaml_get "$yaml" eval.interval)
-  # The bench line is kept, so a resumed reproduction does not measure again.
-  if [ ! -s "$OUT/$name/bench.json" ]; then
-    echo "bench $name: $VITRAIN bench --config $yaml ${common_sets[*]} ${bench_args[*]} ${bench_extra[*]}"
-    "$VITRAIN" bench --config "$yaml" "${common_sets[@]}" "${bench_args[@]}" "${bench_extra[@]}" \
-      >"$OUT/$name/bench.log" 2>&1 || { echo "error: bench failed for $name, see $OUT/$name/bench.log" >&2; exit 1; }
-    grep '^{' "$OUT/$name/bench.log" | tail -1 >"$OUT/$name/bench.json"
-  fi
+  bench_once "$OUT/$name" --config "$yaml" "${common_sets[@]}" "${bench_args[@]}" "${bench_extra[@]}"
   line=$(cat "$OUT/$name/bench.json")
-  ips=$(sed -n 's/.*"train_img_per_s": *\([0-9.eE+-]*\).*/\1/p' <<<"$line")
-  eips=$(sed -n 's/.*"infer_img_per_s": *\([0-9.eE+-]*\).*/\1/p' <<<"$line")
+  ips=$(json_number "$line" train_img_per_s)
+  eips=$(json_number "$line" infer_img_per_s)
   [ -n "$ips" ] || { echo "error: no train_img_per_s in $OUT/$name/bench.json" >&2; exit 1; }
   awk -v n="$name" -v m="$model" -v a="$attn" -v e="$epochs" -v iv="$interval" -v ips="$ips" -v eips="${eips:-0}" \
       -v imgs="$n_train" -v val="$n_val" -v win="${EVAL_WINDOWS:-2}" '
