@@ -21,13 +21,12 @@ On the GPU machine, from the repo root:
       --batch 8 [--amp] --out seg_torch.jsonl
 """
 import argparse
-import json
 
 import timm
 import torch
 import torch.nn.functional as F
 
-from bench_timm import fresh_memory, gib, timed  # the same timing and memory rules as the classification peer
+from bench_timm import emit, fresh_memory, gib, timed  # the classification peer's timing, memory and output rules
 from segmenter_torch import CbtDecoder, Segmenter, check_encoder, encoder_norm_layer
 
 IGNORE = 255
@@ -140,11 +139,7 @@ def main():
             "drop_path": args.drop_path, "torch": torch.__version__, "timm": timm.__version__,
             "gpu": torch.cuda.get_device_name(0),
         }
-        text = json.dumps(line)
-        print(text, flush=True)
-        if args.out:
-            with open(args.out, "a") as f:
-                f.write(text + "\n")
+        emit(line, args.out)
 
 
 if __name__ == "__main__":

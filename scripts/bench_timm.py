@@ -36,6 +36,15 @@ def timed(fn, warmup, steps):
     return time.perf_counter() - t0
 
 
+def emit(line, out):
+    """Prints one result as a JSON line and, when `out` is given, appends it to that file."""
+    text = json.dumps(line)
+    print(text, flush=True)
+    if out:
+        with open(out, "a") as f:
+            f.write(text + "\n")
+
+
 def fresh_memory():
     gc.collect()
     torch.cuda.empty_cache()
@@ -116,11 +125,7 @@ def main():
                 "fused_adamw": args.fused_adamw, "torch": torch.__version__, "timm": timm.__version__,
                 "gpu": torch.cuda.get_device_name(0),
             }
-            text = json.dumps(line)
-            print(text, flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(text + "\n")
+            emit(line, args.out)
 
 
 if __name__ == "__main__":
