@@ -84,20 +84,21 @@ def grad_stats(g: torch.Tensor) -> torch.Tensor:
 
 
 def write_safetensors(path: str, tensors: dict, meta: dict) -> None:
-    """safetensors.torch.save_file when installed; else an equivalent minimal writer (local dry runs only)."""
+    """safetensors.torch.save_file when installed; else the same format written by hand (f32, f64, i64)."""
+    tensors = {k: v.contiguous() for k, v in tensors.items()}
     try:
         from safetensors.torch import save_file
         save_file(tensors, path, metadata=meta)
         return
     except ImportError:
         pass
-    codes = {torch.float32: ("F32", "<f"), torch.float64: ("F64", "<d")}
+    codes = {torch.float32: ("F32", "f"), torch.float64: ("F64", "d"), torch.int64: ("I64", "q")}
     header, blobs, pos = {"__metadata__": meta}, [], 0
     for name in sorted(tensors):
         t = tensors[name]
         tag, fmt = codes[t.dtype]
         vals = t.reshape(-1).tolist()
-        blob = struct.pack("<%d%s" % (len(vals), fmt[1]), *vals)
+        blob = struct.pack("<%d%s" % (len(vals), fmt), *vals)
         header[name] = {"dtype": tag, "shape": list(t.shape), "data_offsets": [pos, pos + len(blob)]}
         blobs.append(blob)
         pos += len(blob)

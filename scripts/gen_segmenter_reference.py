@@ -23,13 +23,13 @@ GPU machine (timm is not installed on the build machine), from the repo root:
 import json
 import math
 import os
-import struct
 import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from gen_deit_reference import write_safetensors  # safetensors, or the same format by hand
 from segmenter_torch import CbtDecoder, Segmenter, check_encoder, encoder_norm_layer
 
 IMG, PATCH, DIM, DEPTH, HEADS = 64, 16, 48, 2, 3
@@ -77,30 +77,6 @@ def randomize(model: nn.Module, gen: torch.Generator) -> None:
                 gain = 2.0 if name.endswith("fn.proj.weight") else 1.0
                 v = gain * r / math.sqrt(p[0].numel())
             p.copy_(v.float().double())
-
-
-def write_safetensors(path: str, tensors: dict, meta: dict) -> None:
-    """safetensors.torch.save_file when installed; else the same format written by hand."""
-    try:
-        from safetensors.torch import save_file
-        save_file({k: v.contiguous() for k, v in tensors.items()}, path, metadata=meta)
-        return
-    except ImportError:
-        pass
-    codes = {torch.float32: ("F32", "f"), torch.float64: ("F64", "d"), torch.int64: ("I64", "q")}
-    header, blobs, pos = {"__metadata__": meta}, [], 0
-    for name in sorted(tensors):
-        t = tensors[name]
-        tag, fmt = codes[t.dtype]
-        vals = t.reshape(-1).tolist()
-        blob = struct.pack("<%d%s" % (len(vals), fmt), *vals)
-        header[name] = {"dtype": tag, "shape": list(t.shape), "data_offsets": [pos, pos + len(blob)]}
-        blobs.append(blob)
-        pos += len(blob)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def main(out_path: str) -> None:
