@@ -53,4 +53,22 @@ std::vector<std::string> preset_names() {
   return out;
 }
 
+ViTConfig vit_config(const io::ModelConfig& m, uint64_t seed) {
+  ViTConfig v = preset(m.name);
+  if (m.img_size > 0) v.img_size = m.img_size;
+  if (m.patch_size > 0) v.patch_size = m.patch_size;
+  if (m.in_chans > 0) v.in_chans = m.in_chans;
+  if (m.num_classes > 0) v.num_classes = m.num_classes;
+  if (m.embed_dim > 0) v.embed_dim = m.embed_dim;
+  if (m.depth > 0) v.depth = m.depth;
+  if (m.num_heads > 0) v.num_heads = m.num_heads;
+  v.mlp_ratio = m.mlp_ratio;
+  v.drop_rate = m.drop_rate;
+  v.drop_path_rate = m.drop_path_rate;
+  v.layer_norm_eps = m.layer_norm_eps;
+  v.attention = m.attention;
+  v.seed = seed;
+  return v;
+}
+
 }  // namespace vt::models

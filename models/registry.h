@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "io/config.h"
 #include "models/vit.h"
 
 namespace vt::models {
@@ -11,5 +12,9 @@ namespace vt::models {
 /// The preset's architecture (dims, depth, heads, patch, image size); throws naming `name` if unknown.
 ViTConfig preset(const std::string& name);
 std::vector<std::string> preset_names();
+
+/// The architecture a model: section asks for: the named preset with the section's overrides (sizes when > 0,
+/// rates, LayerNorm eps, attention) and `seed` for the initialisation.
+ViTConfig vit_config(const io::ModelConfig& m, uint64_t seed);
 
 }  // namespace vt::models

@@ -10,21 +10,8 @@ namespace vt::models {
 
 SegmenterConfig segmenter_config(const io::ModelConfig& m, uint64_t seed) {
   SegmenterConfig c;
-  ViTConfig& v = c.backbone;
-  v = preset(m.name);
-  if (m.img_size > 0) v.img_size = m.img_size;
-  if (m.patch_size > 0) v.patch_size = m.patch_size;
-  if (m.in_chans > 0) v.in_chans = m.in_chans;
-  if (m.embed_dim > 0) v.embed_dim = m.embed_dim;
-  if (m.depth > 0) v.depth = m.depth;
-  if (m.num_heads > 0) v.num_heads = m.num_heads;
-  v.num_classes = 0;
-  v.mlp_ratio = m.mlp_ratio;
-  v.drop_rate = m.drop_rate;
-  v.drop_path_rate = m.drop_path_rate;
-  v.layer_norm_eps = m.layer_norm_eps;
-  v.attention = m.attention;
-  v.seed = seed;
+  c.backbone = vit_config(m, seed);
+  c.backbone.num_classes = 0;  // the decoder classifies the pixels; model.num_classes is its class count
   c.decoder = m.decoder;
   c.num_classes = m.num_classes > 0 ? m.num_classes : 150;
   return c;

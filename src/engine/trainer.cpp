@@ -61,22 +61,7 @@ std::optional<DType> amp_dtype(const io::Config& cfg) {
 }
 
 models::ViTConfig vit_config(const io::Config& cfg) {
-  models::ViTConfig v = models::preset(cfg.model.name);
-  const auto& m = cfg.model;
-  if (m.img_size > 0) v.img_size = m.img_size;
-  if (m.patch_size > 0) v.patch_size = m.patch_size;
-  if (m.in_chans > 0) v.in_chans = m.in_chans;
-  if (m.num_classes > 0) v.num_classes = m.num_classes;
-  if (m.embed_dim > 0) v.embed_dim = m.embed_dim;
-  if (m.depth > 0) v.depth = m.depth;
-  if (m.num_heads > 0) v.num_heads = m.num_heads;
-  v.mlp_ratio = m.mlp_ratio;
-  v.drop_rate = m.drop_rate;
-  v.drop_path_rate = m.drop_path_rate;
-  v.layer_norm_eps = m.layer_norm_eps;
-  v.attention = m.attention;
-  v.seed = static_cast<uint64_t>(cfg.train.seed);
-  return v;
+  return models::vit_config(cfg.model, static_cast<uint64_t>(cfg.train.seed));
 }
 
 namespace {
