@@ -32,11 +32,6 @@ Tensor patch_view(const Tensor& x, int64_t p) {
   return make_view(x, {x.size(0), Gh, Gw, x.size(1), p, p}, {s[0], s[2] * p, s[3] * p, s[1], s[2], s[3]}, x.offset());
 }
 
-void check_cuda_float(const Tensor& x, const char* op) {
-  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16, "[", op, "] CUDA needs f32 or bf16, got ",
-           x.describe());
-}
-
 struct Conv2dPatchBackward : Node {
   Tensor cols;    // [B·G, K] patches of the input
   Tensor weight;  // [D, K] contiguous

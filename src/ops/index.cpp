@@ -38,11 +38,6 @@ void outer_inner(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
 }
 
 #ifdef VT_WITH_CUDA
-void check_cuda_float(const Tensor& x, const char* op) {
-  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16, "[", op, "] CUDA needs f32 or bf16, got ",
-           x.describe());
-}
-
 // The f32 accumulator `acc` as a tensor of `dtype` (itself when that is f32).
 Tensor from_f32(const Tensor& acc, DType dtype) { return dtype == DType::f32 ? acc : acc.to(dtype); }
 

@@ -49,11 +49,7 @@ Tensor interpolate_bilinear(const Tensor& x, int64_t out_h, int64_t out_w) {
   VT_CHECK(H > 0 && W > 0, "[interpolate_bilinear] input has an empty spatial dim: ", x.describe());
   const Device dev = common_device("interpolate_bilinear", {&x});
   const DType dt = x.dtype();
-  if (dev.is_cuda())
-    VT_CHECK(dt == DType::f32 || dt == DType::bf16, "[interpolate_bilinear] CUDA needs f32 or bf16, got ",
-             x.describe());
-  else
-    VT_CHECK(dt == DType::f32 || dt == DType::f64, "[interpolate_bilinear] CPU needs f32 or f64, got ", x.describe());
+  check_device_float(x, "interpolate_bilinear");
   const kernels::cpu::BilinearShape s{B * C, H, W, out_h, out_w};
   Tensor xc = x.detach().contiguous();
   Tensor out = Tensor::empty({B, C, out_h, out_w}, dt, dev);

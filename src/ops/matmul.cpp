@@ -87,16 +87,11 @@ void gemm_on(Device dev, DType dt, int64_t batch, int64_t M, int64_t N, int64_t 
   }
 }
 
-void check_cuda_dtype(const Tensor& x, const char* op) {
-  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16, "[", op, "] CUDA needs f32 or bf16, got ",
-           x.describe());
-}
-
 Tensor matmul_raw(const Tensor& a, const Tensor& b) {
   const Device dev = common_device("matmul", {&a, &b});
   VT_CHECK(a.dim() >= 2 && b.dim() >= 2, "[matmul] needs ≥2-d operands, got ", a.describe(), " and ", b.describe());
   VT_CHECK(a.dtype() == b.dtype(), "[matmul] dtypes differ: ", a.describe(), " and ", b.describe());
-  if (dev.is_cuda()) check_cuda_dtype(a, "matmul");
+  if (dev.is_cuda()) check_cuda_float(a, "matmul");
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   VT_CHECK(b.size(-2) == K, "[matmul] inner dims differ: ", a.describe(), " @ ", b.describe());
   Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
@@ -255,7 +250,7 @@ Tensor linear_2d_cuda(const Tensor& x2, const Tensor& weight, const Tensor& bias
 #ifdef VT_WITH_CUDA
   const Device dev = common_device("linear", {&x2, &weight, &bias});
   VT_CHECK(dev.is_cuda(), "[linear] linear_2d_cuda needs CUDA tensors, got ", x2.describe(), " on ", dev.str());
-  check_cuda_dtype(x2, "linear");
+  check_cuda_float(x2, "linear");
   VT_CHECK(x2.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x2.dtype()), "[linear] dtypes differ: ",
            x2.describe(), ", ", weight.describe(), bias.defined() ? ", " + bias.describe() : std::string());
   const int64_t M = x2.size(0), in = x2.size(1), out_f = weight.size(0);

@@ -63,14 +63,6 @@ kernels::cpu::MitaSizes cpu_sizes(const Tensor& q, int64_t m, int64_t k, const M
   return {q.size(0), q.size(1), q.size(2), m, k, q.size(3), o.scale, o.shared_scale, o.shared};
 }
 
-void check_float_dtype(const char* op, const Tensor& t, Device dev) {
-  const DType dt = t.dtype();
-  if (dev.is_cuda())
-    VT_CHECK(dt == DType::f32 || dt == DType::bf16, "[", op, "] CUDA needs f32 or bf16 operands, got ", t.describe());
-  else
-    VT_CHECK(dt == DType::f32 || dt == DType::f64, "[", op, "] CPU needs f32 or f64 operands, got ", t.describe());
-}
-
 void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev) {
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2);
   for (const Tensor* t : {&r.expert_keys, &r.experts, &r.order, &r.offsets})
@@ -215,7 +207,7 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
   VT_CHECK(topk >= 1 && topk <= N, "[mita_route] k = ", topk, " keys per expert must be in [1, N = ", N, "]");
   VT_CHECK(m >= 1, "[mita_route] needs at least one landmark");
   const Device dev = common_device("mita_route", {&q_in, &k_in, &landmarks});
-  check_float_dtype("mita_route", q_in, dev);
+  check_device_float(q_in, "mita_route");
   Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), r = row_contiguous(landmarks);
   MitaRouting out;
   out = empty_routing(B, H, N, m, topk, dev);
@@ -320,7 +312,7 @@ Tensor mita_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
            ", k ", k_in.describe(), " and v ", v_in.describe(), " must have the same shape");
   VT_CHECK(q_in.dtype() == k_in.dtype() && q_in.dtype() == v_in.dtype(), "[mita_attention] q, k, v dtypes differ");
   const Device dev = common_device("mita_attention", {&q_in, &k_in, &v_in});
-  check_float_dtype("mita_attention", q_in, dev);
+  check_device_float(q_in, "mita_attention");
   VT_CHECK(routing.offsets.defined() && routing.offsets.dim() == 3,
            "[mita_attention] routing.offsets must be [B, H, m + 1]");
   const int64_t B = q_in.size(0), H = q_in.size(1), N = q_in.size(2), d = q_in.size(3),
@@ -407,7 +399,7 @@ Tensor mita_landmark_pool(const Tensor& x, int64_t first, int64_t L, int64_t gri
     VT_CHECK(p * p == m, "[mita_landmark_pool] 2-D pooling needs m = p², got m = ", m);
   }
   const Device dev = common_device("mita_landmark_pool", {&x});
-  check_float_dtype("mita_landmark_pool", x, dev);
+  check_device_float(x, "mita_landmark_pool");
   Tensor xs = x.detach();
   if (xs.strides()[2] != 1 && C > 1) xs = xs.contiguous();
   kernels::cpu::LandmarkPoolShape s{B, N, C, first, L, grid, m, p, xs.strides()[0], xs.strides()[1]};

@@ -185,6 +185,16 @@ void fail_without_cuda(const char* op, Device device) {
   VT_FAIL("[", op, "] ", device.str(), " tensor in a build without CUDA");
 }
 
+void check_cuda_float(const Tensor& x, const char* op) {
+  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16, "[", op, "] CUDA needs f32 or bf16, got ",
+           x.describe());
+}
+
+void check_device_float(const Tensor& x, const char* op) {
+  if (x.device().is_cuda()) return check_cuda_float(x, op);
+  VT_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "[", op, "] CPU needs f32 or f64, got ", x.describe());
+}
+
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.impl().storage;

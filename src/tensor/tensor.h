@@ -119,6 +119,10 @@ void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
 Device common_device(const char* op, std::initializer_list<const Tensor*> tensors);
 /// Throws "[op] <device> tensor in a build without CUDA".
 [[noreturn]] void fail_without_cuda(const char* op, Device device);
+/// Throws "[op] CUDA needs f32 or bf16, got ..." unless x is f32 or bf16 (what the float CUDA kernels take).
+void check_cuda_float(const Tensor& x, const char* op);
+/// The same on CUDA; on the CPU throws "[op] CPU needs f32 or f64, got ..." unless x is f32 or f64.
+void check_device_float(const Tensor& x, const char* op);
 
 /// A new view of `base`'s storage with the given geometry (no autograd).
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset);
