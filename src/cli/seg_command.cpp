@@ -63,6 +63,10 @@ int run_seg_eval(const io::Config& cfg, const std::string& weights, const std::s
   return 0;
 }
 
+// seg-eval and viz seg: a segmentation config and its weights are required.
+const RunOptionsSpec kSegRunOptions{
+    .config_help = "YAML config file (with model.decoder)", .config_required = true, .weights = true};
+
 void add_seg_eval_command(CLI::App& app) {
   struct Options {
     RunOptions run;
@@ -72,8 +76,7 @@ void add_seg_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "seg-eval", "evaluate segmentation weights on the validation split (sliding window; mIoU, mAcc, aAcc and a "
                   "per-class table, mmseg semantics)");
-  add_run_options(*cmd, opts->run,
-                  {.config_help = "YAML config file (with model.decoder)", .config_required = true, .weights = true});
+  add_run_options(*cmd, opts->run, kSegRunOptions);
   cmd->add_option("--json", opts->json, "also write the scores (with per-class IoU/Acc) to this JSON file");
   cmd->callback([opts] {
     finish_command([&] {
@@ -91,8 +94,7 @@ void add_viz_seg_command(CLI::App& viz) {
   auto* cmd = viz.add_subcommand(
       "seg", "segment one image: the image, its ground truth (when --label is given) and the prediction side by "
              "side in the ADE20K palette (ignored pixels black), as PNG");
-  add_run_options(*cmd, opts->run,
-                  {.config_help = "YAML config file (with model.decoder)", .config_required = true, .weights = true});
+  add_run_options(*cmd, opts->run, kSegRunOptions);
   cmd->add_option("-i,--image", opts->image, "image file (JPEG or PNG)")->required()->check(CLI::ExistingFile);
   cmd->add_option("-l,--label", opts->label, "annotation PNG (ADE20K values; reduce_zero_label applied)")
       ->check(CLI::ExistingFile);
