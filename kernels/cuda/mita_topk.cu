@@ -1,4 +1,5 @@
-// Top-k per row (see mita_topk.h). One block per row, on the float bits mapped to unsigned order:
+// Top-k per row (see mita_topk.h), on the float bits mapped to unsigned order. Rows of up to 1024 entries: a warp
+// per row (topk_warp_kernel). Longer rows: one block per row,
 //   fast path (k ≤ 2048): candidates in shared memory — the whole row when it has ≤ 8192 entries, else the
 //     entries at or above a threshold estimated from 8192 evenly spaced samples (≈ 2k expected; one read of the
 //     row, appends aggregated per warp with a ballot) — then an exact radix selection among them in shared memory
@@ -244,6 +245,55 @@ __global__ void __launch_bounds__(Threads) topk_rows_kernel(const float* __restr
   exact_select<Threads>([&](int i) { return row[i]; }, dst, N, k);
 }
 
+/// Rows of at most 32·J entries (MiTA's N = 197 at 224²): a warp per row, entry lane + 32·j in register j as the
+/// unique key (value bits, then the complement of the index, so ties go to the lower index). A bitwise search
+/// counted with ballots finds the k-th largest key; the selected entries are written in index order by a prefix
+/// count over the same ballots. No shared memory, no block barriers.
+template <int J>
+__global__ void __launch_bounds__(128) topk_warp_kernel(const float* __restrict__ x, int32_t* __restrict__ out,
+                                                       int64_t rows, int N, int k) {
+  const int64_t row = int64_t(blockIdx.x) * 4 + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const float* xr = x + row * N;
+  uint64_t key[J];  // 0 for the padding past N: below every real key, never selected since k ≤ N
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int i = lane + 32 * j;
+    key[j] = i < N ? (uint64_t{ordered_bits(xr[i])} << 32) | (0xffffffffu - static_cast<uint32_t>(i)) : 0;
+  }
+  uint64_t kth = 0;  // the largest t with at least k keys ≥ t: the k-th largest key itself
+  for (int bit = 63; bit >= 0; --bit) {
+    const uint64_t t = kth | (uint64_t{1} << bit);
+    int count = 0;
+#pragma unroll
+    for (int j = 0; j < J; ++j) count += __popc(__ballot_sync(0xffffffffu, key[j] >= t));
+    if (count >= k) kth = t;
+  }
+  int32_t* dst = out + row * k;
+  int base = 0;
+  const unsigned below = (1u << lane) - 1u;
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const bool take = key[j] >= kth;
+    const unsigned ballot = __ballot_sync(0xffffffffu, take);
+    if (take) dst[base + __popc(ballot & below)] = lane + 32 * j;
+    base += __popc(ballot);
+  }
+}
+
+constexpr int kWarpMaxN = 1024;
+
+void launch_warp(const float* x, int32_t* out, int64_t rows, int N, int k, cudaStream_t stream) {
+  const unsigned grid = static_cast<unsigned>((rows + 3) / 4);
+  if (N <= 64) topk_warp_kernel<2><<<grid, 128, 0, stream>>>(x, out, rows, N, k);
+  else if (N <= 128) topk_warp_kernel<4><<<grid, 128, 0, stream>>>(x, out, rows, N, k);
+  else if (N <= 256) topk_warp_kernel<8><<<grid, 128, 0, stream>>>(x, out, rows, N, k);
+  else if (N <= 512) topk_warp_kernel<16><<<grid, 128, 0, stream>>>(x, out, rows, N, k);
+  else topk_warp_kernel<32><<<grid, 128, 0, stream>>>(x, out, rows, N, k);
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
 template <int Threads>
 void launch(const float* x, int32_t* out, int64_t rows, int N, int k, cudaStream_t stream) {
   const int cap = N <= kCandidates ? N : kCandidates;
@@ -260,7 +310,9 @@ void mita_topk_rows(const float* x, int32_t* out, int64_t rows, int N, int k, cu
   VT_CHECK(k >= 1 && k <= N, "[mita_topk_rows] k = ", k, " must be in [1, N = ", N, "]");
   VT_CHECK(rows < (int64_t{1} << 31), "[mita_topk_rows] ", rows, " rows exceed the grid");
   if (rows == 0) return;
-  if (k > kFastMaxK) {  // the exact path alone (it needs no dynamic shared memory)
+  if (N <= kWarpMaxN) {
+    launch_warp(x, out, rows, N, k, stream);
+  } else if (k > kFastMaxK) {  // the exact path alone (it needs no dynamic shared memory)
     exact_kernel<256><<<static_cast<unsigned>(rows), 256, 0, stream>>>(x, out, N, k);
     VT_CUDA_CHECK(cudaGetLastError());
   } else if (N > kCandidates) {

@@ -54,7 +54,14 @@ struct IdentityBackward : Node {
 struct ToBackward : Node {
   DType input_dtype;
   const char* name() const override { return "ToBackward"; }
-  std::vector<Tensor> backward(const Tensor& g) override { return {g.to(input_dtype)}; }
+  std::vector<Tensor> backward(const Tensor& g) override {
+    // Into a leaf's existing gradient (an autocast weight cast meeting its f32 .grad) the accumulation itself
+    // converts, in one kernel instead of a cast and an add.
+    if (const auto* acc = dynamic_cast<const AccumulateGrad*>(next.empty() ? nullptr : next[0].get());
+        acc && acc->leaf()->grad && acc->leaf()->dtype == input_dtype)
+      return {g};
+    return {g.to(input_dtype)};
+  }
 };
 
 struct ToDeviceBackward : Node {

@@ -78,6 +78,29 @@ TEST(AutocastCuda, LinearIsBf16WithF32MasterGradients) {
   expect_bf16_rule(lin.weight.grad(), dw_plain, dw_ref, "autocast linear weight gradient");
 }
 
+// The second backward meets an existing f32 .grad: the weight cast's backward then hands the bf16 gradient on and
+// the accumulation converts (one kernel); the sum must be what casting first and adding gives.
+TEST(AutocastCuda, Bf16GradientAddsIntoAnExistingF32Grad) {
+  VT_REQUIRE_DEVICE();
+  Generator gen(2);
+  nn::Linear lin(37, 19, true, gen);
+  lin.to(kGpu);
+  const Tensor x = randn_cpu({5, 37}, 8).to(kGpu);
+  auto step = [&] {
+    nn::AutocastGuard amp(DType::bf16);
+    Tensor y = lin.forward(x);
+    ops::sum(y.to(DType::f32) * y.to(DType::f32)).backward();
+  };
+  step();
+  const Tensor first_w = lin.weight.grad().to(cpu()), first_b = lin.bias.grad().to(cpu());
+  ASSERT_EQ(first_w.dtype(), DType::f32);
+  step();
+  EXPECT_EQ(lin.weight.grad().dtype(), DType::f32);
+  // Same inputs, same bf16 gradient both times: the f32 sum of two equal bf16-exact values is exact.
+  EXPECT_EQ(max_abs_diff(lin.weight.grad().to(cpu()), first_w * 2.0), 0.0);
+  EXPECT_EQ(max_abs_diff(lin.bias.grad().to(cpu()), first_b * 2.0), 0.0);
+}
+
 TEST(AutocastCuda, LayerNormGivesBf16FromAnF32Stream) {
   VT_REQUIRE_DEVICE();
   nn::LayerNorm ln(45, 1e-6);
