@@ -5,6 +5,7 @@
 // bf16 + f32 -> f32, so the residual stream stays f32 (timm/PyTorch AMP). CPU tensors ignore the policy: the CPU
 // path stays f32 and bit-identical with or without a guard.
 #pragma once
+#include <memory>
 #include <optional>
 
 #include "tensor/tensor.h"
@@ -13,6 +14,12 @@ namespace vt::nn {
 
 /// RAII: sets the calling thread's autocast dtype for the scope (std::nullopt turns autocast off) and restores
 /// the previous policy afterwards. Only bf16 is supported: f16 would need loss scaling, which we do not have.
+struct WeightCastCache;
+
+/// The outermost guard that turns autocast on also holds the weight-cast cache (PyTorch's autocast cache): the
+/// first cast of a CUDA f32 parameter casts its whole storage once — with the optimizer's flat buffer, every
+/// parameter of the model in one kernel — and later casts are views of that copy. It lives until the guard ends,
+/// so parameters must not change inside the scope (they don't within a forward).
 class AutocastGuard {
  public:
   explicit AutocastGuard(std::optional<DType> dtype);
@@ -22,6 +29,7 @@ class AutocastGuard {
 
  private:
   std::optional<DType> previous_;
+  std::unique_ptr<WeightCastCache> cache_;  // set on the guard that installed the thread's cache
 };
 
 /// The calling thread's autocast dtype, std::nullopt when autocast is off.

@@ -127,4 +127,8 @@ void check_device_float(const Tensor& x, const char* op);
 /// A new view of `base`'s storage with the given geometry (no autograd).
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset);
 
+/// `cast`, which holds t's values in another floating dtype (an autocast cache entry), with the autograd of
+/// t.to(cast.dtype()): t's gradient is the incoming one converted back to t's dtype.
+Tensor as_cast_of(const Tensor& t, const Tensor& cast);
+
 }  // namespace vt

@@ -15,6 +15,7 @@
 #include "nn/layers.h"
 #include "ops/ops.h"
 #include "optim/adamw.h"
+#include "optim/flat_buffers.h"
 #include "optim/param_groups.h"
 
 namespace vt::test {
@@ -99,6 +100,41 @@ TEST(AutocastCuda, Bf16GradientAddsIntoAnExistingF32Grad) {
   // Same inputs, same bf16 gradient both times: the f32 sum of two equal bf16-exact values is exact.
   EXPECT_EQ(max_abs_diff(lin.weight.grad().to(cpu()), first_w * 2.0), 0.0);
   EXPECT_EQ(max_abs_diff(lin.bias.grad().to(cpu()), first_b * 2.0), 0.0);
+}
+
+// The weight-cast cache: with the parameters in one flat buffer, the first cast converts all of it once and every
+// later cast is a view of that copy; values are the plain casts, gradients reach the f32 leaves, and a new guard
+// (after the parameters changed) casts afresh.
+TEST(AutocastCuda, WeightCastsComeFromOneCastOfTheFlatBuffer) {
+  VT_REQUIRE_DEVICE();
+  Generator gen(3);
+  nn::Linear a(13, 7, true, gen), b(7, 5, true, gen);
+  a.to(kGpu);
+  b.to(kGpu);
+  optim::FlatBuffers flat({optim::ParamGroup{{a.weight, a.bias, b.weight, b.bias}, 0.0}});
+  Tensor wa, wb;
+  {
+    nn::AutocastGuard amp(DType::bf16);
+    wa = nn::cast_to(a.weight, DType::bf16);
+    wb = nn::cast_to(b.weight, DType::bf16);
+    const Tensor again = nn::cast_to(a.weight, DType::bf16);
+    EXPECT_EQ(again.raw_data(), wa.raw_data());  // the same cached copy
+  }
+  EXPECT_EQ(wa.dtype(), DType::bf16);
+  // Both views sit in one bf16 copy of the flat buffer, at the parameters' offsets.
+  const auto* base = static_cast<const char*>(wa.raw_data()) - 2 * flat.offset(0);
+  EXPECT_EQ(static_cast<const char*>(wb.raw_data()), base + 2 * flat.offset(2));
+  EXPECT_EQ(max_abs_diff(wa.to(cpu()), a.weight.detach().to(DType::bf16).to(cpu())), 0.0);
+  EXPECT_EQ(max_abs_diff(wb.to(cpu()), b.weight.detach().to(DType::bf16).to(cpu())), 0.0);
+  ops::sum(wa.to(DType::f32)).backward();
+  EXPECT_EQ(max_abs_diff(a.weight.grad().to(cpu()), Tensor::ones({7, 13})), 0.0);
+  {
+    NoGradGuard no_grad;
+    ops::mul_(a.weight, 2.0);
+  }
+  nn::AutocastGuard amp(DType::bf16);
+  EXPECT_EQ(max_abs_diff(nn::cast_to(a.weight, DType::bf16).to(cpu()), a.weight.detach().to(DType::bf16).to(cpu())),
+            0.0);
 }
 
 TEST(AutocastCuda, LayerNormGivesBf16FromAnF32Stream) {
