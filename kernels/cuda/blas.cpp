@@ -116,7 +116,7 @@ void validate(const GemmLtArgs& g) {
            g.B.trans ? "transposed" : "not transposed", ", K=", g.K, " N=", g.N, ")");
   VT_CHECK(g.ldc >= std::max<int64_t>(1, g.N), "[gemm_lt] ldc=", g.ldc, " < N=", g.N);
   VT_CHECK(g.A.stride >= 0 && g.B.stride >= 0 && g.stride_c >= 0, "[gemm_lt] negative batch stride");
-  const bool grad_epi = g.epilogue == GemmEpilogue::bias_grad_a;
+  const bool grad_epi = g.epilogue == GemmEpilogue::bias_grad_a || g.epilogue == GemmEpilogue::bias_grad_a_cublaslt;
   VT_CHECK(g.epilogue == GemmEpilogue::none || grad_epi || g.bias != nullptr,
            "[gemm_lt] the bias epilogue needs a bias");
   VT_CHECK(!grad_epi || (g.bias_grad != nullptr && g.batch <= 1 && g.alpha == 1.0f),
@@ -142,9 +142,10 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
   if (g.epilogue == GemmEpilogue::bias) epi = CUBLASLT_EPILOGUE_BIAS;
   if (g.epilogue == GemmEpilogue::bias_gelu_tanh) epi = CUBLASLT_EPILOGUE_GELU_BIAS;
-  if (g.epilogue == GemmEpilogue::bias_grad_a) epi = CUBLASLT_EPILOGUE_BGRADB;  // cuBLASLt's B is our A
+  if (g.epilogue == GemmEpilogue::bias_grad_a_cublaslt) epi = CUBLASLT_EPILOGUE_BGRADB;  // cuBLASLt's B is our A
   op.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
-  const void* bias_ptr = g.epilogue == GemmEpilogue::bias_grad_a ? static_cast<const void*>(g.bias_grad) : g.bias;
+  const void* bias_ptr =
+      g.epilogue == GemmEpilogue::bias_grad_a_cublaslt ? static_cast<const void*>(g.bias_grad) : g.bias;
   if (epi != CUBLASLT_EPILOGUE_DEFAULT) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr);
 
   const uint32_t al_a = alignment(g.B.data, g.B.stride, g.batch, in_sz);  // cuBLASLt's A is our B
@@ -189,7 +190,7 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
                                                                  out.desc, out.desc, pref.desc, 1, &result, &found);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
     // An epilogue this cuBLASLt build rejects for the layout/dtypes: gemm_lt falls back to the plain GEMM.
-    if (status != CUBLAS_STATUS_SUCCESS && g.epilogue == GemmEpilogue::bias_grad_a) return false;
+    if (status != CUBLAS_STATUS_SUCCESS && g.epilogue == GemmEpilogue::bias_grad_a_cublaslt) return false;
     VT_CUBLAS_CHECK(status);
     algo = result.algo;
     std::lock_guard<std::mutex> lock(g_cache_mutex);
@@ -199,7 +200,7 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
   const cublasStatus_t status =
       cublasLtMatmul(ctx.handle(), op.desc, &g.alpha, g.B.data, first.desc, g.A.data, second.desc, &g.beta, g.C,
                      out.desc, g.C, out.desc, &algo, ctx.workspace(g.stream), BlasContext::kWorkspaceBytes, g.stream);
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED && g.epilogue == GemmEpilogue::bias_grad_a) {
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED && g.epilogue == GemmEpilogue::bias_grad_a_cublaslt) {
     std::lock_guard<std::mutex> lock(g_cache_mutex);  // forget it: the plain GEMM + row sums take over
     g_algo_cache.erase(key);
     return false;
@@ -212,7 +213,8 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
 
 void gemm_lt(const GemmLtArgs& args) {
   validate(args);
-  if (args.epilogue == GemmEpilogue::bias_grad_a && args.N == 0 && args.M > 0 && args.K > 0 && args.batch > 0) {
+  const bool bias_grad = args.epilogue == GemmEpilogue::bias_grad_a || args.epilogue == GemmEpilogue::bias_grad_a_cublaslt;
+  if (bias_grad && args.N == 0 && args.M > 0 && args.K > 0 && args.batch > 0) {
     const int64_t stride_m = args.A.trans ? 1 : args.A.ld, stride_k = args.A.trans ? args.A.ld : 1;
     return sum_rows_strided(args.bias_grad, args.out_dtype, args.A.data, args.in_dtype, args.M, args.K, stride_m,
                             stride_k, args.stream);
@@ -222,9 +224,9 @@ void gemm_lt(const GemmLtArgs& args) {
   int device = 0;
   VT_CUDA_CHECK(cudaGetDevice(&device));
   BlasContext& ctx = BlasContext::get(device);
-  if (args.epilogue == GemmEpilogue::bias_grad_a) {
-    if (run(args, device, ctx)) return;
-    // No fused bias-gradient kernel for this key: plain GEMM, then the row sums of op(A) [M, K].
+  if (bias_grad) {
+    if (args.epilogue == GemmEpilogue::bias_grad_a_cublaslt && run(args, device, ctx)) return;
+    // Plain GEMM, then the row sums of op(A) [M, K] (also where cuBLASLt has no fused kernel for the key).
     GemmLtArgs plain = args;
     plain.epilogue = GemmEpilogue::none;
     plain.bias_grad = nullptr;

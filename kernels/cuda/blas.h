@@ -17,9 +17,11 @@
 // exact erf GELU of nn::GELU / timm's default, so it is exposed as `bias_gelu_tanh`. The exact GELU needs the
 // separate kernel (kernels/cuda/elementwise.h) after a `bias` GEMM.
 //
-// Bias gradient: `bias_grad_a` also writes bias_grad [M] = Σ_k op(A)[m, k] (cuBLASLt's BGRADB: its B is our A),
-// which is db of a Linear layer when the GEMM is dW = gᵀ·x (A = g transposed). When cuBLASLt has no such kernel
-// for the dtypes/layouts, the plain GEMM runs and kernels/cuda/bias_grad.h sums the rows of op(A) instead.
+// Bias gradient: `bias_grad_a` also writes bias_grad [M] = Σ_k op(A)[m, k], which is db of a Linear layer when the
+// GEMM is dW = gᵀ·x (A = g transposed): the plain GEMM, then kernels/cuda/bias_grad.h's row sums of op(A).
+// `bias_grad_a_cublaslt` asks cuBLASLt's BGRADB epilogue instead (its B is our A; the same fallback where it has no
+// kernel); on the H200 at DeiT shapes it was the slower of the two (BENCHMARKS.md, GemmBiasGradCuda.DISABLED_Timing)
+// and is kept as that benchmark's peer.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +40,7 @@ enum class GemmEpilogue : uint8_t {
   bias,            // D = alpha·AB + beta·C + bias
   bias_gelu_tanh,  // D = gelu_tanh(alpha·AB + beta·C + bias)
   bias_grad_a,     // D = alpha·AB + beta·C, and bias_grad [M] = Σ_k op(A)[m, k] (batch 1, alpha 1)
+  bias_grad_a_cublaslt,  // the same by cuBLASLt's BGRADB epilogue
 };
 
 struct GemmLtOperand {

@@ -305,7 +305,7 @@ void linear_2d_backward_cuda(const Tensor& g2, const Tensor& x2, const Tensor& w
   }
   if (want_b) gb = Tensor::empty({out_f}, dt, dev);
   if (want_w) {
-    // gw [out, in] = gᵀ [out, M] · x2 [M, in]; gb [out] = row sums of gᵀ, fused as cuBLASLt's BGRADB epilogue.
+    // gw [out, in] = gᵀ [out, M] · x2 [M, in]; gb [out] = row sums of gᵀ (gemm_lt's bias_grad_a).
     gw = Tensor::empty({out_f, in}, dt, dev);
     auto args = lt_args(dt, 1, out_f, in, M, {g.raw_data(), true, out_f, 0}, {x2.raw_data(), false, in, 0},
                         gw.raw_data(), in, 0);

@@ -2,12 +2,16 @@
 // forward and backward, f32 and bf16 (tolerances: tests/cuda/op_compare.h). Covers odd sizes (M, K, N of 1, 7,
 // 197, 385), transposed views passed without copies, batch broadcasting, Linear with and without bias (the fused
 // bias-gradient epilogue, and the row-sum kernel when only the bias wants a gradient), and a transposed weight.
-// gemm_lt's bias_grad_a epilogue is also checked directly, with op(A) stored either way (cuBLASLt's BGRADB, or the
-// plain GEMM + row-sum fallback where cuBLASLt has no fused kernel).
+// gemm_lt's bias-gradient epilogues are also checked directly, with op(A) stored either way (the plain GEMM + our
+// row sums, and cuBLASLt's BGRADB or its fallback where cuBLASLt has no fused kernel).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "cuda/op_compare.h"
+#include "kernels/cuda/bias_grad.h"
 #include "kernels/cuda/blas.h"
+#include "kernels/cuda/event.h"
 #include "kernels/cuda/stream.h"
 #include "ops/ops.h"
 
@@ -136,9 +140,11 @@ TEST(LinearCuda, RejectsMixedDtypes) {
 TEST(GemmBiasGradCuda, MatchesProductAndRowSums) {
   VT_REQUIRE_DEVICE();
   const int64_t M = 19, N = 7, K = 197;
+  for (auto epilogue : {kernels::cuda::GemmEpilogue::bias_grad_a, kernels::cuda::GemmEpilogue::bias_grad_a_cublaslt})
   for (DType dt : {DType::f32, DType::bf16})
     for (bool ta : {true, false}) {
-      const std::string what = std::string(dtype_name(dt)) + (ta ? " A transposed" : " A row-major");
+      const std::string what = std::string(dtype_name(dt)) + (ta ? " A transposed" : " A row-major") +
+                               (epilogue == kernels::cuda::GemmEpilogue::bias_grad_a ? "" : " BGRADB");
       const Tensor a = randn_cpu(ta ? Shape{K, M} : Shape{M, K}, 1, dt), b = randn_cpu({K, N}, 2, dt);
       const Tensor ad = a.to(kGpu), bd = b.to(kGpu);
       const Tensor c = Tensor::empty({M, N}, dt, kGpu), db = Tensor::empty({M}, dt, kGpu);
@@ -148,7 +154,7 @@ TEST(GemmBiasGradCuda, MatchesProductAndRowSums) {
       g.A = {ad.raw_data(), ta, ta ? M : K, 0};
       g.B = {bd.raw_data(), false, N, 0};
       g.C = c.raw_data(), g.ldc = N;
-      g.epilogue = kernels::cuda::GemmEpilogue::bias_grad_a;
+      g.epilogue = epilogue;
       g.bias_grad = db.raw_data();
       g.stream = kernels::cuda::current_stream();
       kernels::cuda::gemm_lt(g);
@@ -162,6 +168,86 @@ TEST(GemmBiasGradCuda, MatchesProductAndRowSums) {
         expect_bf16_rule(db, db_ref.to(DType::bf16), db_ref, (what + " row sums").c_str());
       }
     }
+}
+
+}  // namespace
+}  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// The bias gradient's column sums of a row-major [K, M] matrix (kernels/cuda/bias_grad.h) on the sliced path (K ≥
+// 256, M a multiple of the 16-byte vector) and on the fallbacks (M = 36 in bf16, a row-strided A, short K), against
+// f64 sums on the host; then the same shapes again: the sums are deterministic, bit for bit.
+TEST(GemmBiasGradCuda, ColumnSumsOfTallMatricesMatchAndRepeat) {
+  VT_REQUIRE_DEVICE();
+  struct Shape2 {
+    int64_t K, M;
+  };
+  uint32_t seed = 40;
+  for (const Shape2& sh : {Shape2{50432 / 8, 384}, Shape2{4099, 1536}, Shape2{300, 40}, Shape2{1000, 36},
+                           Shape2{200, 64}})
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const std::string what = std::string(dtype_name(dt)) + " K=" + std::to_string(sh.K) + " M=" + std::to_string(sh.M);
+      const Tensor a = randn_cpu({sh.K, sh.M}, seed++, dt), ad = a.to(kGpu);
+      const Tensor ref = ops::sum(a.to(DType::f64), {0});
+      auto run = [&] {
+        Tensor out = Tensor::empty({sh.M}, DType::f32, kGpu);
+        kernels::cuda::sum_rows_strided(out.raw_data(), DType::f32, ad.raw_data(), dt, sh.M, sh.K, 1, sh.M,
+                                        kernels::cuda::current_stream());
+        return out.to(cpu());
+      };
+      const Tensor first = run(), second = run();
+      // f32 sums of K values of size O(1): error ~√K·u·√K (sum of magnitudes ~K), far below 1e-5·K.
+      EXPECT_LE(max_abs_diff(first, ref), 1e-5 * static_cast<double>(sh.K)) << what;
+      EXPECT_EQ(max_abs_diff(first, second), 0.0) << what;
+    }
+}
+
+}  // namespace
+}  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// Not a test: times a Linear's weight+bias gradient at DeiT-S shapes (M = 256·197 rows, bf16) as cuBLASLt's BGRADB
+// epilogue, as the plain GEMM, and as our column sums alone. Run on the H200 with
+// --gtest_filter=GemmBiasGradCuda.DISABLED_Timing --gtest_also_run_disabled_tests.
+TEST(GemmBiasGradCuda, DISABLED_Timing) {
+  VT_REQUIRE_DEVICE();
+  namespace kc = kernels::cuda;
+  const int64_t M = 256 * 197;
+  struct Lin { int64_t out, in; };
+  for (Lin l : {Lin{1152, 384}, Lin{384, 384}, Lin{1536, 384}, Lin{384, 1536}}) {
+    Tensor g = Tensor::empty({M, l.out}, DType::bf16, kGpu), x = Tensor::empty({M, l.in}, DType::bf16, kGpu);
+    g.fill_(0.01), x.fill_(0.01);
+    Tensor gw = Tensor::empty({l.out, l.in}, DType::bf16, kGpu), gb = Tensor::empty({l.out}, DType::bf16, kGpu);
+    const cudaStream_t stream = kc::current_stream();
+    auto gemm = [&](bool epilogue) {
+      kc::GemmLtArgs a;
+      a.in_dtype = a.out_dtype = DType::bf16;
+      a.M = l.out, a.N = l.in, a.K = M;
+      a.A = {g.raw_data(), true, l.out, 0};
+      a.B = {x.raw_data(), false, l.in, 0};
+      a.C = gw.raw_data(), a.ldc = l.in;
+      if (epilogue) a.epilogue = kc::GemmEpilogue::bias_grad_a_cublaslt, a.bias_grad = gb.raw_data();
+      a.stream = stream;
+      kc::gemm_lt(a);
+    };
+    auto sums = [&] { kc::sum_rows_strided(gb.raw_data(), DType::bf16, g.raw_data(), DType::bf16, l.out, M, 1, l.out, stream); };
+    auto time_ms = [&](auto&& f) {
+      for (int i = 0; i < 3; ++i) f();
+      kc::CudaEvent start, stop;
+      start.record(stream);
+      for (int i = 0; i < 20; ++i) f();
+      stop.record(stream);
+      return stop.elapsed_ms_since(start) / 20.0;
+    };
+    const double fused = time_ms([&] { gemm(true); }), plain = time_ms([&] { gemm(false); }), rows = time_ms(sums);
+    std::printf("bias grad out=%ld in=%ld M=%ld: BGRADB epilogue %.4f ms | plain GEMM %.4f ms + column sums %.4f ms "
+                "(%.0f GB/s) = %.4f ms\n", static_cast<long>(l.out), static_cast<long>(l.in), static_cast<long>(M),
+                fused, plain, rows, 2.0 * M * l.out / rows / 1e6, plain + rows);
+  }
 }
 
 }  // namespace
