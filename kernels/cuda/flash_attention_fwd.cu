@@ -80,75 +80,82 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
     }
     const bf16* kt = sK + (j & 1) * kBlockN * LD;
     const bf16* vt = sV + (j & 1) * kBlockN * LD;
+    // Work only where it counts: a warp whose 16 query rows all lie past N, and the 16-key chunks of the last tile
+    // past N, skip their MMAs (warp-uniform branches; the loads and barriers stay shared). At N = 197 this drops
+    // about a third of the products.
+    const int key0 = j * kBlockN, valid_keys = min(kBlockN, N - key0);
+    if (m0 + warp * 16 < N) {
 
-    // S = Q Kᵀ (16 × 64 per warp)
-    float s[kBlockN / 8][4];
+      // S = Q Kᵀ (16 × 64 per warp)
+      float s[kBlockN / 8][4];
 #pragma unroll
-    for (int i = 0; i < kBlockN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+      for (int i = 0; i < kBlockN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
+      for (int kk = 0; kk < D / 16; ++kk) {
 #pragma unroll
-      for (int nn = 0; nn < kBlockN / 16; ++nn) {
-        uint32_t bfr[4];
-        ldmatrix_x4(bfr, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
-        mma_bf16(s[2 * nn], qf[kk], bfr[0], bfr[1]);
-        mma_bf16(s[2 * nn + 1], qf[kk], bfr[2], bfr[3]);
+        for (int nn = 0; nn < kBlockN / 16; ++nn) {
+          if (nn * 16 >= valid_keys) continue;
+          uint32_t bfr[4];
+          ldmatrix_x4(bfr, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
+          mma_bf16(s[2 * nn], qf[kk], bfr[0], bfr[1]);
+          mma_bf16(s[2 * nn + 1], qf[kk], bfr[2], bfr[3]);
+        }
       }
-    }
 
-    // online softmax in the log2 domain
-    const int key0 = j * kBlockN;
-    float mx[2] = {row_max[0], row_max[1]};
+      // online softmax in the log2 domain
+      float mx[2] = {row_max[0], row_max[1]};
 #pragma unroll
-    for (int nt = 0; nt < kBlockN / 8; ++nt) {
+      for (int nt = 0; nt < kBlockN / 8; ++nt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = key0 + nt * 8 + 2 * t + (e & 1);
-        s[nt][e] = col < N ? s[nt][e] * p.scale_log2 : -INFINITY;
-        mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
+        for (int e = 0; e < 4; ++e) {
+          const int col = key0 + nt * 8 + 2 * t + (e & 1);
+          s[nt][e] = col < N ? s[nt][e] * p.scale_log2 : -INFINITY;
+          mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
+        }
       }
-    }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-    }
-    // Tile 0 always holds key 0, so mx is finite from the first tile on and exp2f(−inf − mx) = 0.
-    const float alpha[2] = {exp2f(row_max[0] - mx[0]), exp2f(row_max[1] - mx[1])};
-    row_max[0] = mx[0];
-    row_max[1] = mx[1];
-    row_sum[0] *= alpha[0];
-    row_sum[1] *= alpha[1];
-#pragma unroll
-    for (int nt = 0; nt < kBlockN / 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[nt][e] = exp2f(s[nt][e] - mx[e / 2]);
-        row_sum[e / 2] += s[nt][e];
+      for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
       }
-    }
+      // Tile 0 always holds key 0, so mx is finite from the first tile on and exp2f(−inf − mx) = 0.
+      const float alpha[2] = {exp2f(row_max[0] - mx[0]), exp2f(row_max[1] - mx[1])};
+      row_max[0] = mx[0];
+      row_max[1] = mx[1];
+      row_sum[0] *= alpha[0];
+      row_sum[1] *= alpha[1];
 #pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      o[i][0] *= alpha[0];
-      o[i][1] *= alpha[0];
-      o[i][2] *= alpha[1];
-      o[i][3] *= alpha[1];
-    }
+      for (int nt = 0; nt < kBlockN / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[nt][e] = exp2f(s[nt][e] - mx[e / 2]);
+          row_sum[e / 2] += s[nt][e];
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < D / 8; ++i) {
+        o[i][0] *= alpha[0];
+        o[i][1] *= alpha[0];
+        o[i][2] *= alpha[1];
+        o[i][3] *= alpha[1];
+      }
 
-    // O += P V, P (bf16) straight from the S accumulators
+      // O += P V, P (bf16) straight from the S accumulators
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        if (kk * 16 >= valid_keys) continue;  // P is 0 there
+        const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
+                               pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                               pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
-      for (int dn = 0; dn < D / 16; ++dn) {
-        uint32_t bfr[4];
-        ldmatrix_x4_trans(bfr, b_rows_kn(vt, LD, kk * 16, dn * 16, lane));
-        mma_bf16(o[2 * dn], a, bfr[0], bfr[1]);
-        mma_bf16(o[2 * dn + 1], a, bfr[2], bfr[3]);
+        for (int dn = 0; dn < D / 16; ++dn) {
+          uint32_t bfr[4];
+          ldmatrix_x4_trans(bfr, b_rows_kn(vt, LD, kk * 16, dn * 16, lane));
+          mma_bf16(o[2 * dn], a, bfr[0], bfr[1]);
+          mma_bf16(o[2 * dn + 1], a, bfr[2], bfr[3]);
+        }
       }
-    }
+    }  // rows of this warp below N
     __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
 
