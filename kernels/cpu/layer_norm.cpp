@@ -49,8 +49,8 @@ void forward_impl(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b, in
 }
 
 template <typename T>
-void backward_impl(T* dx, T* dw, T* db, const T* dy, const T* x, const T* mean, const T* rstd, const T* w,
-                   int64_t rows, int64_t C) {
+void backward_impl(T* dx, const T* dres, T* dw, T* db, const T* dy, const T* x, const T* mean, const T* rstd,
+                   const T* w, int64_t rows, int64_t C) {
   const bool par = rows * C > kParallelMin;
   const int nthreads = par ? omp_get_max_threads() : 1;
   const bool want_wb = dw || db;
@@ -99,6 +99,11 @@ void backward_impl(T* dx, T* dw, T* db, const T* dy, const T* x, const T* mean, 
 #pragma omp simd
           for (int64_t c = 0; c < C; ++c) dxr[c] = r * (dyr[c] - a - (xr[c] - m) * r * bq);
         }
+        if (dres) {
+          const T* rr = dres + i * C;
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) dxr[c] = rr[c] + dxr[c];
+        }
       }
     }
   }
@@ -125,13 +130,13 @@ void layer_norm_forward(DType dtype, void* y, void* mean, void* rstd, const void
   });
 }
 
-void layer_norm_backward(DType dtype, void* dx, void* dw, void* db, const void* dy, const void* x, const void* mean,
-                         const void* rstd, const void* w, int64_t rows, int64_t C) {
+void layer_norm_backward(DType dtype, void* dx, const void* dres, void* dw, void* db, const void* dy, const void* x,
+                         const void* mean, const void* rstd, const void* w, int64_t rows, int64_t C) {
   VT_DISPATCH_FLOAT(dtype, "layer_norm_backward", [&] {
     using T = scalar_t;
-    backward_impl(static_cast<T*>(dx), static_cast<T*>(dw), static_cast<T*>(db), static_cast<const T*>(dy),
-                  static_cast<const T*>(x), static_cast<const T*>(mean), static_cast<const T*>(rstd),
-                  static_cast<const T*>(w), rows, C);
+    backward_impl(static_cast<T*>(dx), static_cast<const T*>(dres), static_cast<T*>(dw), static_cast<T*>(db),
+                  static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(mean),
+                  static_cast<const T*>(rstd), static_cast<const T*>(w), rows, C);
   });
 }
 

@@ -13,7 +13,8 @@ void layer_norm_forward(DType dtype, void* y, void* mean, void* rstd, const void
                         int64_t rows, int64_t C, double eps);
 /// dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·w, x̂ = (x − mean)·rstd;
 /// dw = Σ_rows dy·x̂, db = Σ_rows dy. Any of dx, dw, db may be null (not computed); w may be null.
-void layer_norm_backward(DType dtype, void* dx, void* dw, void* db, const void* dy, const void* x, const void* mean,
-                         const void* rstd, const void* w, int64_t rows, int64_t C);
+/// dres (may be null; [rows, C] like dx) is a gradient to add: dx = dres + the above (a residual branch's).
+void layer_norm_backward(DType dtype, void* dx, const void* dres, void* dw, void* db, const void* dy, const void* x,
+                         const void* mean, const void* rstd, const void* w, int64_t rows, int64_t C);
 
 }  // namespace vt::kernels::cpu

@@ -17,11 +17,12 @@ void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, floa
 /// Number of f32 scratch elements layer_norm_backward needs for its per-block dw/db partial sums.
 int64_t layer_norm_backward_scratch(int64_t rows, int64_t C);
 
-/// dx (x_dtype) = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·w; dw = Σ_rows dy·x̂, db = Σ_rows dy (f32, summed
-/// per block then across blocks in a fixed order: deterministic, no atomics). dx, dw, db may each be null;
-/// w may be null. `scratch` holds layer_norm_backward_scratch(rows, C) floats (unused when dw and db are null).
-void layer_norm_backward(DType x_dtype, DType dy_dtype, void* dx, float* dw, float* db, const void* dy,
-                         const void* x, const float* mean, const float* rstd, const float* w, int64_t rows,
-                         int64_t C, float* scratch, cudaStream_t stream);
+/// dx (x_dtype) = dres + rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·w; dw = Σ_rows dy·x̂, db = Σ_rows dy (f32,
+/// summed per block then across blocks in a fixed order: deterministic, no atomics). dx, dw, db may each be null;
+/// w and dres (x_dtype, [rows, C]: a gradient already waiting for x) may be null. `scratch` holds
+/// layer_norm_backward_scratch(rows, C) floats (unused when dw and db are null).
+void layer_norm_backward(DType x_dtype, DType dy_dtype, void* dx, const void* dres, float* dw, float* db,
+                         const void* dy, const void* x, const float* mean, const float* rstd, const float* w,
+                         int64_t rows, int64_t C, float* scratch, cudaStream_t stream);
 
 }  // namespace vt::kernels::cuda

@@ -21,6 +21,19 @@ class Node {
   /// Drops saved tensors after backward has used them.
   virtual void release() {}
 
+  // Folding a gradient sum into backward (opt-in; every node that does not override these keeps the plain path).
+  // When a tensor feeds two nodes (x into norm1 and into the residual add), the engine sums the two gradients
+  // for x's producer. If the first has already arrived (`pending`) when this node runs, a node that opts in
+  // adds it inside its own backward kernel and the engine replaces the waiting gradient by the result instead
+  // of launching a separate add. At most one input per call is offered.
+
+  /// Whether backward_folding can return input `input`'s gradient summed with `pending` (shape, dtype, device).
+  virtual bool can_fold_pending(size_t /*input*/, const Tensor& /*pending*/) const { return false; }
+  /// backward() whose result for `input` is `pending` + this node's gradient for it, in a fresh tensor: `pending`
+  /// may be shared and is never written. Called only after can_fold_pending(input, pending) returned true;
+  /// the default runs backward() and adds.
+  virtual std::vector<Tensor> backward_folding(const Tensor& grad_out, size_t input, const Tensor& pending);
+
   bool needs_grad(size_t input) const { return input < next.size() && next[input] != nullptr; }
 
   std::vector<std::shared_ptr<Node>> next;

@@ -104,7 +104,18 @@ struct LayerNormBackward : Node {
   DType param_dtype = DType::f32;  // of dweight/dbias: x's dtype on the CPU, f32 on CUDA
   int64_t rows = 0, C = 0;
   const char* name() const override { return "LayerNormBackward"; }
-  std::vector<Tensor> backward(const Tensor& g) override {
+  std::vector<Tensor> backward(const Tensor& g) override { return run(g, Tensor()); }
+  // x's pending gradient (the residual branch's in a pre-norm block) is added by the kernel writing dx.
+  bool can_fold_pending(size_t input, const Tensor& pending) const override {
+    return input == 0 && pending.shape() == x.shape() && pending.dtype() == x.dtype() &&
+           pending.device() == x.device();
+  }
+  std::vector<Tensor> backward_folding(const Tensor& g, size_t input, const Tensor& pending) override {
+    VT_ASSERT(can_fold_pending(input, pending));
+    return run(g, pending.contiguous());
+  }
+  // dx (+ dres when defined: contiguous, x's shape and dtype), dweight, dbias.
+  std::vector<Tensor> run(const Tensor& g, const Tensor& dres) {
     Tensor gc = g.contiguous();
     Tensor dx, dw, db;
     if (needs_grad(0)) dx = Tensor::empty(x.shape(), x.dtype(), x.device());
@@ -116,18 +127,18 @@ struct LayerNormBackward : Node {
       if (dw.defined() || db.defined())
         scratch = Tensor::empty({kernels::cuda::layer_norm_backward_scratch(rows, C)}, DType::f32, x.device());
       CudaScope s(x.device());
-      kernels::cuda::layer_norm_backward(x.dtype(), gc.dtype(), ptr_or_null(dx), static_cast<float*>(ptr_or_null(dw)),
-                                         static_cast<float*>(ptr_or_null(db)), gc.raw_data(), x.raw_data(),
-                                         mean.data<float>(), rstd.data<float>(),
+      kernels::cuda::layer_norm_backward(x.dtype(), gc.dtype(), ptr_or_null(dx), ptr_or_null(dres),
+                                         static_cast<float*>(ptr_or_null(dw)), static_cast<float*>(ptr_or_null(db)),
+                                         gc.raw_data(), x.raw_data(), mean.data<float>(), rstd.data<float>(),
                                          static_cast<const float*>(ptr_or_null(weight)), rows, C,
                                          static_cast<float*>(ptr_or_null(scratch)), s.stream);
 #else
       fail_without_cuda(name(), x.device());
 #endif
     } else {
-      kernels::cpu::layer_norm_backward(x.dtype(), ptr_or_null(dx), ptr_or_null(dw), ptr_or_null(db), gc.raw_data(),
-                                        x.raw_data(), mean.raw_data(), rstd.raw_data(), ptr_or_null(weight), rows,
-                                        C);
+      kernels::cpu::layer_norm_backward(x.dtype(), ptr_or_null(dx), ptr_or_null(dres), ptr_or_null(dw),
+                                        ptr_or_null(db), gc.raw_data(), x.raw_data(), mean.raw_data(),
+                                        rstd.raw_data(), ptr_or_null(weight), rows, C);
     }
     return {dx, dw, db};
   }

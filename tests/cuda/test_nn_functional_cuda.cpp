@@ -123,10 +123,16 @@ struct LnCase {
   bool weight, bias;
 };
 
+// C a multiple of 8 up to 1024 takes the packed (register) kernels for f32 and bf16, C = 100 only for f32 (a
+// multiple of 4), other C the generic kernels.
 const std::vector<LnCase> kLnCases = {{{4, 197, 192}, true, true}, {{300, 384}, true, true},
                                       {{64, 768}, true, false},    {{37, 7}, false, true},
                                       {{1, 5}, false, false},      {{6, 7000}, true, true},  // > 6144: global scratch
-                                      {{2053, 33}, true, true}};  // more tiles than backward blocks
+                                      {{2053, 33}, true, true},   // more tiles than backward blocks
+                                      {{4513, 384}, true, true},  // odd rows, more tiles than packed blocks
+                                      {{99, 192}, false, true},    {{41, 100}, true, true},
+                                      {{29, 1024}, true, true},    {{17, 1032}, true, false},
+                                      {{5, 390}, true, true}};
 
 // Per-column Σ_rows |dy·x̂| and Σ_rows |dy| (f64), the scale of the f32 summation error of dw and db.
 std::pair<Tensor, Tensor> wb_abs_sums(const Tensor& x, const Tensor& dy, double eps) {

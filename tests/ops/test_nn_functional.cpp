@@ -186,6 +186,46 @@ TEST(NnFunctional, LayerNormOutDtypeCastsOnlyTheOutput) {
   EXPECT_EQ(ops::layer_norm(x, w, b, 1e-5, DType::f32).to_vector(), plain[0].to_vector());
 }
 
+// h + gelu(layer_norm(h)) with h = 1.5·x: the add's gradient for h is pending when LayerNorm's backward runs, so
+// LayerNorm folds it into dx (Node::can_fold_pending). `split` gives the residual and the norm separate leaves,
+// so nothing can fold, and sums their gradients.
+Tensor residual_ln_grad(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dz, bool split) {
+  Tensor x1 = x.clone().set_requires_grad(true), x2 = split ? x.clone().set_requires_grad(true) : x1;
+  Tensor h1 = x1 * 1.5, h2 = split ? x2 * 1.5 : h1;
+  Tensor z = h1 + ops::gelu(ops::layer_norm(h2, w, b, 1e-5));
+  z.backward(dz);
+  return split ? x1.grad() + x2.grad() : x1.grad();
+}
+
+TEST(NnFunctional, LayerNormFoldedResidualGradientMatchesTheSeparateSum) {
+  for (DType dt : {DType::f64, DType::f32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor x = random_tensor({9, 37}, 110, -2, 2, dt), dz = random_tensor({9, 37}, 111, -1, 1, dt);
+    Tensor w = random_tensor({37}, 112, 0.5, 1.5, dt), b = random_tensor({37}, 113, -1, 1, dt);
+    Tensor folded = residual_ln_grad(x, w, b, dz, false), split = residual_ln_grad(x, w, b, dz, true);
+    EXPECT_EQ(folded.dtype(), dt);
+    // The same terms added in another order: a few ulp of the gradient's scale.
+    const double tol = dt == DType::f64 ? 1e-13 : 1e-5;
+    expect_close(folded.to_vector(), split.to_vector(), tol, tol, "dx");
+  }
+}
+
+TEST(NnFunctional, LayerNormFoldedResidualGradientPassesGradcheck) {
+  // Pre-norm blocks through the engine: x1 = x + gelu(LN1(x)), x2 = x1 + LN2(x1)·s, x2 + LN3(x2). x1 and x2 are
+  // not leaves, so LN2 and LN3 fold; the add passes one gradient tensor to both of its inputs, so the folding
+  // backward must leave the pending tensor untouched.
+  OpCase c;
+  c.name = "pre-norm residual blocks";
+  c.inputs = {random_tensor({5, 11}, 120, -2, 2), random_tensor({11}, 121, 0.5, 1.5), random_tensor({11}, 122),
+              random_tensor({5, 11}, 123)};
+  c.fn = [](const std::vector<Tensor>& a) {
+    Tensor x1 = a[0] + ops::gelu(ops::layer_norm(a[0], a[1], a[2], 1e-5));
+    Tensor x2 = x1 + ops::layer_norm(x1, a[1], Tensor(), 1e-5) * a[3];
+    return x2 + ops::layer_norm(x2, Tensor(), Tensor(), 1e-5);
+  };
+  run_op_case(c);
+}
+
 TEST(NnFunctional, LayerNormRejectsMismatchedWeight) {
   EXPECT_THROW(ops::layer_norm(Tensor::zeros({3, 5}), Tensor::ones({4}), Tensor(), 1e-5), Error);
   EXPECT_THROW(ops::layer_norm(Tensor::zeros({3, 5}), Tensor::ones({5}, DType::f64), Tensor(), 1e-5), Error);

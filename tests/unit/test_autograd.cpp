@@ -146,5 +146,52 @@ TEST(Autograd, F32LeafGetsF32Gradient) {
   expect_vec(x.grad(), {3, 3});
 }
 
+// y = 2x that opts in to folding a pending gradient for x, and counts how often it did.
+struct FoldingDouble : Node {
+  int folds = 0;
+  const char* name() const override { return "FoldingDouble"; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {g * 2.0}; }
+  bool can_fold_pending(size_t input, const Tensor& pending) const override {
+    return input == 0 && pending.dtype() == DType::f64;
+  }
+  std::vector<Tensor> backward_folding(const Tensor& g, size_t, const Tensor& pending) override {
+    ++folds;
+    return {pending + g * 2.0};
+  }
+};
+
+Tensor folding_double(const Tensor& x, const std::shared_ptr<FoldingDouble>& node) {
+  Tensor y = (x * 2.0).detach();
+  attach_node(y, node, {&x});
+  return y;
+}
+
+TEST(Autograd, NodeFoldsTheGradientPendingForItsInput) {
+  // d/dx of (2h + 3h), h = x·1, is 5 whichever way the sum is made. h is not a leaf: each use of a leaf gets its
+  // own AccumulateGrad, so only a non-leaf input has one producer where gradients meet.
+  Tensor x = leaf({1, -2, 0.5});
+  auto node = std::make_shared<FoldingDouble>();
+  Tensor h = x * 1.0;
+  ops::sum(folding_double(h, node) + h * 3.0).backward();  // the mul runs first: its gradient waits for h
+  EXPECT_EQ(node->folds, 1);
+  expect_vec(x.grad(), {5, 5, 5});
+
+  // Here the folding node runs first: nothing is pending yet, so the engine adds as usual.
+  Tensor z = leaf({1, -2, 0.5});
+  auto node2 = std::make_shared<FoldingDouble>();
+  Tensor hz = z * 1.0;
+  ops::sum(hz * 3.0 + folding_double(hz, node2)).backward();
+  EXPECT_EQ(node2->folds, 0);
+  expect_vec(z.grad(), {5, 5, 5});
+
+  // The add hands one gradient tensor to both inputs; folding must not change it in place.
+  Tensor u = leaf({4, 5});
+  auto node3 = std::make_shared<FoldingDouble>();
+  Tensor s = u * 1.0;  // a non-leaf producer shared by both branches
+  ops::sum(folding_double(s, node3) + s).backward();
+  EXPECT_EQ(node3->folds, 1);
+  expect_vec(u.grad(), {3, 3});
+}
+
 }  // namespace
 }  // namespace vt
