@@ -109,7 +109,7 @@ void joint_forward(JointSaved& sv) {
 }
 
 void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                    Tensor& dr, Tensor& dvh) {
+                    Tensor& dr, Tensor& dvh, JointSharedTerms* shared_terms) {
   const Tensor& q = sv.q;
   const MitaAttentionOptions& options = sv.options;
   const Device dev = q.device();
@@ -135,13 +135,16 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
                                 cuda_view(sv.k), cuda_view(sv.v), cuda_view(rr), cuda_view(vv), cuda_view(sv.out),
                                 sv.lse.data<float>(), cuda_index(sv.routing), s, options.deterministic,
                                 workspace.data<float>(), kc::current_stream());
-    if (options.shared) {
+    if (options.shared && shared_terms) {
+      *shared_terms = {p_shared, ds_shared, dout};
+    } else if (options.shared) {
       NoGradGuard no_grad;
       dvh = matmul(p_shared.transpose(-2, -1), dout).to(dt);  // Σ_n p_nj·dO_n
       dr = matmul(ds_shared.transpose(-2, -1), q).to(dt);     // Σ_n shared_scale·ds_nj·q_n
     }
 #endif
   } else {
+    (void)shared_terms;
     if (options.shared) {
       dr = Tensor::empty({B, H, m, d}, dt, dev);
       dvh = Tensor::empty({B, H, m, d}, dt, dev);

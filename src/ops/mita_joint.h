@@ -17,10 +17,17 @@ struct JointSaved {
 /// The joint attention's forward kernels: sets saved.out ([B, H, N, d] laid out [B, N, H, d]) and saved.lse.
 void joint_forward(JointSaved& saved);
 
+/// The shared branch's per-query terms of the CUDA joint backward, for a caller that forms dR and dV̂ itself.
+struct JointSharedTerms {
+  Tensor p_shared, ds_shared;  // [B, H, N, m] f32: the shared slots' probabilities, their logit gradients·shared_scale
+  Tensor dout;                 // the gradient as the kernel read it: [B, H, N, d], operands' dtype, rows contiguous
+};
+
 /// Its gradients: dq, dk, dv are written through their views ([B, H, N, d], any strides, the operands' dtype);
-/// dr and dvh ([B, H, m, d], shared branch only) are returned in the operands' dtype.
+/// dr and dvh ([B, H, m, d], shared branch only) are returned in the operands' dtype. On CUDA with the shared
+/// branch and `shared_terms` given, that receives p_shared, ds_shared and dout instead, and dr, dvh stay undefined.
 void joint_backward(const JointSaved& saved, const Tensor& grad, const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                    Tensor& dr, Tensor& dvh);
+                    Tensor& dr, Tensor& dvh, JointSharedTerms* shared_terms = nullptr);
 
 /// The landmark pooling's backward: dx [B, N, C] (contiguous, `dtype`, zero outside the pooled tokens) from the
 /// landmarks' gradient [B, m, C].

@@ -1,5 +1,6 @@
 // ops::mita_qkv_attention (mita.h): fused MiTA on the packed qkv(g), with the DWC and the gate when asked, as one
-// backward node for the whole layer core.
+// backward node for the whole layer core. On CUDA the shared branch (V̂ and its gradients) is one kernel each way
+// (kernels/cuda/mita_shared.h) reading the head views in place; elsewhere, or for shapes it lacks, f32 ops.
 #include <cmath>
 
 #include "autograd/node.h"
@@ -12,6 +13,12 @@
 #include "ops/mita_joint.h"
 #include "ops/nn_functional.h"
 #include "ops/reduce.h"
+
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/mita_shared.h"
+#include "kernels/cuda/stream.h"
+#endif
 
 namespace vt::ops {
 
@@ -26,9 +33,62 @@ Tensor head_split_view(const Tensor& x, int64_t c0, int64_t C, int64_t H) {
 // The shared branch's V̂ runs in f32 also for bf16 operands (its softmax is over all N keys).
 Tensor widened(const Tensor& t) { return t.dtype() == DType::bf16 ? t.to(DType::f32) : t; }
 
+#ifdef VT_WITH_CUDA
+namespace kc = kernels::cuda;
+
+kc::AttentionView cuda_view(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]}; }
+
+kc::MitaShape shared_shape(const JointSaved& sv) {
+  const Tensor& q = sv.q;
+  const MitaAttentionOptions& o = sv.options;
+  return {q.size(0), q.size(1), q.size(2), sv.r.size(2), sv.routing.expert_keys.size(3), q.size(3),
+          static_cast<float>(o.scale), static_cast<float>(o.shared_scale), o.shared};
+}
+#endif
+
+// V̂ and P = softmax(scale·R·Kᵀ) by the fused CUDA kernel when it handles the shape; false: use the composite.
+bool fused_shared_forward(JointSaved& sv, Tensor& probs) {
+#ifdef VT_WITH_CUDA
+  const Device dev = sv.q.device();
+  if (!dev.is_cuda()) return false;
+  kc::DeviceGuard guard(dev.index);
+  const kc::MitaShape s = shared_shape(sv);
+  if (!kc::mita_shared_supported(s)) return false;
+  probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
+  sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+  kc::mita_shared_forward(sv.q.dtype(), cuda_view(sv.v_hat), probs.data<float>(), cuda_view(sv.r), cuda_view(sv.k),
+                          cuda_view(sv.v), s, kc::current_stream());
+  return true;
+#else
+  (void)sv, (void)probs;
+  return false;
+#endif
+}
+
+// The fused backward of the shared branch: adds its shares into dk, dv ([B, H, N, d] views) and returns
+// dR [B, m, C] f32 (the joint attention's part included) from the joint backward's per-query terms.
+Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const JointSharedTerms& terms,
+                             const Tensor& dk, const Tensor& dv) {
+#ifdef VT_WITH_CUDA
+  const Device dev = sv.q.device();
+  kc::DeviceGuard guard(dev.index);
+  const kc::MitaShape s = shared_shape(sv);
+  Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
+  kc::mita_shared_backward(sv.q.dtype(), cuda_view(dk), cuda_view(dv), dr.data<float>(), probs.data<float>(),
+                           terms.p_shared.data<float>(), terms.ds_shared.data<float>(), cuda_view(terms.dout),
+                           cuda_view(sv.q), cuda_view(sv.r), cuda_view(sv.k), cuda_view(sv.v), s,
+                           kc::current_stream());
+  return dr;
+#else
+  (void)probs, (void)terms, (void)dk, (void)dv;
+  fail_without_cuda("mita_qkv_attention", sv.q.device());
+#endif
+}
+
 struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
   Tensor probs;      // P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); shared branch only
+  bool fused_shared = false;  // probs came from the fused CUDA kernel, which also runs the shared backward
   kernels::cpu::LandmarkPoolShape pool;
   Tensor dwc_grid, dwc_weight;  // DWC only: v's patch tokens [B, C, G, G] and the conv weight
   Tensor gate, pre_gate;        // gate only: g [B, N, C] (a view of qkvg) and the result before the gate
@@ -53,7 +113,9 @@ struct MitaQkvBackward : Node {
     Tensor dq = empty_bnhd(B, H, N, d, dt, dev), dk = empty_bnhd(B, H, N, d, dt, dev),
            dv = empty_bnhd(B, H, N, d, dt, dev);
     Tensor dr, dvh;
-    joint_backward(joint, grad.reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dr, dvh);
+    JointSharedTerms terms;
+    joint_backward(joint, grad.reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dr, dvh,
+                   fused_shared ? &terms : nullptr);
     auto tokens = [&](const Tensor& t) { return t.transpose(1, 2).reshape({B, N, C}); };  // [B, N, H, d] memory
     Tensor dw, db;
     // The DWC's share of dv, added to tokens 1..N-1 of `dv_sum` (a tensor of this node's own).
@@ -69,6 +131,11 @@ struct MitaQkvBackward : Node {
       return dv_sum;
     };
     if (!joint.options.shared) return {packed({tokens(dq), tokens(dk), add_dwc(tokens(dv))}), dw, db};
+    if (fused_shared) {  // dk, dv receive V̂'s shares in place; dR comes laid out as the pooling's gradient
+      const Tensor dR0 = fused_shared_backward(joint, probs, terms, dk, dv);
+      const Tensor dq_all = tokens(dq) + landmark_pool_grad(dR0, pool, dt);
+      return {packed({dq_all, tokens(dk), add_dwc(tokens(dv))}), dw, db};
+    }
 
     // V̂ = P·V with P = softmax(scale·R·Kᵀ): its shares of dR, dK and dV.
     const Tensor dvh_w = widened(dvh), K = widened(joint.k), V = widened(joint.v), R = widened(joint.r);
@@ -128,7 +195,8 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   if (used) *used = sv.routing;
   sv.options = o.attention;
   Tensor probs;
-  if (o.attention.shared) {
+  const bool fused_shared = o.attention.shared && fused_shared_forward(sv, probs);
+  if (o.attention.shared && !fused_shared) {
     NoGradGuard no_grad;
     probs = softmax(matmul(widened(r) * o.attention.scale, widened(k).transpose(-2, -1)), -1);
     sv.v_hat = matmul(probs, widened(v)).to(x.dtype());
@@ -156,6 +224,7 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
     const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
     node->pool = {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
     node->probs = probs;
+    node->fused_shared = fused_shared;
     node->joint = std::move(sv);
     attach_node(out, node, {&qkv, &dwc_weight, &dwc_bias});
   }

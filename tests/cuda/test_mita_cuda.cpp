@@ -24,6 +24,7 @@
 #include "models/registry.h"
 #include "models/vit.h"
 #include "autograd/node.h"
+#include "kernels/cuda/mita_shared.h"
 #include "nn/autocast.h"
 #include "ops/ops.h"
 
@@ -401,6 +402,89 @@ TEST(MitaCuda, PackedQkvPathMatchesTheCpuAndTheSlicePath) {
           expect_bf16_rule(gpu.second, slices.second, ref.second, (what + " d(qkv)").c_str());
         }
       }
+}
+
+
+// The fused shared-branch kernels (kernels/cuda/mita_shared.h) on head views cut out of packed [B, N, 3C] tensors,
+// as in training, against the same formulas in f64 with CPU ops. p_shared/ds_shared are arbitrary values (the
+// formulas do not need a softmax). f32: the kernels sum ≤ 197 products in f32 in another order than the f64
+// reference, and dS goes through the cancellation dP − rowsum(dP∘P): 2e-5·max|ref| for the forward, 1e-4 for the
+// gradients. bf16 results (V̂, dk, dv) by the bf16 rule with the rounded f64 answer as the plain one; probs and dr
+// are f32 from exactly representable inputs, so they keep the f32 tolerances.
+struct SharedCase {
+  int64_t N, m, d;
+};
+
+kernels::cuda::AttentionView view_of(const Tensor& t) {
+  return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
+}
+
+TEST(MitaSharedCuda, ForwardAndBackwardMatchTheCpuComposite) {
+  VT_REQUIRE_DEVICE();
+  namespace kc = kernels::cuda;
+  using ops::matmul, ops::softmax, ops::sum;
+  const int64_t B = 2, H = 3;
+  uint32_t seed = 3000;
+  for (const SharedCase& c : {SharedCase{197, 25, 64}, SharedCase{50, 4, 32}, SharedCase{197, 4, 32},
+                              SharedCase{50, 25, 64}})
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const std::string what = "N=" + std::to_string(c.N) + " m=" + std::to_string(c.m) +
+                               " d=" + std::to_string(c.d) + " " + dtype_name(dt);
+      const int64_t C = H * c.d;
+      const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+      const kc::MitaShape s{B, H, c.N, c.m, 1, c.d, static_cast<float>(scale), 1.f, true};
+      ASSERT_TRUE(kc::mita_shared_supported(s)) << what;
+      auto heads = [&](const Tensor& x, int64_t c0) {  // channels [c0, c0 + C) of [B, rows, W] as [B, H, rows, d]
+        return x.slice(2, c0, c0 + C).reshape({B, x.size(1), H, c.d}).permute({0, 2, 1, 3});
+      };
+      const Tensor qkv = randn_cpu({B, c.N, 3 * C}, seed += 10, dt), landmarks = randn_cpu({B, c.m, C}, seed + 1, dt);
+      const Tensor grad0 = randn_cpu({B, c.N, 3 * C}, seed + 2, dt), dout = randn_cpu({B, c.N, C}, seed + 3, dt);
+      const Tensor p_shared = randn_cpu({B, H, c.N, c.m}, seed + 4), ds_shared = randn_cpu({B, H, c.N, c.m}, seed + 5);
+      // GPU: the kernels on views of the packed tensors; dk, dv are added into channels C.. of `grad`.
+      const Tensor qkv_g = qkv.to(kGpu), lm_g = landmarks.to(kGpu), dout_g = dout.to(kGpu), grad = grad0.to(kGpu);
+      ASSERT_EQ(static_cast<const void*>(heads(grad, C).raw_data()),
+                static_cast<const void*>(static_cast<const char*>(grad.raw_data()) + C * dtype_size(dt)))
+          << "the head split must be a view";
+      const Tensor ps_g = p_shared.to(kGpu), ds_g = ds_shared.to(kGpu);
+      const Tensor v_hat = Tensor::empty({B, H, c.m, c.d}, dt, kGpu);
+      const Tensor probs = Tensor::empty({B, H, c.m, c.N}, DType::f32, kGpu);
+      const Tensor dr = Tensor::empty({B, c.m, C}, DType::f32, kGpu);
+      const Tensor q_g = heads(qkv_g, 0), k_g = heads(qkv_g, C), v_g = heads(qkv_g, 2 * C), r_g = heads(lm_g, 0);
+      kc::mita_shared_forward(dt, view_of(v_hat), probs.data<float>(), view_of(r_g), view_of(k_g), view_of(v_g), s,
+                              nullptr);
+      kc::mita_shared_backward(dt, view_of(heads(grad, C)), view_of(heads(grad, 2 * C)), dr.data<float>(),
+                               probs.data<float>(), ps_g.data<float>(), ds_g.data<float>(), view_of(heads(dout_g, 0)),
+                               view_of(q_g), view_of(r_g), view_of(k_g), view_of(v_g), s, nullptr);
+      // f64 reference of the same formulas.
+      auto f64 = [](const Tensor& t) { return t.to(DType::f64); };
+      const Tensor Q = f64(heads(qkv, 0)), K = f64(heads(qkv, C)), V = f64(heads(qkv, 2 * C));
+      const Tensor R = f64(heads(landmarks, 0));
+      const Tensor P = softmax(matmul(R * scale, K.transpose(-2, -1)), -1);
+      const Tensor vh_ref = matmul(P, V);
+      const Tensor dvh = matmul(f64(p_shared).transpose(-2, -1), f64(heads(dout, 0)));
+      const Tensor dP = matmul(dvh, V.transpose(-2, -1));
+      const Tensor dS = P * (dP - sum(dP * P, {-1}, true)) * scale;
+      const Tensor dR = matmul(f64(ds_shared).transpose(-2, -1), Q) + matmul(dS, K);
+      const Tensor dk_ref = f64(heads(grad0, C)) + matmul(dS.transpose(-2, -1), R);
+      const Tensor dv_ref = f64(heads(grad0, 2 * C)) + matmul(P.transpose(-2, -1), dvh);
+      const Tensor dr_ref = dR.transpose(1, 2).reshape({B, c.m, C});
+      auto close = [&](const Tensor& ours, const Tensor& ref, double rel, const char* label) {
+        EXPECT_LE(max_abs_diff(ours, ref), rel * max_abs(ref) + 1e-9) << what << " " << label;
+      };
+      auto check = [&](const Tensor& ours, const Tensor& ref, double rel, const char* label) {
+        if (dt == DType::f32) close(ours, ref, rel, label);
+        else expect_bf16_rule(ours, ref.to(DType::bf16), ref, (what + " " + label).c_str());
+      };
+      close(probs, P, 2e-5, "probs");
+      check(v_hat, vh_ref, 2e-5, "v_hat");
+      close(dr, dr_ref, 1e-4, "dr");
+      check(heads(grad, C), dk_ref, 1e-4, "dk");
+      check(heads(grad, 2 * C), dv_ref, 1e-4, "dv");
+      EXPECT_EQ(max_abs_diff(grad.slice(2, 0, C), grad0.slice(2, 0, C)), 0.0) << what << ": q's channels untouched";
+    }
+  // Logits of one (b, h) that cannot fit in shared memory: the caller must take the composite.
+  EXPECT_FALSE(kc::mita_shared_supported({1, 1, 100000, 64, 1, 64, 0.125f, 1.f, true}));
+  EXPECT_FALSE(kc::mita_shared_supported({1, 1, 197, 25, 1, 48, 0.125f, 1.f, true}));
 }
 
 }  // namespace
