@@ -135,77 +135,69 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
     const bf16* dot = sdO + buf * kBlockM * LD;
     const float* lt = sL + buf * kBlockM;
     const float* dst = sDs + buf * kBlockM;
-    // With dq in its own pass, warps whose keys all lie past N, and the 16-query chunks past N, skip their MMAs
-    // (the atomic-dq variant needs every warp's dSᵀ rows in shared memory, so it keeps them all).
-    const int valid_queries = min(kBlockM, N - i * kBlockM);
-    auto live = [&](int chunk) { return kAtomicDq || chunk * 16 < valid_queries; };
-    if (kAtomicDq || n0 + warp * 16 < N) {
 
-      // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (16 keys × 64 queries per warp)
-      float st[kBlockM / 8][4], dpt[kBlockM / 8][4];
+    // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (16 keys × 64 queries per warp)
+    float st[kBlockM / 8][4], dpt[kBlockM / 8][4];
 #pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j)
+    for (int j = 0; j < kBlockM / 8; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) st[j][e] = dpt[j][e] = 0.f;
+      for (int e = 0; e < 4; ++e) st[j][e] = dpt[j][e] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t kf[4], vf[4];
-        ldmatrix_x4(kf, a_rows(sK, LD, warp * 16, kk * 16, lane));
-        ldmatrix_x4(vf, a_rows(sV, LD, warp * 16, kk * 16, lane));
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t kf[4], vf[4];
+      ldmatrix_x4(kf, a_rows(sK, LD, warp * 16, kk * 16, lane));
+      ldmatrix_x4(vf, a_rows(sV, LD, warp * 16, kk * 16, lane));
 #pragma unroll
-        for (int nn = 0; nn < kBlockM / 16; ++nn) {
-          if (!live(nn)) continue;
-          uint32_t bq[4], bo[4];
-          ldmatrix_x4(bq, b_rows_nk(qt, LD, nn * 16, kk * 16, lane));
-          ldmatrix_x4(bo, b_rows_nk(dot, LD, nn * 16, kk * 16, lane));
-          mma_bf16(st[2 * nn], kf, bq[0], bq[1]);
-          mma_bf16(st[2 * nn + 1], kf, bq[2], bq[3]);
-          mma_bf16(dpt[2 * nn], vf, bo[0], bo[1]);
-          mma_bf16(dpt[2 * nn + 1], vf, bo[2], bo[3]);
-        }
+      for (int nn = 0; nn < kBlockM / 16; ++nn) {
+        uint32_t bq[4], bo[4];
+        ldmatrix_x4(bq, b_rows_nk(qt, LD, nn * 16, kk * 16, lane));
+        ldmatrix_x4(bo, b_rows_nk(dot, LD, nn * 16, kk * 16, lane));
+        mma_bf16(st[2 * nn], kf, bq[0], bq[1]);
+        mma_bf16(st[2 * nn + 1], kf, bq[2], bq[3]);
+        mma_bf16(dpt[2 * nn], vf, bo[0], bo[1]);
+        mma_bf16(dpt[2 * nn + 1], vf, bo[2], bo[3]);
       }
+    }
 
-      // Pᵀ (0 for keys past N; queries past N have lse = +inf) and dSᵀ = Pᵀ∘(dPᵀ − Dsum)
+    // Pᵀ (0 for keys past N; queries past N have lse = +inf) and dSᵀ = Pᵀ∘(dPᵀ − Dsum)
 #pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j) {
+    for (int j = 0; j < kBlockM / 8; ++j) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = j * 8 + 2 * t + (e & 1);
-          const float pr = key_valid[e / 2] ? exp2f(st[j][e] * p.scale_log2 - lt[col]) : 0.f;
-          st[j][e] = pr;
-          dpt[j][e] = pr * (dpt[j][e] - dst[col]);
-        }
+      for (int e = 0; e < 4; ++e) {
+        const int col = j * 8 + 2 * t + (e & 1);
+        const float pr = key_valid[e / 2] ? exp2f(st[j][e] * p.scale_log2 - lt[col]) : 0.f;
+        st[j][e] = pr;
+        dpt[j][e] = pr * (dpt[j][e] - dst[col]);
       }
+    }
 
-      // dV += Pᵀ dO and dK += dSᵀ Q; dSᵀ also to shared memory for dQ
+    // dV += Pᵀ dO and dK += dSᵀ Q; dSᵀ also to shared memory for dQ
 #pragma unroll
-      for (int kk = 0; kk < kBlockM / 16; ++kk) {
-        if (!live(kk)) continue;  // Pᵀ and dSᵀ are 0 there
-        const uint32_t ap[4] = {pack_bf16(st[2 * kk][0], st[2 * kk][1]), pack_bf16(st[2 * kk][2], st[2 * kk][3]),
-                                pack_bf16(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                                pack_bf16(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-        const uint32_t as[4] = {pack_bf16(dpt[2 * kk][0], dpt[2 * kk][1]), pack_bf16(dpt[2 * kk][2], dpt[2 * kk][3]),
-                                pack_bf16(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
-                                pack_bf16(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
-        if constexpr (kAtomicDq) {
-          bf16* srow = sdS + (warp * 16 + g) * LDS + kk * 16 + 2 * t;
-          *reinterpret_cast<uint32_t*>(srow) = as[0];
-          *reinterpret_cast<uint32_t*>(srow + 8 * LDS) = as[1];
-          *reinterpret_cast<uint32_t*>(srow + 8) = as[2];
-          *reinterpret_cast<uint32_t*>(srow + 8 * LDS + 8) = as[3];
-        }
-#pragma unroll
-        for (int dn = 0; dn < D / 16; ++dn) {
-          uint32_t bo[4], bq[4];
-          ldmatrix_x4_trans(bo, b_rows_kn(dot, LD, kk * 16, dn * 16, lane));
-          ldmatrix_x4_trans(bq, b_rows_kn(qt, LD, kk * 16, dn * 16, lane));
-          mma_bf16(dv[2 * dn], ap, bo[0], bo[1]);
-          mma_bf16(dv[2 * dn + 1], ap, bo[2], bo[3]);
-          mma_bf16(dk[2 * dn], as, bq[0], bq[1]);
-          mma_bf16(dk[2 * dn + 1], as, bq[2], bq[3]);
-        }
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      const uint32_t ap[4] = {pack_bf16(st[2 * kk][0], st[2 * kk][1]), pack_bf16(st[2 * kk][2], st[2 * kk][3]),
+                              pack_bf16(st[2 * kk + 1][0], st[2 * kk + 1][1]),
+                              pack_bf16(st[2 * kk + 1][2], st[2 * kk + 1][3])};
+      const uint32_t as[4] = {pack_bf16(dpt[2 * kk][0], dpt[2 * kk][1]), pack_bf16(dpt[2 * kk][2], dpt[2 * kk][3]),
+                              pack_bf16(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
+                              pack_bf16(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
+      if constexpr (kAtomicDq) {
+        bf16* srow = sdS + (warp * 16 + g) * LDS + kk * 16 + 2 * t;
+        *reinterpret_cast<uint32_t*>(srow) = as[0];
+        *reinterpret_cast<uint32_t*>(srow + 8 * LDS) = as[1];
+        *reinterpret_cast<uint32_t*>(srow + 8) = as[2];
+        *reinterpret_cast<uint32_t*>(srow + 8 * LDS + 8) = as[3];
       }
-    }  // keys of this warp below N
+#pragma unroll
+      for (int dn = 0; dn < D / 16; ++dn) {
+        uint32_t bo[4], bq[4];
+        ldmatrix_x4_trans(bo, b_rows_kn(dot, LD, kk * 16, dn * 16, lane));
+        ldmatrix_x4_trans(bq, b_rows_kn(qt, LD, kk * 16, dn * 16, lane));
+        mma_bf16(dv[2 * dn], ap, bo[0], bo[1]);
+        mma_bf16(dv[2 * dn + 1], ap, bo[2], bo[3]);
+        mma_bf16(dk[2 * dn], as, bq[0], bq[1]);
+        mma_bf16(dk[2 * dn + 1], as, bq[2], bq[3]);
+      }
+    }
     if constexpr (kAtomicDq) {
       __syncthreads();  // dSᵀ of all four warps is in shared memory
 
@@ -314,53 +306,48 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
     }
     const bf16* kt = sK + (j & 1) * kBlockN * LD;
     const bf16* vt = sV + (j & 1) * kBlockN * LD;
-    // As in the forward: warps whose rows all lie past N, and the 16-key chunks past N, skip their MMAs.
-    const int key0 = j * kBlockN, valid_keys = min(kBlockN, N - key0);
-    if (m0 + warp * 16 < N) {
 
-      float s[kBlockN / 8][4], dp[kBlockN / 8][4];
+    float s[kBlockN / 8][4], dp[kBlockN / 8][4];
 #pragma unroll
-      for (int i = 0; i < kBlockN / 8; ++i)
+    for (int i = 0; i < kBlockN / 8; ++i)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.f;
+      for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
+    for (int kk = 0; kk < D / 16; ++kk) {
 #pragma unroll
-        for (int nn = 0; nn < kBlockN / 16; ++nn) {
-          if (nn * 16 >= valid_keys) continue;
-          uint32_t bk[4], bv[4];
-          ldmatrix_x4(bk, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
-          ldmatrix_x4(bv, b_rows_nk(vt, LD, nn * 16, kk * 16, lane));
-          mma_bf16(s[2 * nn], qf[kk], bk[0], bk[1]);
-          mma_bf16(s[2 * nn + 1], qf[kk], bk[2], bk[3]);
-          mma_bf16(dp[2 * nn], of[kk], bv[0], bv[1]);
-          mma_bf16(dp[2 * nn + 1], of[kk], bv[2], bv[3]);
-        }
+      for (int nn = 0; nn < kBlockN / 16; ++nn) {
+        uint32_t bk[4], bv[4];
+        ldmatrix_x4(bk, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
+        ldmatrix_x4(bv, b_rows_nk(vt, LD, nn * 16, kk * 16, lane));
+        mma_bf16(s[2 * nn], qf[kk], bk[0], bk[1]);
+        mma_bf16(s[2 * nn + 1], qf[kk], bk[2], bk[3]);
+        mma_bf16(dp[2 * nn], of[kk], bv[0], bv[1]);
+        mma_bf16(dp[2 * nn + 1], of[kk], bv[2], bv[3]);
       }
+    }
+    const int key0 = j * kBlockN;
 #pragma unroll
-      for (int nt = 0; nt < kBlockN / 8; ++nt) {
+    for (int nt = 0; nt < kBlockN / 8; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = key0 + nt * 8 + 2 * t + (e & 1);
-          const float pr = col < N ? exp2f(s[nt][e] * p.scale_log2 - lse2[e / 2]) : 0.f;
-          dp[nt][e] = pr * (dp[nt][e] - dsum[e / 2]);
-        }
+      for (int e = 0; e < 4; ++e) {
+        const int col = key0 + nt * 8 + 2 * t + (e & 1);
+        const float pr = col < N ? exp2f(s[nt][e] * p.scale_log2 - lse2[e / 2]) : 0.f;
+        dp[nt][e] = pr * (dp[nt][e] - dsum[e / 2]);
       }
+    }
 #pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        if (kk * 16 >= valid_keys) continue;  // dS is 0 there
-        const uint32_t a[4] = {pack_bf16(dp[2 * kk][0], dp[2 * kk][1]), pack_bf16(dp[2 * kk][2], dp[2 * kk][3]),
-                               pack_bf16(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
-                               pack_bf16(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const uint32_t a[4] = {pack_bf16(dp[2 * kk][0], dp[2 * kk][1]), pack_bf16(dp[2 * kk][2], dp[2 * kk][3]),
+                             pack_bf16(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
+                             pack_bf16(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
 #pragma unroll
-        for (int dn = 0; dn < D / 16; ++dn) {
-          uint32_t bk[4];
-          ldmatrix_x4_trans(bk, b_rows_kn(kt, LD, kk * 16, dn * 16, lane));
-          mma_bf16(dq[2 * dn], a, bk[0], bk[1]);
-          mma_bf16(dq[2 * dn + 1], a, bk[2], bk[3]);
-        }
+      for (int dn = 0; dn < D / 16; ++dn) {
+        uint32_t bk[4];
+        ldmatrix_x4_trans(bk, b_rows_kn(kt, LD, kk * 16, dn * 16, lane));
+        mma_bf16(dq[2 * dn], a, bk[0], bk[1]);
+        mma_bf16(dq[2 * dn + 1], a, bk[2], bk[3]);
       }
-    }  // rows of this warp below N
+    }
     __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
 
