@@ -1,5 +1,7 @@
 #include "models/vit.h"
 
+#include <tuple>
+
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -28,6 +30,12 @@ Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path
 Tensor Block::forward(const Tensor& x) const {
   Tensor h = x + ops::drop_path(attn->forward(norm1->forward(x)), drop_path_, training());
   return h + ops::drop_path(mlp->forward(norm2->forward(h)), drop_path_, training());
+}
+
+std::pair<Tensor, Tensor> Block::forward_normed(const Tensor& x, const Tensor& normed,
+                                                const nn::LayerNorm& next_norm) const {
+  const auto [h, h_normed] = norm2->forward_add(x, ops::drop_path(attn->forward(normed), drop_path_, training()));
+  return next_norm.forward_add(h, ops::drop_path(mlp->forward(h_normed), drop_path_, training()));
 }
 
 VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
@@ -61,8 +69,12 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
   if (x.dtype() != cls_token.dtype()) x = x.to(cls_token.dtype());
   x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
   x = ops::dropout(x + pos_embed, cfg_.drop_rate, training());
-  for (const auto& b : blocks) x = b->forward(x);
-  return norm->forward(x);
+  Tensor normed = blocks[0]->norm1->forward(x);  // then each block hands on the next norm's input, fused
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const nn::LayerNorm& next = i + 1 < blocks.size() ? *blocks[i + 1]->norm1 : *norm;
+    std::tie(x, normed) = blocks[i]->forward_normed(x, normed, next);
+  }
+  return normed;
 }
 
 Tensor VisionTransformer::forward(const Tensor& images) const {

@@ -22,6 +22,9 @@ class Block : public nn::Module {
  public:
   Block(const ViTConfig& cfg, double drop_path, Generator& gen);
   Tensor forward(const Tensor& x) const;
+  /// The same block given norm1(x) already (`normed`): {output, next_norm(output)}, each residual add fused with
+  /// the LayerNorm after it (nn::LayerNorm::forward_add). VisionTransformer chains its blocks this way.
+  std::pair<Tensor, Tensor> forward_normed(const Tensor& x, const Tensor& normed, const nn::LayerNorm& next_norm) const;
   std::shared_ptr<nn::LayerNorm> norm1, norm2;
   std::shared_ptr<Attention> attn;
   std::shared_ptr<nn::Mlp> mlp;

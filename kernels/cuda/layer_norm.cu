@@ -54,10 +54,12 @@ __device__ __forceinline__ void store_acc(T* p, const float (&in)[V]) {
   *reinterpret_cast<Vec<T, V>*>(p) = v;
 }
 
-// Packed forward: lane holds vectors j = lane + 32·k (k < K) of V elements of its row.
-template <typename Tx, typename Ty, int V, int K>
+// Packed forward: lane holds vectors j = lane + 32·k (k < K) of V elements of its row. With `add` (Ta), the row
+// is first x + add, rounded to Tx and written to `sum` (a residual add fused with the next LayerNorm).
+template <typename Tx, typename Ty, int V, int K, typename Ta = Tx>
 __global__ void layer_norm_fwd_packed_kernel(Ty* y, float* mean, float* rstd, const Tx* x, const float* w,
-                                             const float* b, int64_t rows, int C, float eps) {
+                                             const float* b, int64_t rows, int C, float eps,
+                                             const Ta* add = nullptr, Tx* sum = nullptr) {
   const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (row >= rows) return;
   const int lane = threadIdx.x % 32, nvec = C / V;
@@ -68,6 +70,13 @@ __global__ void layer_norm_fwd_packed_kernel(Ty* y, float* mean, float* rstd, co
     const int j = lane + 32 * k;
     if (j < nvec) {
       load_acc<Tx, V>(v[k], x + row * C + j * V);
+      if (add) {
+        float a[V];
+        load_acc<Ta, V>(a, add + row * C + j * V);
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[k][i] = to_acc(from_acc<Tx>(v[k][i] + a[i]));
+        store_acc<Tx, V>(sum + row * C + j * V, v[k]);
+      }
 #pragma unroll
       for (int i = 0; i < V; ++i) s += v[k][i];
     }
@@ -334,6 +343,29 @@ void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, floa
                                                                    static_cast<float>(eps));
   });
   VT_CUDA_CHECK(cudaGetLastError());
+}
+
+bool add_layer_norm_forward(DType add_dtype, DType y_dtype, float* sum, void* y, float* mean, float* rstd,
+                            const float* x, const void* add, const float* w, const float* b, int64_t rows, int64_t C,
+                            double eps, cudaStream_t stream) {
+  constexpr int V = 4;  // 16 bytes of the f32 stream
+  if (rows == 0 || C == 0) return true;
+  if (!vec_aligned(x, V) || !vec_aligned(sum, V) || !vec_aligned(w, V) || !vec_aligned(b, V) ||
+      !aligned_to(add, dtype_size(add_dtype) * V) || !aligned_to(y, dtype_size(y_dtype) * V))
+    return false;
+  bool launched = false;
+  device::dispatch_f32_bf16_pair(add_dtype, y_dtype, "add_layer_norm", [&](auto at, auto yt) {
+    using Ta = decltype(at);
+    using Ty = decltype(yt);
+    const int grid = static_cast<int>((rows + kWarps - 1) / kWarps);
+    launched = with_lane_vectors<V>(C, [&](auto k) {
+      layer_norm_fwd_packed_kernel<float, Ty, V, decltype(k)::value, Ta><<<grid, kThreads, 0, stream>>>(
+          static_cast<Ty*>(y), mean, rstd, x, w, b, rows, static_cast<int>(C), static_cast<float>(eps),
+          static_cast<const Ta*>(add), sum);
+    });
+  });
+  VT_CUDA_CHECK(cudaGetLastError());
+  return launched;
 }
 
 int64_t layer_norm_backward_scratch(int64_t rows, int64_t C) { return int64_t(backward_blocks(rows)) * 2 * C; }

@@ -14,6 +14,13 @@ namespace vt::kernels::cuda {
 void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, float* rstd, const void* x,
                         const float* w, const float* b, int64_t rows, int64_t C, double eps, cudaStream_t stream);
 
+/// A residual add fused with the LayerNorm after it: sum = x + add (f32, as the separate add rounds it), then
+/// y = layer_norm(sum) as layer_norm_forward computes it (same bits). add is f32 or bf16. Only the packed path
+/// (C a multiple of 4 up to the packed limit, 16-byte aligned rows): returns false, launching nothing, otherwise.
+bool add_layer_norm_forward(DType add_dtype, DType y_dtype, float* sum, void* y, float* mean, float* rstd,
+                            const float* x, const void* add, const float* w, const float* b, int64_t rows, int64_t C,
+                            double eps, cudaStream_t stream);
+
 /// Number of f32 scratch elements layer_norm_backward needs for its per-block dw/db partial sums.
 int64_t layer_norm_backward_scratch(int64_t rows, int64_t C);
 

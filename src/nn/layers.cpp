@@ -25,6 +25,10 @@ Tensor LayerNorm::forward(const Tensor& x) const {
   return ops::layer_norm(x, weight, bias, eps);
 }
 
+std::pair<Tensor, Tensor> LayerNorm::forward_add(const Tensor& x, const Tensor& y) const {
+  return ops::add_layer_norm(x, y, weight, bias, eps, autocast_dtype_for(x));
+}
+
 Conv2dPatch::Conv2dPatch(int64_t in_chans, int64_t out, int64_t patch, Generator& gen) {
   weight = register_parameter("weight", Tensor::empty({out, in_chans, patch, patch}));
   bias = register_parameter("bias", Tensor::empty({out}));

@@ -1,6 +1,8 @@
 // Basic layers: Linear, LayerNorm, PatchEmbed, Mlp. Parameter names follow timm/PyTorch. Linear, Conv2dPatch and
 // LayerNorm follow the autocast policy (nn/autocast.h) on CUDA inputs.
 #pragma once
+#include <utility>
+
 #include "core/rng.h"
 #include "nn/module.h"
 
@@ -21,6 +23,8 @@ class LayerNorm : public Module {
   LayerNorm(int64_t dim, double eps);
   /// Output in x's dtype, or in the autocast dtype under autocast (CUDA x); statistics are f32 either way.
   Tensor forward(const Tensor& x) const;
+  /// {h = x + y, forward(h)}: a residual add and this norm after it, fused on CUDA (ops::add_layer_norm).
+  std::pair<Tensor, Tensor> forward_add(const Tensor& x, const Tensor& y) const;
   Tensor weight, bias;
   double eps;
 };

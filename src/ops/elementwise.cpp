@@ -108,8 +108,7 @@ struct BinaryBackward : Node {
   void release() override { a = b = Tensor(); }
 };
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
-  Tensor out = binary_raw(op, a, b);
+Tensor attach_binary(BinaryOp op, Tensor out, const Tensor& a, const Tensor& b) {
   if (any_requires_grad({&a, &b})) {
     auto node = std::make_shared<BinaryBackward>();
     node->op = op;
@@ -125,6 +124,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   }
   return out;
 }
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) { return attach_binary(op, binary_raw(op, a, b), a, b); }
 
 struct ScalarBackward : Node {
   BinaryOp op;
@@ -252,6 +253,11 @@ Tensor unary(UnaryOp op, const Tensor& in) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b); }
+Tensor record_add(Tensor sum, const Tensor& a, const Tensor& b) {
+  VT_CHECK(sum.shape() == a.shape() && sum.shape() == b.shape() && !sum.grad_fn(), "[record_add] ", sum.describe(),
+           " is not a fresh sum of ", a.describe(), " and ", b.describe());
+  return attach_binary(BinaryOp::add, std::move(sum), a, b);
+}
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }

@@ -8,6 +8,8 @@ namespace vt::ops {
 
 /// a op b with broadcasting; bf16 ⊕ f32 gives f32.
 Tensor add(const Tensor& a, const Tensor& b);
+/// `sum`, computed elsewhere as a + b (a fused kernel, same shapes), with add's autograd attached.
+Tensor record_add(Tensor sum, const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);

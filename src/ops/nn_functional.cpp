@@ -5,6 +5,7 @@
 #include "ops/nn_functional.h"
 
 #include "autograd/node.h"
+#include "ops/elementwise.h"
 #include "kernels/cpu/l2_normalize.h"
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/loss.h"
@@ -327,6 +328,46 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     attach_node(y, node, {&x, &weight, &bias});
   }
   return y.dtype() == y_dtype ? y : y.to(y_dtype);
+}
+
+std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const Tensor& weight, const Tensor& bias,
+                                         double eps, std::optional<DType> out_dtype) {
+  const Device dev = common_device("add_layer_norm", {&x, &y, &weight, &bias});
+#ifdef VT_WITH_CUDA
+  const bool fusable = dev.is_cuda() && x.dtype() == DType::f32 && (y.dtype() == DType::f32 || y.dtype() == DType::bf16) &&
+                       x.dim() >= 1 && y.shape() == x.shape() && x.is_contiguous() && y.is_contiguous() &&
+                       x.numel() > 0 && eps >= 0 && (!weight.defined() || weight.is_contiguous()) &&
+                       (!bias.defined() || bias.is_contiguous());
+  if (fusable) {
+    const int64_t C = x.shape().back(), rows = x.numel() / C;
+    check_affine(weight, "weight", x, C);
+    check_affine(bias, "bias", x, C);
+    const DType y_dtype = out_dtype.value_or(x.dtype());
+    Tensor h = Tensor::empty(x.shape(), DType::f32, dev), out = Tensor::empty(x.shape(), y_dtype, dev);
+    Tensor mean = Tensor::empty({rows}, DType::f32, dev), rstd = Tensor::empty({rows}, DType::f32, dev);
+    CudaScope s(dev);
+    if (kernels::cuda::add_layer_norm_forward(y.dtype(), y_dtype, h.data<float>(), out.raw_data(), mean.data<float>(),
+                                              rstd.data<float>(), x.data<float>(), y.raw_data(),
+                                              static_cast<const float*>(ptr_or_null(weight)),
+                                              static_cast<const float*>(ptr_or_null(bias)), rows, C, eps, s.stream)) {
+      h = record_add(h, x, y);
+      if (any_requires_grad({&h, &weight, &bias})) {
+        auto node = std::make_shared<LayerNormBackward>();
+        node->x = h.detach();
+        node->weight = weight.defined() ? weight.detach() : Tensor();
+        node->mean = mean;
+        node->rstd = rstd;
+        node->param_dtype = DType::f32;
+        node->rows = rows;
+        node->C = C;
+        attach_node(out, node, {&h, &weight, &bias});
+      }
+      return {h, out};
+    }
+  }
+#endif
+  Tensor h = add(x, y);
+  return {h, layer_norm(h, weight, bias, eps, out_dtype)};
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_smoothing) {

@@ -1,6 +1,7 @@
 // Fused neural-network ops: softmax, log_softmax, layer_norm, the losses and L2 normalization.
 #pragma once
 #include <optional>
+#include <utility>
 
 #include "tensor/tensor.h"
 
@@ -15,6 +16,11 @@ Tensor log_softmax(const Tensor& x, int64_t dim = -1);
 /// gradient of x in x's dtype and of weight/bias in f32.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                   std::optional<DType> out_dtype = {});
+/// The pre-norm block's residual add and the LayerNorm after it: {h = x + y, layer_norm(h, ...)}, each with its
+/// own autograd (as ops::add and ops::layer_norm). On CUDA, for an f32 stream x (y f32 or bf16), one kernel reads
+/// x and y once and writes both; elsewhere the two ops.
+std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const Tensor& weight, const Tensor& bias,
+                                         double eps, std::optional<DType> out_dtype = {});
 /// Mean cross-entropy of logits [B, C] against i64 class indices [B], with label smoothing s
 /// (target = (1-s)·onehot + s/C, as torch.nn.CrossEntropyLoss(label_smoothing=s)). The loss has the logits'
 /// dtype on the CPU and is f32 on CUDA (logits f32 or bf16), where an out-of-range target gives a NaN loss

@@ -226,6 +226,22 @@ TEST(NnFunctional, LayerNormFoldedResidualGradientPassesGradcheck) {
   run_op_case(c);
 }
 
+TEST(NnFunctional, AddLayerNormIsTheAddThenTheNormWithBothGradients) {
+  // Both results feed the loss (the sum is the residual stream, the norm the next branch's input).
+  OpCase c;
+  c.name = "add_layer_norm";
+  c.inputs = {random_tensor({4, 13}, 130, -2, 2), random_tensor({4, 13}, 131, -2, 2),
+              random_tensor({13}, 132, 0.5, 1.5), random_tensor({13}, 133), random_tensor({4, 13}, 134)};
+  c.fn = [](const std::vector<Tensor>& a) {
+    const auto [h, n] = ops::add_layer_norm(a[0], a[1], a[2], a[3], 1e-5);
+    return h * a[4] + ops::gelu(n);
+  };
+  run_op_case(c);
+  const auto [h, n] = ops::add_layer_norm(c.inputs[0], c.inputs[1], c.inputs[2], c.inputs[3], 1e-5);
+  expect_close(h.to_vector(), (c.inputs[0] + c.inputs[1]).to_vector(), 0, 0, "sum");
+  expect_close(n.to_vector(), ops::layer_norm(h, c.inputs[2], c.inputs[3], 1e-5).to_vector(), 0, 0, "norm");
+}
+
 TEST(NnFunctional, LayerNormRejectsMismatchedWeight) {
   EXPECT_THROW(ops::layer_norm(Tensor::zeros({3, 5}), Tensor::ones({4}), Tensor(), 1e-5), Error);
   EXPECT_THROW(ops::layer_norm(Tensor::zeros({3, 5}), Tensor::ones({5}, DType::f64), Tensor(), 1e-5), Error);
