@@ -24,20 +24,20 @@ __device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; 
 __device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
 
 // ---- depth-wise 3×3 ----
-template <typename T>
-__global__ void dw_forward_kernel(T* out, const T* x, const T* w, const T* bias, int64_t C, int64_t H, int64_t W,
-                                  int64_t total) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t xx = i % W, y = (i / W) % H, plane = i / (H * W), c = plane % C;
-    const int64_t base = plane * H * W;
+// I: the index type, 32-bit whenever every offset fits (the 64-bit divisions cost more than the arithmetic).
+template <typename T, typename I>
+__global__ void dw_forward_kernel(T* out, const T* x, const T* w, const T* bias, I C, I H, I W, I total) {
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < total; i += I(gridDim.x) * blockDim.x) {
+    const I xx = i % W, y = (i / W) % H, plane = i / (H * W), c = plane % C;
+    const I base = plane * H * W;
     float acc = bias ? load(bias, c) : 0.0f;
 #pragma unroll
     for (int ky = 0; ky < 3; ++ky) {
-      const int64_t yy = y + ky - 1;
+      const I yy = y + ky - 1;
       if (yy < 0 || yy >= H) continue;
 #pragma unroll
       for (int kx = 0; kx < 3; ++kx) {
-        const int64_t xi = xx + kx - 1;
+        const I xi = xx + kx - 1;
         if (xi < 0 || xi >= W) continue;
         acc += load(w, c * 9 + ky * 3 + kx) * load(x, base + yy * W + xi);
       }
@@ -47,19 +47,19 @@ __global__ void dw_forward_kernel(T* out, const T* x, const T* w, const T* bias,
 }
 
 // dx[y, x] = Σ_taps w[ky, kx] · g[y − ky + 1, x − kx + 1].
-template <typename T>
-__global__ void dw_dx_kernel(T* dx, const T* g, const T* w, int64_t C, int64_t H, int64_t W, int64_t total) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t xx = i % W, y = (i / W) % H, plane = i / (H * W), c = plane % C;
-    const int64_t base = plane * H * W;
+template <typename T, typename I>
+__global__ void dw_dx_kernel(T* dx, const T* g, const T* w, I C, I H, I W, I total) {
+  for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < total; i += I(gridDim.x) * blockDim.x) {
+    const I xx = i % W, y = (i / W) % H, plane = i / (H * W), c = plane % C;
+    const I base = plane * H * W;
     float acc = 0.0f;
 #pragma unroll
     for (int ky = 0; ky < 3; ++ky) {
-      const int64_t yy = y - ky + 1;
+      const I yy = y - ky + 1;
       if (yy < 0 || yy >= H) continue;
 #pragma unroll
       for (int kx = 0; kx < 3; ++kx) {
-        const int64_t xo = xx - kx + 1;
+        const I xo = xx - kx + 1;
         if (xo < 0 || xo >= W) continue;
         acc += load(w, c * 9 + ky * 3 + kx) * load(g, base + yy * W + xo);
       }
@@ -68,29 +68,33 @@ __global__ void dw_dx_kernel(T* dx, const T* g, const T* w, int64_t C, int64_t H
   }
 }
 
-// One block per channel c: dweight[c, tap] = Σ_{b, y, x} g · x[y + ky − 1, x + kx − 1], dbias[c] = Σ g.
-template <typename T>
-__global__ void dw_dweight_kernel(T* dw, T* db, const T* g, const T* x, int64_t B, int64_t C, int64_t H, int64_t W) {
-  const int64_t c = blockIdx.x, HW = H * W, n = B * HW;
+// One block of kWeightBlock threads per channel c (few channels: the block is wide):
+// dweight[c, tap] = Σ_{b, y, x} g · x[y + ky − 1, x + kx − 1], dbias[c] = Σ g.
+constexpr int kWeightBlock = 1024;
+
+template <typename T, typename I>
+__global__ void __launch_bounds__(kWeightBlock) dw_dweight_kernel(T* dw, T* db, const T* g, const T* x, I B, I C,
+                                                                  I H, I W) {
+  const I c = blockIdx.x, HW = H * W, n = B * HW;
   float part[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const int64_t b = j / HW, pos = j % HW, y = pos / W, xx = pos % W;
-    const int64_t base = (b * C + c) * HW;
+  for (I j = threadIdx.x; j < n; j += blockDim.x) {
+    const I b = j / HW, pos = j % HW, y = pos / W, xx = pos % W;
+    const I base = (b * C + c) * HW;
     const float gv = load(g, base + pos);
     part[9] += gv;
 #pragma unroll
     for (int ky = 0; ky < 3; ++ky) {
-      const int64_t yy = y + ky - 1;
+      const I yy = y + ky - 1;
       if (yy < 0 || yy >= H) continue;
 #pragma unroll
       for (int kx = 0; kx < 3; ++kx) {
-        const int64_t xi = xx + kx - 1;
+        const I xi = xx + kx - 1;
         if (xi < 0 || xi >= W) continue;
         part[ky * 3 + kx] += gv * load(x, base + yy * W + xi);
       }
     }
   }
-  __shared__ float warp_sums[kBlock / 32][10];
+  __shared__ float warp_sums[kWeightBlock / 32][10];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
   for (int t = 0; t < 10; ++t) {
@@ -101,7 +105,7 @@ __global__ void dw_dweight_kernel(T* dw, T* db, const T* g, const T* x, int64_t 
   __syncthreads();
   if (threadIdx.x < 10) {
     float s = 0.0f;
-    for (int k = 0; k < kBlock / 32; ++k) s += warp_sums[k][threadIdx.x];
+    for (int k = 0; k < kWeightBlock / 32; ++k) s += warp_sums[k][threadIdx.x];
     if (threadIdx.x < 9 && dw) store(dw, c * 9 + threadIdx.x, s);
     if (threadIdx.x == 9 && db) store(db, c, s);
   }
@@ -160,9 +164,13 @@ void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* wei
   if (total == 0) return;
   device::dispatch_f32_bf16(dtype, "depthwise_conv3x3", [&](auto t) {
     using T = decltype(t);
-    dw_forward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x),
-                                                                 static_cast<const T*>(weight),
-                                                                 static_cast<const T*>(bias), C, H, W, total);
+    auto launch = [&](auto index) {
+      using I = decltype(index);
+      dw_forward_kernel<T, I><<<grid_for(total), kBlock, 0, stream>>>(
+          static_cast<T*>(out), static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias),
+          I(C), I(H), I(W), I(total));
+    };
+    total < (int64_t{1} << 31) ? launch(int32_t{}) : launch(int64_t{});
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -172,13 +180,18 @@ void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, co
   const int64_t total = B * C * H * W;
   device::dispatch_f32_bf16(dtype, "depthwise_conv3x3", [&](auto t) {
     using T = decltype(t);
-    if (dx && total > 0)
-      dw_dx_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g),
-                                                              static_cast<const T*>(weight), C, H, W, total);
-    if ((dweight || dbias) && C > 0)
-      dw_dweight_kernel<T><<<static_cast<unsigned>(C), kBlock, 0, stream>>>(
-          static_cast<T*>(dweight), static_cast<T*>(dbias), static_cast<const T*>(g), static_cast<const T*>(x), B, C,
-          H, W);
+    auto launch = [&](auto index) {
+      using I = decltype(index);
+      if (dx && total > 0)
+        dw_dx_kernel<T, I><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g),
+                                                                   static_cast<const T*>(weight), I(C), I(H), I(W),
+                                                                   I(total));
+      if ((dweight || dbias) && C > 0)
+        dw_dweight_kernel<T, I><<<static_cast<unsigned>(C), kWeightBlock, 0, stream>>>(
+            static_cast<T*>(dweight), static_cast<T*>(dbias), static_cast<const T*>(g), static_cast<const T*>(x), I(B),
+            I(C), I(H), I(W));
+    };
+    total < (int64_t{1} << 31) ? launch(int32_t{}) : launch(int64_t{});
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }

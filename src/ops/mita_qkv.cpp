@@ -16,6 +16,7 @@
 
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/dwc_tokens.h"
 #include "kernels/cuda/mita_shared.h"
 #include "kernels/cuda/stream.h"
 #endif
@@ -37,6 +38,8 @@ Tensor widened(const Tensor& t) { return t.dtype() == DType::bf16 ? t.to(DType::
 namespace kc = kernels::cuda;
 
 kc::AttentionView cuda_view(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]}; }
+
+kc::TokenRows token_rows(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1]}; }
 
 kc::MitaShape shared_shape(const JointSaved& sv) {
   const Tensor& q = sv.q;
@@ -85,12 +88,65 @@ Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const Jo
 #endif
 }
 
+// The DWC: v's patch tokens (rows 1..N-1 of v [B, N, C], a view of the packed qkv) as a G×G grid, depth-wise 3×3
+// conv (+ bias), added to rows 1..N-1 of `out` [B, N, C] (contiguous): a new tensor. CUDA: one kernel on the token
+// rows (kernels/cuda/dwc_tokens.h); elsewhere through the NCHW conv and back.
+Tensor dwc_forward(const Tensor& out, const Tensor& v, const Tensor& weight, const Tensor& bias, int64_t G) {
+  const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
+#ifdef VT_WITH_CUDA
+  if (v.device().is_cuda()) {
+    kc::DeviceGuard guard(v.device().index);
+    Tensor sum = Tensor::empty({B, N, C}, out.dtype(), out.device());
+    kc::depthwise3x3_tokens(out.dtype(), sum.raw_data(), out.contiguous().raw_data(), token_rows(v),
+                            weight.contiguous().raw_data(), bias.contiguous().raw_data(), false, B, N, C, 1, G,
+                            kc::current_stream());
+    return sum;
+  }
+#endif
+  const Tensor grid = v.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
+  const Tensor conv = depthwise_conv3x3(grid, weight, bias);
+  return concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv.reshape({B, C, N - 1}).transpose(1, 2)}, 1);
+}
+
+// Its backward given g [B, N, C], the gradient of the sum: dv_sum (contiguous, this node's own) += the conv's input
+// gradient on rows 1..N-1; dweight [C, 1, 3, 3] and dbias [C] when asked.
+void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const Tensor& weight, int64_t G,
+                  Tensor* dweight, Tensor* dbias) {
+  const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
+#ifdef VT_WITH_CUDA
+  if (v.device().is_cuda()) {
+    kc::DeviceGuard guard(v.device().index);
+    const cudaStream_t stream = kc::current_stream();
+    const Tensor gc = g.strides()[2] == 1 ? g : g.contiguous();
+    VT_CHECK(dv_sum.is_contiguous(), "[mita_qkv_attention] the DWC gradient goes into a contiguous dv");
+    kc::depthwise3x3_tokens(dv_sum.dtype(), dv_sum.raw_data(), dv_sum.raw_data(), token_rows(gc),
+                            weight.contiguous().raw_data(), nullptr, true, B, N, C, 1, G, stream);
+    if (dweight) *dweight = Tensor::empty({C, 1, 3, 3}, weight.dtype(), v.device());
+    if (dbias) *dbias = Tensor::empty({C}, weight.dtype(), v.device());
+    if (dweight || dbias) {
+      Tensor scratch = Tensor::empty({kc::depthwise3x3_tokens_scratch(B, C, G)}, DType::f32, v.device());
+      kc::depthwise3x3_tokens_weight_grad(weight.dtype(), dweight ? dweight->raw_data() : nullptr,
+                                          dbias ? dbias->raw_data() : nullptr, token_rows(gc), token_rows(v), B, C, 1,
+                                          G, scratch.data<float>(), stream);
+    }
+    return;
+  }
+#endif
+  const Tensor grid = v.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
+  const Tensor g_grid = g.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
+  Tensor dgrid;
+  depthwise_conv3x3_grads(g_grid, grid, weight, &dgrid, dweight, dbias);
+  const Tensor tail = dv_sum.slice(1, 1, N);
+  tail.copy_(tail + dgrid.reshape({B, C, N - 1}).transpose(1, 2));
+}
+
 struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
   Tensor probs;      // P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); shared branch only
   bool fused_shared = false;  // probs came from the fused CUDA kernel, which also runs the shared backward
   kernels::cpu::LandmarkPoolShape pool;
-  Tensor dwc_grid, dwc_weight;  // DWC only: v's patch tokens [B, C, G, G] and the conv weight
+  Tensor dwc_v, dwc_weight;  // DWC only: v [B, N, C] (a view of the packed qkv) and the conv weight
+  int64_t dwc_side = 0;      // G: the patch tokens form a G×G grid
   Tensor gate, pre_gate;        // gate only: g [B, N, C] (a view of qkvg) and the result before the gate
   const char* name() const override { return "MitaQkvBackward"; }
 
@@ -120,14 +176,9 @@ struct MitaQkvBackward : Node {
     Tensor dw, db;
     // The DWC's share of dv, added to tokens 1..N-1 of `dv_sum` (a tensor of this node's own).
     auto add_dwc = [&](Tensor dv_sum) {
-      if (!dwc_grid.defined()) return dv_sum;
-      const int64_t G = dwc_grid.size(2);
-      const Tensor g_grid = grad.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
-      Tensor dgrid;
-      depthwise_conv3x3_grads(g_grid, dwc_grid, dwc_weight, &dgrid, needs_grad(1) ? &dw : nullptr,
-                              needs_grad(2) ? &db : nullptr);
-      const Tensor tail = dv_sum.slice(1, 1, N);
-      tail.copy_(tail + dgrid.reshape({B, C, N - 1}).transpose(1, 2));
+      if (dwc_v.defined())
+        dwc_backward(dv_sum, grad, dwc_v, dwc_weight, dwc_side, needs_grad(1) ? &dw : nullptr,
+                     needs_grad(2) ? &db : nullptr);
       return dv_sum;
     };
     if (!joint.options.shared) return {packed({tokens(dq), tokens(dk), add_dwc(tokens(dv))}), dw, db};
@@ -154,7 +205,7 @@ struct MitaQkvBackward : Node {
   }
   void release() override {
     joint = JointSaved{};
-    probs = dwc_grid = dwc_weight = gate = pre_gate = Tensor();
+    probs = dwc_v = dwc_weight = gate = pre_gate = Tensor();
   }
 };
 
@@ -203,12 +254,9 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   }
   joint_forward(sv);
   Tensor out = sv.out.transpose(1, 2).reshape({B, N, C});  // free: the kernel writes [B, N, H, d]
-  Tensor grid;
   if (dwc) {  // v's patch tokens in their true places as a G×G grid, conv, added at tokens 1..N-1
     NoGradGuard no_grad;
-    grid = x.slice(2, 2 * C, 3 * C).slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
-    const Tensor conv = depthwise_conv3x3(grid, dwc_weight.detach(), dwc_bias.detach());
-    out = concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv.reshape({B, C, N - 1}).transpose(1, 2)}, 1);
+    out = dwc_forward(out, x.slice(2, 2 * C, 3 * C), dwc_weight.detach(), dwc_bias.detach(), G);
   }
   Tensor pre_gate;
   if (o.gate) {
@@ -219,8 +267,7 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   if (any_requires_grad({&qkv, &dwc_weight, &dwc_bias})) {
     auto node = std::make_shared<MitaQkvBackward>();
     if (o.gate) node->gate = x.slice(2, 3 * C, 4 * C), node->pre_gate = pre_gate;
-    node->dwc_grid = grid;
-    node->dwc_weight = dwc ? dwc_weight.detach() : Tensor();
+    if (dwc) node->dwc_v = x.slice(2, 2 * C, 3 * C), node->dwc_weight = dwc_weight.detach(), node->dwc_side = G;
     const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
     node->pool = {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
     node->probs = probs;

@@ -1,0 +1,154 @@
+// Depth-wise 3×3 conv on channels-last token rows (see dwc_tokens.h). One thread per output element with the
+// channel fastest, so a warp reads 32 consecutive channels of each neighbour row (coalesced, rows from L1/L2).
+// Weight gradient: blocks of 32 channels × 8 position lanes over a slice of the B·G² positions; the slices'
+// partial sums go to scratch and a second kernel adds them per (channel, tap) in slice order.
+#include "kernels/cuda/dwc_tokens.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
+
+namespace vt::kernels::cuda {
+namespace {
+
+using device::from_acc;
+using device::to_acc;
+
+constexpr int kThreads = 256;
+constexpr int kLanes = 32, kPositionLanes = 8;  // weight gradient block: channels × position lanes
+constexpr int kTaps = 10;                       // 9 weights + the bias
+
+template <typename T>
+__global__ void tokens_conv_kernel(T* dst, const T* src, const T* x, int64_t x_b, int64_t x_r, const T* w,
+                                   const T* bias, bool transposed, int B, int N, int C, int first, int G) {
+  const int64_t total = int64_t(B) * N * C;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(i % C);
+    const int64_t bn = i / C;
+    const int r = static_cast<int>(bn % N), b = static_cast<int>(bn / N);
+    float acc = to_acc(src[i]);
+    const int p = r - first;
+    if (p >= 0 && p < G * G) {
+      const int y = p / G, xx = p % G;
+      if (bias) acc += to_acc(bias[c]);
+      const T* xb = x + b * x_b + c;
+#pragma unroll
+      for (int ky = 0; ky < 3; ++ky) {
+        const int yy = transposed ? y - ky + 1 : y + ky - 1;
+        if (yy < 0 || yy >= G) continue;
+#pragma unroll
+        for (int kx = 0; kx < 3; ++kx) {
+          const int xi = transposed ? xx - kx + 1 : xx + kx - 1;
+          if (xi < 0 || xi >= G) continue;
+          acc += to_acc(w[c * 9 + ky * 3 + kx]) * to_acc(xb[int64_t(first + yy * G + xi) * x_r]);
+        }
+      }
+    }
+    dst[i] = from_acc<T>(acc);
+  }
+}
+
+// partial[slice][c][tap] over positions [slice·per, (slice + 1)·per) of the B·G² grid positions.
+template <typename T>
+__global__ void tokens_weight_partial_kernel(float* partial, const T* g, int64_t g_b, int64_t g_r, const T* x,
+                                             int64_t x_b, int64_t x_r, int B, int C, int first, int G, int per) {
+  __shared__ float lanes[kPositionLanes][kLanes][kTaps + 1];
+  const int c = blockIdx.x * kLanes + threadIdx.x;
+  const int positions = B * G * G, begin = blockIdx.y * per, end = min(positions, begin + per);
+  float part[kTaps] = {};
+  if (c < C)
+    for (int q = begin + threadIdx.y; q < end; q += kPositionLanes) {
+      const int b = q / (G * G), p = q % (G * G), y = p / G, xx = p % G;
+      const float gv = to_acc(g[b * g_b + int64_t(first + p) * g_r + c]);
+      part[9] += gv;
+      const T* xb = x + b * x_b + c;
+#pragma unroll
+      for (int ky = 0; ky < 3; ++ky) {
+        const int yy = y + ky - 1;
+        if (yy < 0 || yy >= G) continue;
+#pragma unroll
+        for (int kx = 0; kx < 3; ++kx) {
+          const int xi = xx + kx - 1;
+          if (xi < 0 || xi >= G) continue;
+          part[ky * 3 + kx] += gv * to_acc(xb[int64_t(first + yy * G + xi) * x_r]);
+        }
+      }
+    }
+#pragma unroll
+  for (int t = 0; t < kTaps; ++t) lanes[threadIdx.y][threadIdx.x][t] = part[t];
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+#pragma unroll
+    for (int t = 0; t < kTaps; ++t) {
+      float s = 0.f;
+      for (int l = 0; l < kPositionLanes; ++l) s += lanes[l][threadIdx.x][t];
+      partial[(int64_t(blockIdx.y) * C + c) * kTaps + t] = s;
+    }
+  }
+}
+
+template <typename T>
+__global__ void tokens_weight_sum_kernel(T* dw, T* db, const float* partial, int C, int slices) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;  // c·kTaps + tap
+  if (i >= C * kTaps) return;
+  float s = 0.f;
+  for (int k = 0; k < slices; ++k) s += partial[int64_t(k) * C * kTaps + i];
+  const int c = i / kTaps, t = i % kTaps;
+  if (t < 9 && dw) dw[c * 9 + t] = from_acc<T>(s);
+  if (t == 9 && db) db[c] = from_acc<T>(s);
+}
+
+int weight_slices(int64_t B, int64_t C, int64_t G) {
+  const int64_t groups = (C + kLanes - 1) / kLanes, positions = B * G * G;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(positions / 64, std::max<int64_t>(1, 1056 / groups))));
+}
+
+}  // namespace
+
+void depthwise3x3_tokens(DType dtype, void* dst, const void* src, const TokenRows& x, const void* weight,
+                         const void* bias, bool transposed, int64_t B, int64_t N, int64_t C, int64_t first, int64_t G,
+                         cudaStream_t stream) {
+  const int64_t total = B * N * C;
+  if (total == 0) return;
+  VT_CHECK(first >= 0 && first + G * G <= N && B * N < (int64_t{1} << 31) && C < (int64_t{1} << 31),
+           "[depthwise3x3_tokens] grid rows [", first, ", ", first + G * G, ") do not fit N = ", N);
+  device::dispatch_f32_bf16(dtype, "depthwise3x3_tokens", [&](auto t) {
+    using T = decltype(t);
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 1 << 20));
+    tokens_conv_kernel<T><<<grid, kThreads, 0, stream>>>(
+        static_cast<T*>(dst), static_cast<const T*>(src), static_cast<const T*>(x.data), x.batch, x.row,
+        static_cast<const T*>(weight), static_cast<const T*>(bias), transposed, static_cast<int>(B),
+        static_cast<int>(N), static_cast<int>(C), static_cast<int>(first), static_cast<int>(G));
+  });
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+int64_t depthwise3x3_tokens_scratch(int64_t B, int64_t C, int64_t G) {
+  return int64_t(weight_slices(B, C, G)) * C * kTaps;
+}
+
+void depthwise3x3_tokens_weight_grad(DType dtype, void* dweight, void* dbias, const TokenRows& g, const TokenRows& x,
+                                     int64_t B, int64_t C, int64_t first, int64_t G, float* scratch,
+                                     cudaStream_t stream) {
+  if (C == 0 || (!dweight && !dbias)) return;
+  VT_CHECK(B * G * G < (int64_t{1} << 31), "[depthwise3x3_tokens] ", B * G * G, " positions exceed int32");
+  const int slices = weight_slices(B, C, G);
+  const int positions = static_cast<int>(B * G * G), per = (positions + slices - 1) / slices;
+  device::dispatch_f32_bf16(dtype, "depthwise3x3_tokens", [&](auto t) {
+    using T = decltype(t);
+    const dim3 grid(static_cast<unsigned>((C + kLanes - 1) / kLanes), static_cast<unsigned>(slices));
+    tokens_weight_partial_kernel<T><<<grid, dim3(kLanes, kPositionLanes), 0, stream>>>(
+        scratch, static_cast<const T*>(g.data), g.batch, g.row, static_cast<const T*>(x.data), x.batch, x.row,
+        static_cast<int>(B), static_cast<int>(C), static_cast<int>(first), static_cast<int>(G), per);
+    VT_CUDA_CHECK(cudaGetLastError());
+    tokens_weight_sum_kernel<T><<<static_cast<unsigned>((C * kTaps + 255) / 256), 256, 0, stream>>>(
+        static_cast<T*>(dweight), static_cast<T*>(dbias), scratch, static_cast<int>(C), slices);
+  });
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace vt::kernels::cuda
