@@ -199,7 +199,8 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads)
     mita_shared_bwd_kernel(AttentionView dk, AttentionView dv, float* __restrict__ dr, const float* __restrict__ probs,
-                           const float* __restrict__ p_shared, const float* __restrict__ ds_shared, AttentionView dout,
+                           const float* __restrict__ p_shared, const float* __restrict__ ds_shared,
+                           const float* __restrict__ dvh_in, const float* __restrict__ dr_in, AttentionView dout,
                            AttentionView q, AttentionView r, AttentionView k, AttentionView v, MitaShape s) {
   constexpr int TD = cols_per_lane(D);
   constexpr int CH = kBwdChunk;
@@ -212,17 +213,20 @@ __global__ void __launch_bounds__(kThreads)
   float* ds = dR + m * D;      // [m, ldn] dP, then dS
   float* stage = ds + m * ldn;  // 2·CH·(mp + D) floats, reused by each phase
   const float* P = probs + bh * m * N;
-  const float* ps = p_shared + bh * N * m;
-  const float* dss = ds_shared + bh * N * m;
+  const float* ps = p_shared ? p_shared + bh * N * m : nullptr;
+  const float* dss = ds_shared ? ds_shared + bh * N * m : nullptr;
   const T* douth = head_of<T>(dout, b, h);
   const T* qh = head_of<T>(q, b, h);
   const T* kh = head_of<T>(k, b, h);
   const T* vh = head_of<T>(v, b, h);
   load_rows<D>(rs, D, head_of<T>(r, b, h), r.row_stride, m);
-  for (int e = threadIdx.x; e < m * D; e += kThreads) dvh[e] = dR[e] = 0.f;
+  for (int e = threadIdx.x; e < m * D; e += kThreads) {
+    dvh[e] = dvh_in ? dvh_in[bh * m * D + e] : 0.f;
+    dR[e] = dr_in ? dr_in[bh * m * D + e] : 0.f;
+  }
 
-  // dV̂ = p_sharedᵀ·dout and dR = ds_sharedᵀ·q, over chunks of queries.
-  {
+  // dV̂ = p_sharedᵀ·dout and dR = ds_sharedᵀ·q, over chunks of queries (given as dvh_in, dr_in otherwise).
+  if (ps) {
     float* sp = stage;         // [CH, mp]
     float* sd = sp + CH * mp;  // [CH, mp]
     float* so = sd + CH * mp;  // [CH, D]
@@ -358,8 +362,11 @@ void mita_shared_forward(DType dtype, const AttentionView& v_hat, float* probs, 
 void mita_shared_backward(DType dtype, const AttentionView& dk, const AttentionView& dv, float* dr,
                           const float* probs, const float* p_shared, const float* ds_shared,
                           const AttentionView& dout, const AttentionView& q, const AttentionView& r,
-                          const AttentionView& k, const AttentionView& v, const MitaShape& s, cudaStream_t stream) {
+                          const AttentionView& k, const AttentionView& v, const MitaShape& s, cudaStream_t stream,
+                          const float* dvh_in, const float* dr_in) {
   check_supported(s);
+  VT_CHECK((p_shared && ds_shared) != (dvh_in && dr_in),
+           "[mita_shared] the backward needs either p_shared and ds_shared or dvh and dr of the joint attention");
   device::dispatch_f32_bf16(dtype, "mita_shared", [&](auto tag) {
     using T = decltype(tag);
     dispatch_head_dim(s.d, [&](auto dim) {
@@ -367,7 +374,7 @@ void mita_shared_backward(DType dtype, const AttentionView& dk, const AttentionV
       auto kernel = mita_shared_bwd_kernel<T, D>;
       const int smem = prepare(kernel, backward_smem_floats(s));
       kernel<<<static_cast<unsigned>(s.B * s.H), kThreads, smem, stream>>>(dk, dv, dr, probs, p_shared, ds_shared,
-                                                                           dout, q, r, k, v, s);
+                                                                           dvh_in, dr_in, dout, q, r, k, v, s);
       VT_CUDA_CHECK(cudaGetLastError());
     });
   });

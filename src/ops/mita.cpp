@@ -18,6 +18,7 @@
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/landmark_pool.h"
 #include "kernels/cuda/mita.h"
+#include "kernels/cuda/mita_flash.h"
 #include "kernels/cuda/mita_mma.h"
 #include "kernels/cuda/mita_topk.h"
 #include "kernels/cuda/stream.h"
@@ -81,6 +82,20 @@ void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev)
 
 }  // namespace
 
+#ifdef VT_WITH_CUDA
+// The masked flash kernels (cuda/mita_flash: every query against all m + N slots with a mask, on tensor cores) run
+// the joint attention when they take the shape and the views: at ViT sizes they beat the per-expert kernels.
+bool masked_flash_applies(const JointSaved& sv, const kc::MitaShape& s) {
+  if (sv.q.dtype() != DType::bf16 || !kc::mita_flash_supported(s)) return false;
+  for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.out})
+    if (!kc::flash_attention_aligned(cuda_view(*t))) return false;
+  if (s.shared)
+    for (const Tensor* t : {&sv.r, &sv.v_hat})
+      if (!kc::flash_attention_aligned(cuda_view(*t))) return false;
+  return true;
+}
+#endif
+
 void joint_forward(JointSaved& sv) {
   const Tensor& q = sv.q;
   const Device dev = q.device();
@@ -94,9 +109,18 @@ void joint_forward(JointSaved& sv) {
     VT_CHECK(kc::mita_supports_head_dim(d), "[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ",
              d);
     sv.lse = Tensor::empty({B, H, N}, DType::f32, dev);
+    const kc::MitaShape s = cuda_shape(q, m, kk, o);
+    sv.masked_flash = masked_flash_applies(sv, s);
+    if (sv.masked_flash) {
+      Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
+      kc::mita_flash_forward(cuda_view(sv.out), sv.lse.data<float>(), cuda_view(q), cuda_view(sv.k), cuda_view(sv.v),
+                             cuda_view(o.shared ? sv.r : q), cuda_view(o.shared ? sv.v_hat : q), cuda_index(sv.routing),
+                             s, workspace.data<float>(), kc::current_stream());
+      return;
+    }
     kc::mita_attention_forward(q.dtype(), cuda_view(sv.out), sv.lse.data<float>(), cuda_view(q), cuda_view(sv.k),
                                cuda_view(sv.v), cuda_view(o.shared ? sv.r : q), cuda_view(o.shared ? sv.v_hat : q),
-                               cuda_index(sv.routing), cuda_shape(q, m, kk, o), kc::current_stream());
+                               cuda_index(sv.routing), s, kc::current_stream());
 #else
     fail_without_cuda("mita_attention", dev);
 #endif
@@ -121,6 +145,30 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
 #ifdef VT_WITH_CUDA
     kc::DeviceGuard guard(dev.index);
     const kc::MitaShape s = cuda_shape(q, m, kk, options);
+    if (sv.masked_flash) {
+      Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
+      Tensor dr32, dvh32;  // [B, H, m, d] f32
+      if (options.shared) {
+        dr32 = Tensor::empty({B, H, m, d}, DType::f32, dev);
+        dvh32 = Tensor::empty({B, H, m, d}, DType::f32, dev);
+      }
+      const Tensor& rr = options.shared ? sv.r : q;
+      const Tensor& vv = options.shared ? sv.v_hat : q;
+      kc::mita_flash_backward(cuda_view(dq), cuda_view(dk), cuda_view(dv),
+                              options.shared ? dr32.data<float>() : nullptr,
+                              options.shared ? dvh32.data<float>() : nullptr, cuda_view(dout), cuda_view(q),
+                              cuda_view(sv.k), cuda_view(sv.v), cuda_view(rr), cuda_view(vv), cuda_view(sv.out),
+                              sv.lse.data<float>(), cuda_index(sv.routing), s, workspace.data<float>(),
+                              kc::current_stream());
+      if (options.shared && shared_terms) {
+        *shared_terms = JointSharedTerms{};
+        shared_terms->dout = dout, shared_terms->dvh = dvh32, shared_terms->dr = dr32;
+      } else if (options.shared) {
+        dvh = dvh32.to(dt);
+        dr = dr32.to(dt);
+      }
+      return;
+    }
     Tensor p_shared, ds_shared;
     if (options.shared) {
       p_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
@@ -136,7 +184,8 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
                                 sv.lse.data<float>(), cuda_index(sv.routing), s, options.deterministic,
                                 workspace.data<float>(), kc::current_stream());
     if (options.shared && shared_terms) {
-      *shared_terms = {p_shared, ds_shared, dout};
+      *shared_terms = JointSharedTerms{};
+      shared_terms->p_shared = p_shared, shared_terms->ds_shared = ds_shared, shared_terms->dout = dout;
     } else if (options.shared) {
       NoGradGuard no_grad;
       dvh = matmul(p_shared.transpose(-2, -1), dout).to(dt);  // Σ_n p_nj·dO_n

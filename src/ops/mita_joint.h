@@ -12,6 +12,7 @@ struct JointSaved {
   Tensor q, k, v, r, v_hat, out, lse;
   MitaRouting routing;
   MitaAttentionOptions options;
+  bool masked_flash = false;  // CUDA: the forward ran the masked flash kernels (cuda/mita_flash), so does the backward
 };
 
 /// The joint attention's forward kernels: sets saved.out ([B, H, N, d] laid out [B, N, H, d]) and saved.lse.
@@ -21,6 +22,7 @@ void joint_forward(JointSaved& saved);
 struct JointSharedTerms {
   Tensor p_shared, ds_shared;  // [B, H, N, m] f32: the shared slots' probabilities, their logit gradients·shared_scale
   Tensor dout;                 // the gradient as the kernel read it: [B, H, N, d], operands' dtype, rows contiguous
+  Tensor dvh, dr;  // or (masked flash) [B, H, m, d] f32: p_sharedᵀ·dout and ds_sharedᵀ·q already summed
 };
 
 /// Its gradients: dq, dk, dv are written through their views ([B, H, N, d], any strides, the operands' dtype);

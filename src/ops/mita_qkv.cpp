@@ -77,10 +77,11 @@ Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const Jo
   kc::DeviceGuard guard(dev.index);
   const kc::MitaShape s = shared_shape(sv);
   Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
+  auto f32_or_null = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
   kc::mita_shared_backward(sv.q.dtype(), cuda_view(dk), cuda_view(dv), dr.data<float>(), probs.data<float>(),
-                           terms.p_shared.data<float>(), terms.ds_shared.data<float>(), cuda_view(terms.dout),
-                           cuda_view(sv.q), cuda_view(sv.r), cuda_view(sv.k), cuda_view(sv.v), s,
-                           kc::current_stream());
+                           f32_or_null(terms.p_shared), f32_or_null(terms.ds_shared), cuda_view(terms.dout),
+                           cuda_view(sv.q), cuda_view(sv.r), cuda_view(sv.k), cuda_view(sv.v), s, kc::current_stream(),
+                           f32_or_null(terms.dvh), f32_or_null(terms.dr));
   return dr;
 #else
   (void)probs, (void)terms, (void)dk, (void)dv;
