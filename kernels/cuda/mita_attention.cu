@@ -340,17 +340,6 @@ __global__ void __launch_bounds__(kThreads) routed_store_kernel(AttentionView dk
     if (lane + 32 * c < D) rk[lane + 32 * c] = from_acc<T>(ak[c]), rv[lane + 32 * c] = from_acc<T>(av[c]);
 }
 
-template <typename F>
-void dispatch_head_dim(int64_t d, F&& f) {
-  switch (d) {
-    case 16: return f(std::integral_constant<int, 16>{});
-    case 32: return f(std::integral_constant<int, 32>{});
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-    default: VT_FAIL("[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ", d);
-  }
-}
-
 int max_dynamic_smem() {
   int dev = 0, bytes = 0;
   VT_CUDA_CHECK(cudaGetDevice(&dev));
@@ -375,7 +364,7 @@ void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, c
     return mita_joint_forward_mma(out, lse, q, k, v, r, v_hat, routing, s, stream);
   device::dispatch_f32_bf16(dtype, "mita_attention", [&](auto tag) {
     using T = decltype(tag);
-    dispatch_head_dim(s.d, [&](auto dim) {
+    device::dispatch_head_dim(s.d, "mita_attention", [&](auto dim) {
       constexpr int D = decltype(dim)::value;
       const size_t smem = sizeof(float) * (2 * kChunk * (D + 4) + kQueriesPerBlock * D);
       auto kernel = mita_forward_kernel<T, D>;
@@ -417,7 +406,7 @@ void mita_attention_backward(DType dtype, const AttentionView& dq, const Attenti
   if (!deterministic) VT_CUDA_CHECK(cudaMemsetAsync(workspace, 0, sizeof(float) * 2 * half, stream));
   device::dispatch_f32_bf16(dtype, "mita_attention", [&](auto tag) {
     using T = decltype(tag);
-    dispatch_head_dim(s.d, [&](auto dim) {
+    device::dispatch_head_dim(s.d, "mita_attention", [&](auto dim) {
       constexpr int D = decltype(dim)::value;
       const size_t smem = sizeof(float) * backward_smem_floats(S, s.k, D);
       auto kernel = mita_backward_kernel<T, D>;

@@ -298,17 +298,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- launchers ----
-template <class F>
-void dispatch_head_dim(int64_t d, F&& f) {
-  switch (d) {
-    case 16: return f(std::integral_constant<int, 16>{});
-    case 32: return f(std::integral_constant<int, 32>{});
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-    default: VT_FAIL("[mita_shared] CUDA kernels support head dims 16, 32, 64, 128, got ", d);
-  }
-}
-
 int64_t round_up4(int64_t n) { return (n + 3) / 4 * 4; }  // padded4 on the host
 
 int64_t forward_smem_floats(const MitaShape& s) { return s.m * s.d + s.m * round_up4(s.N) + kFwdChunk * (s.d + 1); }
@@ -349,7 +338,7 @@ void mita_shared_forward(DType dtype, const AttentionView& v_hat, float* probs, 
   check_supported(s);
   device::dispatch_f32_bf16(dtype, "mita_shared", [&](auto tag) {
     using T = decltype(tag);
-    dispatch_head_dim(s.d, [&](auto dim) {
+    device::dispatch_head_dim(s.d, "mita_shared", [&](auto dim) {
       constexpr int D = decltype(dim)::value;
       auto kernel = mita_shared_fwd_kernel<T, D>;
       const int smem = prepare(kernel, forward_smem_floats(s));
@@ -369,7 +358,7 @@ void mita_shared_backward(DType dtype, const AttentionView& dk, const AttentionV
            "[mita_shared] the backward needs either p_shared and ds_shared or dvh and dr of the joint attention");
   device::dispatch_f32_bf16(dtype, "mita_shared", [&](auto tag) {
     using T = decltype(tag);
-    dispatch_head_dim(s.d, [&](auto dim) {
+    device::dispatch_head_dim(s.d, "mita_shared", [&](auto dim) {
       constexpr int D = decltype(dim)::value;
       auto kernel = mita_shared_bwd_kernel<T, D>;
       const int smem = prepare(kernel, backward_smem_floats(s));

@@ -69,6 +69,18 @@ void dispatch_f32_bf16_pair(DType a, DType b, const char* op, F&& f) {
   dispatch_f32_bf16(a, op, [&](auto ta) { dispatch_f32_bf16(b, op, [&](auto tb) { f(ta, tb); }); });
 }
 
+/// Calls f(std::integral_constant<int, D>{}) for the head dims the MiTA kernels instantiate (16, 32, 64, 128).
+template <typename F>
+void dispatch_head_dim(int64_t d, const char* op, F&& f) {
+  switch (d) {
+    case 16: return f(std::integral_constant<int, 16>{});
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    default: VT_FAIL("[", op, "] CUDA kernels support head dims 16, 32, 64, 128, got ", d);
+  }
+}
+
 /// Multiprocessors of the current device (cached per device index, up to 16 devices).
 inline int sm_count() {
   static int cached[16] = {};
