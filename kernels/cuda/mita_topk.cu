@@ -245,10 +245,10 @@ __global__ void __launch_bounds__(Threads) topk_rows_kernel(const float* __restr
   exact_select<Threads>([&](int i) { return row[i]; }, dst, N, k);
 }
 
-/// Rows of at most 32·J entries (MiTA's N = 197 at 224²): a warp per row, entry lane + 32·j in register j as the
-/// unique key (value bits, then the complement of the index, so ties go to the lower index). A bitwise search
-/// counted with ballots finds the k-th largest key; the selected entries are written in index order by a prefix
-/// count over the same ballots. No shared memory, no block barriers.
+/// Rows of at most 32·J entries (MiTA's N = 197 at 224²): a warp per row, entry lane + 32·j in register j. A
+/// bitwise search counted with ballots finds the k-th largest value; every entry above it is taken and, of the
+/// entries equal to it, the lowest indices up to k. The selection is written in index order by prefix counts over
+/// the same ballots. No shared memory, no block barriers.
 template <int J>
 __global__ void __launch_bounds__(128) topk_warp_kernel(const float* __restrict__ x, int32_t* __restrict__ out,
                                                        int64_t rows, int N, int k) {
@@ -256,29 +256,36 @@ __global__ void __launch_bounds__(128) topk_warp_kernel(const float* __restrict_
   if (row >= rows) return;
   const int lane = threadIdx.x % 32;
   const float* xr = x + row * N;
-  uint64_t key[J];  // 0 for the padding past N: below every real key, never selected since k ≤ N
+  uint32_t u[J];
 #pragma unroll
   for (int j = 0; j < J; ++j) {
     const int i = lane + 32 * j;
-    key[j] = i < N ? (uint64_t{ordered_bits(xr[i])} << 32) | (0xffffffffu - static_cast<uint32_t>(i)) : 0;
+    u[j] = i < N ? ordered_bits(xr[i]) : 0;
   }
-  uint64_t kth = 0;  // the largest t with at least k keys ≥ t: the k-th largest key itself
-  for (int bit = 63; bit >= 0; --bit) {
-    const uint64_t t = kth | (uint64_t{1} << bit);
+  auto count_where = [&](auto&& pred) {
     int count = 0;
 #pragma unroll
-    for (int j = 0; j < J; ++j) count += __popc(__ballot_sync(0xffffffffu, key[j] >= t));
-    if (count >= k) kth = t;
+    for (int j = 0; j < J; ++j) count += __popc(__ballot_sync(0xffffffffu, lane + 32 * j < N && pred(u[j])));
+    return count;
+  };
+  uint32_t kth = 0;  // the largest t with at least k entries ≥ t: the k-th largest value
+  for (int bit = 31; bit >= 0; --bit) {
+    const uint32_t t = kth | (1u << bit);
+    if (count_where([&](uint32_t v) { return v >= t; }) >= k) kth = t;
   }
+  const int ties_wanted = k - count_where([&](uint32_t v) { return v > kth; });  // ≥ 1
   int32_t* dst = out + row * k;
-  int base = 0;
+  int base = 0, ties_before = 0;
   const unsigned below = (1u << lane) - 1u;
 #pragma unroll
   for (int j = 0; j < J; ++j) {
-    const bool take = key[j] >= kth;
-    const unsigned ballot = __ballot_sync(0xffffffffu, take);
-    if (take) dst[base + __popc(ballot & below)] = lane + 32 * j;
-    base += __popc(ballot);
+    const bool valid = lane + 32 * j < N;
+    const unsigned ties = __ballot_sync(0xffffffffu, valid && u[j] == kth);
+    const bool take = valid && (u[j] > kth || (u[j] == kth && ties_before + __popc(ties & below) < ties_wanted));
+    const unsigned taken = __ballot_sync(0xffffffffu, take);
+    if (take) dst[base + __popc(taken & below)] = lane + 32 * j;
+    base += __popc(taken);
+    ties_before += __popc(ties);
   }
 }
 
