@@ -183,7 +183,9 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (cols.numel() > 0) cols.reshape({B, Gh, Gw, C, p, p}).copy_(patch_view(x.detach(), p));
     Tensor w = weight.detach().contiguous().reshape({D, K});
     Tensor rows = detail::linear_2d_cuda(cols, w, bias.defined() ? bias.detach() : Tensor());  // [B·G, D]
-    Tensor out = rows.reshape({B, Gh, Gw, D}).permute({0, 3, 1, 2}).contiguous();
+    // NCHW as a view of the token-major rows (channels last in memory): PatchEmbed's flatten + transpose back to
+    // tokens is then free, and so is the backward's permute of the gradient.
+    Tensor out = rows.reshape({B, Gh, Gw, D}).permute({0, 3, 1, 2});
     if (any_requires_grad({&x, &weight, &bias})) {
       auto node = std::make_shared<Conv2dPatchBackward>();
       if (weight.requires_grad()) node->cols = cols;

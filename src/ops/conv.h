@@ -5,7 +5,8 @@
 namespace vt::ops {
 
 /// Conv2d with stride == kernel size and no padding (patch embedding): x [B, C, H, W], weight [D, C, p, p],
-/// bias [D] (may be undefined) → [B, D, H/p, W/p]. H and W must be multiples of p.
+/// bias [D] (may be undefined) → [B, D, H/p, W/p]. H and W must be multiples of p. On CUDA the result is a view
+/// laid out channels last (the GEMM's token rows), so flattening it to tokens [B, G, D] is free.
 Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias);
 /// Depth-wise 3×3 conv, stride 1, padding 1: x [B, C, H, W], weight [C, 1, 3, 3], bias [C] (may be undefined).
 Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bias);
