@@ -174,12 +174,10 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
     // dV += Pᵀ dO and dK += dSᵀ Q; dSᵀ also to shared memory for dQ
 #pragma unroll
     for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      const uint32_t ap[4] = {pack_bf16(st[2 * kk][0], st[2 * kk][1]), pack_bf16(st[2 * kk][2], st[2 * kk][3]),
-                              pack_bf16(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                              pack_bf16(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-      const uint32_t as[4] = {pack_bf16(dpt[2 * kk][0], dpt[2 * kk][1]), pack_bf16(dpt[2 * kk][2], dpt[2 * kk][3]),
-                              pack_bf16(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
-                              pack_bf16(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
+      uint32_t ap[4];
+      a_fragment(ap, st[2 * kk], st[2 * kk + 1]);
+      uint32_t as[4];
+      a_fragment(as, dpt[2 * kk], dpt[2 * kk + 1]);
       if constexpr (kAtomicDq) {
         bf16* srow = sdS + (warp * 16 + g) * LDS + kk * 16 + 2 * t;
         *reinterpret_cast<uint32_t*>(srow) = as[0];
@@ -337,9 +335,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
     }
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const uint32_t a[4] = {pack_bf16(dp[2 * kk][0], dp[2 * kk][1]), pack_bf16(dp[2 * kk][2], dp[2 * kk][3]),
-                             pack_bf16(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
-                             pack_bf16(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
+      uint32_t a[4];
+      a_fragment(a, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
       for (int dn = 0; dn < D / 16; ++dn) {
         uint32_t bk[4];

@@ -71,6 +71,15 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
+/// Two side-by-side C tiles (accumulator columns 0..7 and 8..15 of 16 rows) as one bf16 A fragment: how P or dS
+/// feeds the next MMA without leaving registers.
+__device__ __forceinline__ void a_fragment(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
+  a[0] = pack_bf16(lo[0], lo[1]);
+  a[1] = pack_bf16(lo[2], lo[3]);
+  a[2] = pack_bf16(hi[0], hi[1]);
+  a[3] = pack_bf16(hi[2], hi[3]);
+}
+
 // ldmatrix source addresses. Each lane names one 16-byte row of one of the four 8×8 matrices (lanes 8i..8i+7:
 // matrix i). `ld` is the smem row length in elements.
 

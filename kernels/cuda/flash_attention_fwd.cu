@@ -144,9 +144,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
         if (kk * 16 >= valid_keys) continue;  // P is 0 there
-        const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                               pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                               pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        uint32_t a[4];
+        a_fragment(a, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
         for (int dn = 0; dn < D / 16; ++dn) {
           uint32_t bfr[4];

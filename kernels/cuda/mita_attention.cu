@@ -13,6 +13,7 @@ namespace {
 
 using device::from_acc;
 using device::to_acc;
+using device::warp_max;
 
 constexpr int kThreads = 256;         // 8 warps
 constexpr int kWarps = kThreads / 32;
@@ -29,11 +30,6 @@ __device__ __forceinline__ const T* row_at(const AttentionView& v, int64_t b, in
 template <typename T>
 __device__ __forceinline__ T* mutable_row_at(const AttentionView& v, int64_t b, int64_t h, int64_t r) {
   return const_cast<T*>(row_at<T>(v, b, h, r));
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
 }
 
 __device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }

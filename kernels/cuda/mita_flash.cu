@@ -219,9 +219,8 @@ __global__ void __launch_bounds__(kThreads) mita_flash_fwd_kernel(const Params p
 #pragma unroll
       for (int kk = 0; kk < kBlock / 16; ++kk) {
         if (kk * 16 >= valid_keys) continue;  // P is 0 there
-        const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                               pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                               pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        uint32_t a[4];
+        a_fragment(a, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
         for (int dn = 0; dn < D / 16; ++dn) {
           uint32_t bfr[4];
@@ -383,12 +382,10 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dkdv_kernel(const Params 
     // dV += Pᵀ dO and dK += dSᵀ Q
 #pragma unroll
     for (int kk = 0; kk < kBlock / 16; ++kk) {
-      const uint32_t ap[4] = {pack_bf16(st[2 * kk][0], st[2 * kk][1]), pack_bf16(st[2 * kk][2], st[2 * kk][3]),
-                              pack_bf16(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                              pack_bf16(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-      const uint32_t as[4] = {pack_bf16(dpt[2 * kk][0], dpt[2 * kk][1]), pack_bf16(dpt[2 * kk][2], dpt[2 * kk][3]),
-                              pack_bf16(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
-                              pack_bf16(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
+      uint32_t ap[4];
+      a_fragment(ap, st[2 * kk], st[2 * kk + 1]);
+      uint32_t as[4];
+      a_fragment(as, dpt[2 * kk], dpt[2 * kk + 1]);
 #pragma unroll
       for (int dn = 0; dn < D / 16; ++dn) {
         uint32_t bo[4], bq[4];
@@ -526,9 +523,8 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dq_kernel(const Params p)
     }
 #pragma unroll
     for (int kk = 0; kk < kBlock / 16; ++kk) {
-      const uint32_t a[4] = {pack_bf16(dp[2 * kk][0], dp[2 * kk][1]), pack_bf16(dp[2 * kk][2], dp[2 * kk][3]),
-                             pack_bf16(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
-                             pack_bf16(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
+      uint32_t a[4];
+      a_fragment(a, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
       for (int dn = 0; dn < D / 16; ++dn) {
         uint32_t bk[4];

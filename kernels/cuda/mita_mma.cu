@@ -114,9 +114,8 @@ __device__ __forceinline__ void softmax_pv(Softmax16<D>& st, float (&s)[kCols / 
   }
 #pragma unroll
   for (int kk = 0; kk < kCols / 16; ++kk) {
-    const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                           pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                           pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+    uint32_t a[4];
+    a_fragment(a, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
     for (int dn = 0; dn < D / 16; ++dn) {
       uint32_t bfr[4];

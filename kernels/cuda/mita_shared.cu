@@ -26,6 +26,7 @@ namespace {
 
 using device::from_acc;
 using device::to_acc;
+using device::warp_max;
 using device::warp_sum;
 
 constexpr int kThreads = 256;
@@ -130,11 +131,6 @@ __device__ __forceinline__ void load_rows(float* dst, int ld, const T* src, int6
 template <typename T>
 __device__ __forceinline__ void add_to(T* p, float x) {
   *p = from_acc<T>(to_acc(*p) + x);
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
 }
 
 constexpr int cols_per_lane(int D) { return D >= 32 ? D / 32 : 1; }

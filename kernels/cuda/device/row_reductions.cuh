@@ -1,5 +1,5 @@
-// Warp-level pieces shared by the row kernels (softmax, LayerNorm, cross-entropy): a warp sum, and the online
-// (max, Σ exp(x − max)) pair that builds a log-sum-exp in one pass over a row.
+// Warp-level pieces shared by the row kernels (softmax, LayerNorm, cross-entropy, MiTA): a warp sum and max, and
+// the online (max, Σ exp(x − max)) pair that builds a log-sum-exp in one pass over a row.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -9,6 +9,11 @@ namespace vt::kernels::cuda::device {
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 
