@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kernels/cuda/copy.h"
+#include "kernels/cuda/event.h"
+#include "kernels/cuda/stream.h"
 #include "tensor/tensor.h"
 #include "test_util.h"
 
@@ -62,6 +64,20 @@ inline void expect_bf16_rule(const Tensor& ours, const Tensor& plain, const Tens
   if (floor < 0) floor = 1e-6 * max_abs(ref64);
   EXPECT_LE(e_ours, 2 * e_plain + floor) << what << ": our bf16 error " << e_ours << " vs plain bf16 error "
                                          << e_plain;
+}
+
+/// Mean milliseconds of one f() over 20 runs after 3 warm-up runs, timed by CUDA events on the current stream (for
+/// the DISABLED_Timing tests).
+template <typename F>
+double mean_ms(F&& f) {
+  const cudaStream_t stream = kernels::cuda::current_stream();
+  for (int i = 0; i < 3; ++i) f();
+  constexpr int kIters = 20;
+  kernels::cuda::CudaEvent start, stop;
+  start.record(stream);
+  for (int i = 0; i < kIters; ++i) f();
+  stop.record(stream);
+  return static_cast<double>(stop.elapsed_ms_since(start)) / kIters;
 }
 
 }  // namespace vt::test

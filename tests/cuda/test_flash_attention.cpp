@@ -303,33 +303,17 @@ TEST(FlashAttentionCuda, DISABLED_Timing) {
                                    view_of(v), view_of(out), lse.data<float>(), ws.data<float>(), s, nullptr,
                                    mode);
     };
-    cudaEvent_t e0, e1;
-    VT_CUDA_CHECK(cudaEventCreate(&e0));
-    VT_CUDA_CHECK(cudaEventCreate(&e1));
-    auto time_ms = [&](auto&& f) {
-      for (int i = 0; i < 3; ++i) f();
-      const int iters = 20;
-      VT_CUDA_CHECK(cudaEventRecord(e0));
-      for (int i = 0; i < iters; ++i) f();
-      VT_CUDA_CHECK(cudaEventRecord(e1));
-      VT_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      VT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      return static_cast<double>(ms) / iters;
-    };
     const double flop_fwd = 4.0 * c.B * c.H * c.N * c.N * c.d;
-    const double t_fwd = time_ms(fwd);
+    const double t_fwd = mean_ms(fwd);
     for (kc::FlashDqMode m : {kc::FlashDqMode::separate_pass, kc::FlashDqMode::atomics}) {
       mode = m;
-      const double t_bwd = time_ms(bwd), t_both = time_ms([&] { fwd(); bwd(); });
+      const double t_bwd = mean_ms(bwd), t_both = mean_ms([&] { fwd(); bwd(); });
       std::printf("flash attention B=%ld H=%ld N=%ld d=%ld (%s dq): fwd %.3f ms (%.0f TFLOP/s), bwd %.3f ms "
                   "(%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s)\n",
                   static_cast<long>(c.B), static_cast<long>(c.H), static_cast<long>(c.N), static_cast<long>(c.d),
                   m == kc::FlashDqMode::atomics ? "atomic" : "separate", t_fwd, flop_fwd / t_fwd * 1e-9, t_bwd,
                   2.5 * flop_fwd / t_bwd * 1e-9, t_both, 3.5 * flop_fwd / t_both * 1e-9);
     }
-    VT_CUDA_CHECK(cudaEventDestroy(e0));
-    VT_CUDA_CHECK(cudaEventDestroy(e1));
   }
 }
 

@@ -11,7 +11,6 @@
 #include "cuda/op_compare.h"
 #include "kernels/cuda/bias_grad.h"
 #include "kernels/cuda/blas.h"
-#include "kernels/cuda/event.h"
 #include "kernels/cuda/stream.h"
 #include "ops/ops.h"
 
@@ -235,15 +234,7 @@ TEST(GemmBiasGradCuda, DISABLED_Timing) {
       kc::gemm_lt(a);
     };
     auto sums = [&] { kc::sum_rows_strided(gb.raw_data(), DType::bf16, g.raw_data(), DType::bf16, l.out, M, 1, l.out, stream); };
-    auto time_ms = [&](auto&& f) {
-      for (int i = 0; i < 3; ++i) f();
-      kc::CudaEvent start, stop;
-      start.record(stream);
-      for (int i = 0; i < 20; ++i) f();
-      stop.record(stream);
-      return stop.elapsed_ms_since(start) / 20.0;
-    };
-    const double fused = time_ms([&] { gemm(true); }), plain = time_ms([&] { gemm(false); }), rows = time_ms(sums);
+    const double fused = mean_ms([&] { gemm(true); }), plain = mean_ms([&] { gemm(false); }), rows = mean_ms(sums);
     std::printf("bias grad out=%ld in=%ld M=%ld: BGRADB epilogue %.4f ms | plain GEMM %.4f ms + column sums %.4f ms "
                 "(%.0f GB/s) = %.4f ms\n", static_cast<long>(l.out), static_cast<long>(l.in), static_cast<long>(M),
                 fused, plain, rows, 2.0 * M * l.out / rows / 1e6, plain + rows);

@@ -348,31 +348,15 @@ TEST(MitaFlashCuda, DISABLED_Timing) {
                                 view_of(r), view_of(vh), view_of(out), lse.data<float>(), ra, s, deterministic,
                                 ws.data<float>(), nullptr);
   };
-  cudaEvent_t e0, e1;
-  VT_CUDA_CHECK(cudaEventCreate(&e0));
-  VT_CUDA_CHECK(cudaEventCreate(&e1));
-  auto time_ms = [&](auto&& f) {
-    for (int i = 0; i < 3; ++i) f();
-    const int iters = 20;
-    VT_CUDA_CHECK(cudaEventRecord(e0));
-    for (int i = 0; i < iters; ++i) f();
-    VT_CUDA_CHECK(cudaEventRecord(e1));
-    VT_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    VT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    return static_cast<double>(ms) / iters;
-  };
-  const double flash_f = time_ms(flash_fwd), flash_fb = time_ms([&] { flash_fwd(), flash_bwd(); });
-  const double joint_f = time_ms(joint_fwd);
-  const double joint_fb = time_ms([&] { joint_fwd(), joint_bwd(false); });
-  const double joint_fb_det = time_ms([&] { joint_fwd(), joint_bwd(true); });
+  const double flash_f = mean_ms(flash_fwd), flash_fb = mean_ms([&] { flash_fwd(), flash_bwd(); });
+  const double joint_f = mean_ms(joint_fwd);
+  const double joint_fb = mean_ms([&] { joint_fwd(), joint_bwd(false); });
+  const double joint_fb_det = mean_ms([&] { joint_fwd(), joint_bwd(true); });
   std::printf("MiTA B=%ld H=%ld N=%ld d=%ld m=k=%ld per layer (ms):\n", static_cast<long>(B), static_cast<long>(H),
               static_cast<long>(N), static_cast<long>(d), static_cast<long>(m));
   std::printf("  mita_flash      fwd %.3f  fwd+bwd %.3f\n", flash_f, flash_fb);
   std::printf("  mita_attention  fwd %.3f  fwd+bwd %.3f (atomics)  %.3f (deterministic)\n", joint_f, joint_fb,
               joint_fb_det);
-  VT_CUDA_CHECK(cudaEventDestroy(e0));
-  VT_CUDA_CHECK(cudaEventDestroy(e1));
 }
 
 }  // namespace
