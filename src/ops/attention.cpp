@@ -37,16 +37,10 @@ void check_operands(const Tensor& q, const Tensor& k, const Tensor& v) {
 #ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
-kc::AttentionView view_of(const Tensor& t) {
-  // A dim of size 1 is never stepped over: its stride is irrelevant, so it must not fail the alignment check.
-  auto stride = [&](int i) { return t.size(i) == 1 ? 0 : t.strides()[i]; };
-  return {t.raw_data(), stride(0), stride(1), stride(2)};
-}
-
 /// t itself when the kernels can read it in place (contiguous last dim, 16-byte aligned rows), else a copy.
 Tensor kernel_ready(const Tensor& t) {
   Tensor x = row_contiguous(t);
-  return kc::flash_attention_aligned(view_of(x)) ? x : x.contiguous();
+  return kc::flash_attention_aligned(head_view(x)) ? x : x.contiguous();
 }
 
 kc::AttentionShape shape_of(const Tensor& q, double scale) {
@@ -65,9 +59,9 @@ struct FlashAttentionBackward : Node {
     Tensor dq = grad_like_q(), dk = grad_like_q(), dv = grad_like_q();
     const kc::AttentionShape s = shape_of(q, scale);
     Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
-    kc::flash_attention_backward(view_of(dq), view_of(dk), view_of(dv), view_of(dout), view_of(q), view_of(k),
-                                 view_of(v), view_of(out), lse.data<float>(), workspace.data<float>(), s,
-                                 kc::current_stream());
+    kc::flash_attention_backward(head_view(dq), head_view(dk), head_view(dv), head_view(dout), head_view(q),
+                                 head_view(k), head_view(v), head_view(out), lse.data<float>(),
+                                 workspace.data<float>(), s, kc::current_stream());
     return {needs_grad(0) ? dq : Tensor(), needs_grad(1) ? dk : Tensor(), needs_grad(2) ? dv : Tensor()};
   }
   void release() override { q = k = v = out = lse = Tensor(); }
@@ -80,7 +74,7 @@ Tensor flash_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
   const kc::AttentionShape s = shape_of(q, scale);
   Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
   Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
-  kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), s,
+  kc::flash_attention_forward(head_view(out), lse.data<float>(), head_view(q), head_view(k), head_view(v), s,
                               kc::current_stream());
   if (any_requires_grad({&q_in, &k_in, &v_in})) {
     auto node = std::make_shared<FlashAttentionBackward>();
@@ -121,9 +115,9 @@ struct QkvAttentionBackward : Node {
     auto [dq, dk, dv] = unpack_qkv(dqkv, heads);
     const kc::AttentionShape s = shape_of(q, scale);
     Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
-    kc::flash_attention_backward(view_of(dq), view_of(dk), view_of(dv), view_of(dout), view_of(q), view_of(k),
-                                 view_of(v), view_of(out), lse.data<float>(), workspace.data<float>(), s,
-                                 kc::current_stream());
+    kc::flash_attention_backward(head_view(dq), head_view(dk), head_view(dv), head_view(dout), head_view(q),
+                                 head_view(k), head_view(v), head_view(out), lse.data<float>(),
+                                 workspace.data<float>(), s, kc::current_stream());
     return {dqkv};
   }
   void release() override { qkv = out = lse = Tensor(); }
@@ -137,11 +131,11 @@ Tensor flash_qkv_attention(const Tensor& qkv_in, int64_t heads, double scale) {
   if (qkv.strides()[2] != 1) qkv = qkv.contiguous();
   auto [q, k, v] = unpack_qkv(qkv, heads);
   for (const Tensor* t : {&q, &k, &v})
-    if (!kc::flash_attention_aligned(view_of(*t))) return Tensor();
+    if (!kc::flash_attention_aligned(head_view(*t))) return Tensor();
   const kc::AttentionShape s = shape_of(q, scale);
   Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
   Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
-  kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), s,
+  kc::flash_attention_forward(head_view(out), lse.data<float>(), head_view(q), head_view(k), head_view(v), s,
                               kc::current_stream());
   Tensor result = make_view(out, {s.B, s.N, s.H * s.d}, {s.N * s.H * s.d, s.H * s.d, 1}, 0);
   if (qkv_in.requires_grad()) {

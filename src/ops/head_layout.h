@@ -3,6 +3,10 @@
 #pragma once
 #include "tensor/tensor.h"
 
+#ifdef VT_WITH_CUDA
+#include "kernels/cuda/flash_attention.h"  // AttentionView
+#endif
+
 namespace vt::ops {
 
 /// A new [B, H, N, d] tensor whose memory is laid out [B, N, H, d], so transpose(1, 2).reshape({B, N, H·d}) is free.
@@ -10,5 +14,11 @@ Tensor empty_bnhd(int64_t B, int64_t H, int64_t N, int64_t d, DType dtype, Devic
 
 /// t detached, or a copy when its last dim is not contiguous (the kernels step over rows, not elements).
 Tensor row_contiguous(const Tensor& t);
+
+#ifdef VT_WITH_CUDA
+/// A [B, H, rows, d] tensor as the kernels' view: its data and the strides of b, h and row. A dim of size 1 is
+/// never stepped over, so its stride is given as 0 (it must not fail the kernels' alignment checks).
+kernels::cuda::AttentionView head_view(const Tensor& t);
+#endif
 
 }  // namespace vt::ops

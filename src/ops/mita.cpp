@@ -45,10 +45,6 @@ kernels::cpu::MitaIndex cpu_index(const MitaRouting& r) {
 #ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
-kc::AttentionView cuda_view(const Tensor& t) {
-  return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
-}
-
 kc::MitaRoutingArrays cuda_index(const MitaRouting& r) {
   return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(),
           r.offsets.data<int32_t>()};
@@ -91,10 +87,10 @@ void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev)
 bool masked_flash_applies(const JointSaved& sv, const kc::MitaShape& s) {
   if (sv.q.dtype() != DType::bf16 || !s.shared || !kc::mita_flash_supported(s)) return false;
   for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.out})
-    if (!kc::flash_attention_aligned(cuda_view(*t))) return false;
+    if (!kc::flash_attention_aligned(head_view(*t))) return false;
   if (s.shared)
     for (const Tensor* t : {&sv.r, &sv.v_hat})
-      if (!kc::flash_attention_aligned(cuda_view(*t))) return false;
+      if (!kc::flash_attention_aligned(head_view(*t))) return false;
   return true;
 }
 #endif
@@ -116,13 +112,13 @@ void joint_forward(JointSaved& sv) {
     sv.masked_flash = masked_flash_applies(sv, s);
     if (sv.masked_flash) {
       Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
-      kc::mita_flash_forward(cuda_view(sv.out), sv.lse.data<float>(), cuda_view(q), cuda_view(sv.k), cuda_view(sv.v),
-                             cuda_view(o.shared ? sv.r : q), cuda_view(o.shared ? sv.v_hat : q), cuda_index(sv.routing),
+      kc::mita_flash_forward(head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k), head_view(sv.v),
+                             head_view(o.shared ? sv.r : q), head_view(o.shared ? sv.v_hat : q), cuda_index(sv.routing),
                              s, workspace.data<float>(), kc::current_stream());
       return;
     }
-    kc::mita_attention_forward(q.dtype(), cuda_view(sv.out), sv.lse.data<float>(), cuda_view(q), cuda_view(sv.k),
-                               cuda_view(sv.v), cuda_view(o.shared ? sv.r : q), cuda_view(o.shared ? sv.v_hat : q),
+    kc::mita_attention_forward(q.dtype(), head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k),
+                               head_view(sv.v), head_view(o.shared ? sv.r : q), head_view(o.shared ? sv.v_hat : q),
                                cuda_index(sv.routing), s, kc::current_stream());
 #else
     fail_without_cuda("mita_attention", dev);
@@ -157,10 +153,10 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
       }
       const Tensor& rr = options.shared ? sv.r : q;
       const Tensor& vv = options.shared ? sv.v_hat : q;
-      kc::mita_flash_backward(cuda_view(dq), cuda_view(dk), cuda_view(dv),
+      kc::mita_flash_backward(head_view(dq), head_view(dk), head_view(dv),
                               options.shared ? dr32.data<float>() : nullptr,
-                              options.shared ? dvh32.data<float>() : nullptr, cuda_view(dout), cuda_view(q),
-                              cuda_view(sv.k), cuda_view(sv.v), cuda_view(rr), cuda_view(vv), cuda_view(sv.out),
+                              options.shared ? dvh32.data<float>() : nullptr, head_view(dout), head_view(q),
+                              head_view(sv.k), head_view(sv.v), head_view(rr), head_view(vv), head_view(sv.out),
                               sv.lse.data<float>(), cuda_index(sv.routing), s, workspace.data<float>(),
                               kc::current_stream());
       if (options.shared && shared_terms) {
@@ -180,10 +176,10 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
     Tensor workspace = Tensor::empty({kc::mita_backward_workspace(s, options.deterministic)}, DType::f32, dev);
     const Tensor& rr = options.shared ? sv.r : q;
     const Tensor& vv = options.shared ? sv.v_hat : q;
-    kc::mita_attention_backward(dt, cuda_view(dq), cuda_view(dk), cuda_view(dv),
+    kc::mita_attention_backward(dt, head_view(dq), head_view(dk), head_view(dv),
                                 options.shared ? p_shared.data<float>() : nullptr,
-                                options.shared ? ds_shared.data<float>() : nullptr, cuda_view(dout), cuda_view(q),
-                                cuda_view(sv.k), cuda_view(sv.v), cuda_view(rr), cuda_view(vv), cuda_view(sv.out),
+                                options.shared ? ds_shared.data<float>() : nullptr, head_view(dout), head_view(q),
+                                head_view(sv.k), head_view(sv.v), head_view(rr), head_view(vv), head_view(sv.out),
                                 sv.lse.data<float>(), cuda_index(sv.routing), s, options.deterministic,
                                 workspace.data<float>(), kc::current_stream());
     if (options.shared && shared_terms) {
@@ -271,7 +267,7 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
     kc::DeviceGuard guard(dev.index);
     const kc::MitaShape s{B, H, N, m, topk, d, 1.f, 1.f, true};
     Tensor workspace = Tensor::empty({static_cast<int64_t>(kc::mita_route_workspace_bytes(s))}, DType::u8, dev);
-    kc::mita_route(q.dtype(), cuda_view(q), cuda_view(k), cuda_view(r), s, out.expert_keys.data<int32_t>(),
+    kc::mita_route(q.dtype(), head_view(q), head_view(k), head_view(r), s, out.expert_keys.data<int32_t>(),
                    out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>(),
                    workspace.raw_data(), kc::current_stream());
 #else
@@ -306,8 +302,8 @@ bool mita_route_with_values(const Tensor& q_in, const Tensor& k_in, const Tensor
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = r.size(2);
   Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
   const kc::MitaShape s{B, H, N, m, topk, d, static_cast<float>(scale), 1.f, true};
-  const kc::AttentionView vq = cuda_view(q), vk = cuda_view(k), vv = cuda_view(v), vr = cuda_view(r),
-                          vo = cuda_view(out);
+  const kc::AttentionView vq = head_view(q), vk = head_view(k), vv = head_view(v), vr = head_view(r),
+                          vo = head_view(out);
   if (!kc::mita_mma_usable(s, {&vq, &vk, &vv, &vr, &vo})) return false;
   MitaRouting rt = empty_routing(B, H, N, m, topk, dev);
   Tensor workspace =
@@ -342,7 +338,7 @@ Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor
     const int64_t B = k.size(0), H = k.size(1), N = k.size(2), m = landmarks.size(2), d = k.size(3);
     Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
     const kc::MitaShape s{B, H, N, m, 1, d, static_cast<float>(scale), 1.f, true};
-    const kc::AttentionView vo = cuda_view(out), vr = cuda_view(r), vk = cuda_view(kk), vv_ = cuda_view(vv);
+    const kc::AttentionView vo = head_view(out), vr = head_view(r), vk = head_view(kk), vv_ = head_view(vv);
     if (kc::mita_mma_usable(s, {&vo, &vr, &vk, &vv_})) {
       Tensor workspace = Tensor::empty({kc::mita_landmark_workspace(s)}, DType::f32, dev);
       kc::mita_landmark_attention_forward(vo, vr, vk, vv_, s, workspace.data<float>(), kc::current_stream());

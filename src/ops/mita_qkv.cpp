@@ -37,8 +37,6 @@ Tensor widened(const Tensor& t) { return t.dtype() == DType::bf16 ? t.to(DType::
 #ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
-kc::AttentionView cuda_view(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]}; }
-
 kc::TokenRows token_rows(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1]}; }
 
 kc::MitaShape shared_shape(const JointSaved& sv) {
@@ -59,8 +57,8 @@ bool fused_shared_forward(JointSaved& sv, Tensor& probs) {
   if (!kc::mita_shared_supported(s)) return false;
   probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
   sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
-  kc::mita_shared_forward(sv.q.dtype(), cuda_view(sv.v_hat), probs.data<float>(), cuda_view(sv.r), cuda_view(sv.k),
-                          cuda_view(sv.v), s, kc::current_stream());
+  kc::mita_shared_forward(sv.q.dtype(), head_view(sv.v_hat), probs.data<float>(), head_view(sv.r), head_view(sv.k),
+                          head_view(sv.v), s, kc::current_stream());
   return true;
 #else
   (void)sv, (void)probs;
@@ -78,9 +76,9 @@ Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const Jo
   const kc::MitaShape s = shared_shape(sv);
   Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
   auto f32_or_null = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
-  kc::mita_shared_backward(sv.q.dtype(), cuda_view(dk), cuda_view(dv), dr.data<float>(), probs.data<float>(),
-                           f32_or_null(terms.p_shared), f32_or_null(terms.ds_shared), cuda_view(terms.dout),
-                           cuda_view(sv.q), cuda_view(sv.r), cuda_view(sv.k), cuda_view(sv.v), s, kc::current_stream(),
+  kc::mita_shared_backward(sv.q.dtype(), head_view(dk), head_view(dv), dr.data<float>(), probs.data<float>(),
+                           f32_or_null(terms.p_shared), f32_or_null(terms.ds_shared), head_view(terms.dout),
+                           head_view(sv.q), head_view(sv.r), head_view(sv.k), head_view(sv.v), s, kc::current_stream(),
                            f32_or_null(terms.dvh), f32_or_null(terms.dr));
   return dr;
 #else
