@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "kernels/cuda/blas.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
 
 namespace vt::kernels::cuda {
 namespace {
@@ -117,7 +118,8 @@ bool launch_sliced(void* out, const void* in, int64_t M, int64_t K, int64_t ld, 
   VT_CUDA_CHECK(cudaGetDevice(&device));
   const int64_t blocks_x = (M + kLanesX * V - 1) / (kLanesX * V);
   const int64_t max_slices = static_cast<int64_t>(BlasContext::kWorkspaceBytes / sizeof(float)) / M;
-  const int64_t slices = std::min<int64_t>({std::max<int64_t>(1, 1056 / blocks_x), K / 64, max_slices, 65535});
+  const int64_t wanted = std::max<int64_t>(1, device::filling_blocks() / blocks_x);
+  const int64_t slices = std::min<int64_t>({wanted, K / 64, max_slices, 65535});
   if (slices < 2) return false;
   const int64_t rows_per_slice = (K + slices - 1) / slices;
   const int used = static_cast<int>((K + rows_per_slice - 1) / rows_per_slice);

@@ -104,7 +104,8 @@ __global__ void tokens_weight_sum_kernel(T* dw, T* db, const float* partial, int
 
 int weight_slices(int64_t B, int64_t C, int64_t G) {
   const int64_t groups = (C + kLanes - 1) / kLanes, positions = B * G * G;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(positions / 64, std::max<int64_t>(1, 1056 / groups))));
+  const int64_t wanted = std::max<int64_t>(1, device::filling_blocks() / groups);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(positions / 64, wanted)));
 }
 
 }  // namespace
