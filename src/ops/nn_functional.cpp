@@ -146,6 +146,20 @@ struct LayerNormBackward : Node {
   void release() override { x = weight = mean = rstd = Tensor(); }
 };
 
+// LayerNorm's backward node: x (contiguous, detached), the weight (or undefined), the row statistics.
+std::shared_ptr<LayerNormBackward> layer_norm_node(const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                                   const Tensor& rstd, DType param_dtype) {
+  auto node = std::make_shared<LayerNormBackward>();
+  node->x = x;
+  node->weight = weight;
+  node->mean = mean;
+  node->rstd = rstd;
+  node->param_dtype = param_dtype;
+  node->C = x.shape().back();
+  node->rows = x.numel() / node->C;
+  return node;
+}
+
 // Weight and bias are [C]; in x's dtype on the CPU (its kernels have one dtype), f32 on CUDA (f32 parameters).
 void check_affine(const Tensor& p, const char* what, const Tensor& x, int64_t C) {
   if (!p.defined()) return;
@@ -316,17 +330,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     kernels::cpu::layer_norm_forward(x.dtype(), y.raw_data(), mean.raw_data(), rstd.raw_data(), xc.raw_data(),
                                      ptr_or_null(w), ptr_or_null(b), rows, C, eps);
   }
-  if (any_requires_grad({&x, &weight, &bias})) {
-    auto node = std::make_shared<LayerNormBackward>();
-    node->x = xc;
-    node->weight = w;
-    node->mean = mean;
-    node->rstd = rstd;
-    node->param_dtype = cuda ? DType::f32 : x.dtype();
-    node->rows = rows;
-    node->C = C;
-    attach_node(y, node, {&x, &weight, &bias});
-  }
+  if (any_requires_grad({&x, &weight, &bias}))
+    attach_node(y, layer_norm_node(xc, w, mean, rstd, cuda ? DType::f32 : x.dtype()), {&x, &weight, &bias});
   return y.dtype() == y_dtype ? y : y.to(y_dtype);
 }
 
@@ -334,8 +339,8 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const
                                          double eps, std::optional<DType> out_dtype) {
   const Device dev = common_device("add_layer_norm", {&x, &y, &weight, &bias});
 #ifdef VT_WITH_CUDA
-  const bool fusable = dev.is_cuda() && x.dtype() == DType::f32 && (y.dtype() == DType::f32 || y.dtype() == DType::bf16) &&
-                       x.dim() >= 1 && y.shape() == x.shape() && x.is_contiguous() && y.is_contiguous() &&
+  const bool fusable = dev.is_cuda() && x.dtype() == DType::f32 &&
+                       (y.dtype() == DType::f32 || y.dtype() == DType::bf16) && x.dim() >= 1 && y.shape() == x.shape() && x.is_contiguous() && y.is_contiguous() &&
                        x.numel() > 0 && eps >= 0 && (!weight.defined() || weight.is_contiguous()) &&
                        (!bias.defined() || bias.is_contiguous());
   if (fusable) {
@@ -351,17 +356,10 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const
                                               static_cast<const float*>(ptr_or_null(weight)),
                                               static_cast<const float*>(ptr_or_null(bias)), rows, C, eps, s.stream)) {
       h = record_add(h, x, y);
-      if (any_requires_grad({&h, &weight, &bias})) {
-        auto node = std::make_shared<LayerNormBackward>();
-        node->x = h.detach();
-        node->weight = weight.defined() ? weight.detach() : Tensor();
-        node->mean = mean;
-        node->rstd = rstd;
-        node->param_dtype = DType::f32;
-        node->rows = rows;
-        node->C = C;
-        attach_node(out, node, {&h, &weight, &bias});
-      }
+      if (any_requires_grad({&h, &weight, &bias}))
+        attach_node(out, layer_norm_node(h.detach(), weight.defined() ? weight.detach() : Tensor(), mean, rstd,
+                                         DType::f32),
+                    {&h, &weight, &bias});
       return {h, out};
     }
   }
