@@ -11,7 +11,8 @@
 # APPEND=BENCHMARKS.md also appends a dated section (command + tables) to that file.
 # Env: STEPS (default 50), WARMUP (10), BATCHES ("256 1024"), MODELS ("deit_tiny_patch16_224
 #      deit_small_patch16_224"), ATTENTIONS ("dense mita"), TIMM_MODES ("eager compile"; timm uses fused AdamW,
-#      as anchors.md measured), VITRAIN_ARGS (extra `vitrain bench` options, e.g. "--dwc").
+#      as anchors.md measured), GRAPH_MODES ("eager graph": ours also with --cuda-graph, shown as "+graph"),
+#      VITRAIN_ARGS (extra `vitrain bench` options, e.g. "--dwc").
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,6 +27,7 @@ BATCHES=${BATCHES:-${BATCH:-256 1024}}
 MODELS=${MODELS:-"deit_tiny_patch16_224 deit_small_patch16_224"}
 ATTENTIONS=${ATTENTIONS:-dense mita}
 TIMM_MODES=${TIMM_MODES:-"eager compile"}
+GRAPH_MODES=${GRAPH_MODES:-"eager graph"}
 
 # Our binary needs the bundled libraries; Python must not see them (it keeps the machine's own).
 if [ -z "${VITRAIN:-}" ]; then
@@ -42,11 +44,16 @@ status=0
 for batch in $BATCHES; do
   for model in $MODELS; do
     for attention in $ATTENTIONS; do
-      echo "== vitrain bench $model $attention batch $batch"
-      # shellcheck disable=SC2086  # VITRAIN_ARGS is a list of options
-      LD_LIBRARY_PATH=$OUR_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$VITRAIN" bench --model "$model" \
-        --attention "$attention" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" --amp --infer \
-        --device cuda:0 --json "$JSONL" ${VITRAIN_ARGS:-} || { echo "vitrain bench $model $attention FAILED" >&2; status=1; }
+      for mode in $GRAPH_MODES; do
+        graph_flag=""
+        [ "$mode" = graph ] && graph_flag=--cuda-graph
+        echo "== vitrain bench $model $attention batch $batch $mode"
+        # shellcheck disable=SC2086  # VITRAIN_ARGS is a list of options
+        LD_LIBRARY_PATH=$OUR_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$VITRAIN" bench --model "$model" \
+          --attention "$attention" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" --amp --infer \
+          --device cuda:0 --json "$JSONL" $graph_flag ${VITRAIN_ARGS:-} ||
+          { echo "vitrain bench $model $attention $mode FAILED" >&2; status=1; }
+      done
     done
   done
   echo "== timm ($TIMM_MODES) batch $batch"
@@ -60,7 +67,7 @@ if [ -n "${APPEND:-}" ]; then
   {
     echo
     echo "### bench_gpu.sh, $(date -u +%Y-%m-%d) ($(git rev-parse --short HEAD 2>/dev/null || echo unknown))"
-    echo "\`BATCHES=\"$BATCHES\" MODELS=\"$MODELS\" ATTENTIONS=\"$ATTENTIONS\" STEPS=$STEPS WARMUP=$WARMUP bash scripts/bench_gpu.sh OUT\`"
+    echo "\`BATCHES=\"$BATCHES\" MODELS=\"$MODELS\" ATTENTIONS=\"$ATTENTIONS\" GRAPH_MODES=\"$GRAPH_MODES\" STEPS=$STEPS WARMUP=$WARMUP bash scripts/bench_gpu.sh OUT\`"
     echo
     cat "$OUT/table.md"
   } >>"$APPEND"

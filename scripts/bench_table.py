@@ -2,8 +2,9 @@
 """Markdown tables from the JSON lines of `vitrain bench --json` and scripts/bench_timm.py (issue 11's benchmark).
 
 One training and one inference table per batch size; a row per model; columns: our dense and MiTA img/s (and any
-other attention measured), timm eager and compiled img/s, the ratios that issue 11 targets (dense vs timm compiled
-and eager, MiTA vs our dense), the step time in ms (batch / img/s) and peak memory in GiB.
+other attention measured; "+graph": `vitrain bench --cuda-graph`), timm eager and compiled img/s, the ratios that
+issue 11 targets (dense vs timm compiled and eager, MiTA vs our dense of the same mode), the step time in ms
+(batch / img/s) and peak memory in GiB.
   python3 scripts/bench_table.py BENCH.jsonl [--gpu "NVIDIA H200, ..."]
 """
 import argparse
@@ -18,7 +19,16 @@ def ratio(a, b):
     return "n/a" if a is None or not b else f"**{a / b:.2f}×**"
 
 
+def variant(a):
+    """'mita+graph' -> ('mita', '+graph')."""
+    base = a.split("+")[0]
+    return base, a[len(base):]
+
+
 def tables(rows, gpu=""):
+    for r in rows:
+        if r.get("cuda_graph"):
+            r["attention"] = r.get("attention", "dense") + "+graph"
     out = []
     batches = sorted({r["batch_size"] for r in rows})
     for B in batches:
@@ -39,18 +49,20 @@ def tables(rows, gpu=""):
             out.append(f"Batch {B}, {kind}{', ' + gpu if gpu else ''}: img/s, then step ms (batch / img/s) and peak GiB"
                        " in the same column order.\n")
             head = ["model"] + [f"{c} img/s" for c in cols]
-            head += [f"dense vs {p.replace('_', ' ')}" for p in peers if "dense" in attns]
-            head += [f"{a} vs our dense" for a in attns if a != "dense" and "dense" in attns]
+            dense_attns = [a for a in attns if variant(a)[0] == "dense"]
+            others = [a for a in attns if variant(a)[0] != "dense" and "dense" + variant(a)[1] in attns]
+            head += [f"{a} vs {p.replace('_', ' ')}" for a in dense_attns for p in peers]
+            head += [f"{a} vs our dense{variant(a)[1]}" for a in others]
             head += ["step ms", "peak GiB"]
             out.append("| " + " | ".join(head) + " |")
             out.append("|" + "---|" * len(head))
             for m in models:
                 cells_rows = [find(m, "vitrain", a) for a in attns] + [find(m, p) for p in peers]
                 ips = [r.get(key) for r in cells_rows]
-                dense = find(m, "vitrain", "dense").get(key)
                 cells = [m] + [fmt(v) for v in ips]
-                cells += [ratio(dense, find(m, p).get(key)) for p in peers if "dense" in attns]
-                cells += [ratio(find(m, "vitrain", a).get(key), dense) for a in attns if a != "dense" and "dense" in attns]
+                cells += [ratio(find(m, "vitrain", a).get(key), find(m, p).get(key)) for a in dense_attns for p in peers]
+                cells += [ratio(find(m, "vitrain", a).get(key), find(m, "vitrain", "dense" + variant(a)[1]).get(key))
+                          for a in others]
                 cells.append(" / ".join(fmt(None if not v else 1e3 * B / v, "{:.1f}") for v in ips))
                 cells.append(" / ".join(fmt(r.get(mem), "{:.2f}") for r in cells_rows))
                 out.append("| " + " | ".join(cells) + " |")

@@ -1,5 +1,6 @@
 // Flat-buffer optimizer kernels (see adamw.h): grid-stride loops over float4 packs; each pack lies inside one group
-// because group ends are multiples of 4. Math in f32, as torch's fused AdamW.
+// because group ends are multiples of 4. Math in f32, as torch's fused AdamW; per-step values are read from device
+// memory (adamw.h) so the update launches are the same at every step.
 #include "kernels/cuda/adamw.h"
 
 #include <algorithm>
@@ -30,27 +31,46 @@ __device__ __forceinline__ float clip_coef(DeviceClip clip) {
 }
 
 __device__ __forceinline__ void adamw_element(float& p, float g, float& m, float& v, float decay, const AdamWHyper& h,
-                                              float step_size) {
+                                              float step_size, float bias_correction2_sqrt) {
   m = h.beta1 * m + h.one_minus_beta1 * g;
   v = h.beta2 * v + h.one_minus_beta2 * g * g;
-  const float denom = sqrtf(v) / h.bias_correction2_sqrt + h.eps;
+  const float denom = sqrtf(v) / bias_correction2_sqrt + h.eps;
   p = p * decay - step_size * m / denom;
 }
 
+// ModelEma's ops::mul_(ema, decay), ops::mul(p, 1 - decay), ops::add_: three roundings, kept apart (no FMA) so the
+// fused EMA is bit-identical to the separate kernels.
+__device__ __forceinline__ float ema_element(float e, float p, const FusedEma& ema) {
+  return __fadd_rn(__fmul_rn(e, ema.decay), __fmul_rn(p, ema.one_minus_decay));
+}
+
+__device__ __forceinline__ void ema_pack(float4* __restrict__ ema4, int64_t i, const float4& p, const FusedEma& ema) {
+  float4 e = ema4[i];
+  e.x = ema_element(e.x, p.x, ema);
+  e.y = ema_element(e.y, p.y, ema);
+  e.z = ema_element(e.z, p.z, ema);
+  e.w = ema_element(e.w, p.w, ema);
+  ema4[i] = e;
+}
+
 __global__ void adamw_kernel(float4* __restrict__ param, const float4* __restrict__ grad, float4* __restrict__ m,
-                             float4* __restrict__ v, int64_t packs, FlatGroups groups, AdamWHyper h, DeviceClip clip) {
+                             float4* __restrict__ v, int64_t packs, FlatGroups groups, AdamWHyper h, DeviceClip clip,
+                             FusedEma ema) {
   const float coef = clip_coef(clip);
-  const float step_size = h.lr / h.bias_correction1;
+  const AdamWStepScalars s = *h.scalars;
+  const float step_size = s.lr / s.bias_correction1;
+  auto* ema4 = reinterpret_cast<float4*>(ema.ema);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < packs; i += int64_t(gridDim.x) * blockDim.x) {
-    const float decay = 1.0f - h.lr * group_decay(groups, 4 * i);
+    const float decay = 1.0f - s.lr * group_decay(groups, 4 * i);
     float4 p = param[i], g = grad[i], mi = m[i], vi = v[i];
-    adamw_element(p.x, g.x * coef, mi.x, vi.x, decay, h, step_size);
-    adamw_element(p.y, g.y * coef, mi.y, vi.y, decay, h, step_size);
-    adamw_element(p.z, g.z * coef, mi.z, vi.z, decay, h, step_size);
-    adamw_element(p.w, g.w * coef, mi.w, vi.w, decay, h, step_size);
+    adamw_element(p.x, g.x * coef, mi.x, vi.x, decay, h, step_size, s.bias_correction2_sqrt);
+    adamw_element(p.y, g.y * coef, mi.y, vi.y, decay, h, step_size, s.bias_correction2_sqrt);
+    adamw_element(p.z, g.z * coef, mi.z, vi.z, decay, h, step_size, s.bias_correction2_sqrt);
+    adamw_element(p.w, g.w * coef, mi.w, vi.w, decay, h, step_size, s.bias_correction2_sqrt);
     param[i] = p;
     m[i] = mi;
     v[i] = vi;
+    if (ema4) ema_pack(ema4, i, p, ema);
   }
 }
 
@@ -66,9 +86,13 @@ __device__ __forceinline__ void sgd_element(float& p, float g, float* buf, float
 }
 
 __global__ void sgd_kernel(float4* __restrict__ param, const float4* __restrict__ grad, float4* __restrict__ buf,
-                           int64_t packs, FlatGroups groups, float lr, float momentum, bool nesterov, bool first,
-                           DeviceClip clip) {
+                           int64_t packs, FlatGroups groups, float momentum, bool nesterov,
+                           const SgdStepScalars* __restrict__ scalars, DeviceClip clip, FusedEma ema) {
   const float coef = clip_coef(clip);
+  const SgdStepScalars s = *scalars;
+  const float lr = s.lr;
+  const bool first = s.first_step != 0;
+  auto* ema4 = reinterpret_cast<float4*>(ema.ema);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < packs; i += int64_t(gridDim.x) * blockDim.x) {
     const float wd = group_decay(groups, 4 * i);
     float4 p = param[i], g = grad[i];
@@ -80,7 +104,13 @@ __global__ void sgd_kernel(float4* __restrict__ param, const float4* __restrict_
     sgd_element(p.w, g.w * coef, bp ? &b.w : nullptr, wd, lr, momentum, nesterov, first);
     param[i] = p;
     if (buf) buf[i] = b;
+    if (ema4) ema_pack(ema4, i, p, ema);
   }
+}
+
+template <typename T>
+__global__ void store_kernel(T* dst, T value) {
+  *dst = value;
 }
 
 // Sum over a block of kBlock threads, in a fixed order; the result is valid in thread 0.
@@ -132,25 +162,41 @@ FlatGroups make_flat_groups(const std::vector<std::pair<int64_t, double>>& group
   return groups;
 }
 
+void set_adamw_step_scalars(AdamWStepScalars* dst, const AdamWStepScalars& values, cudaStream_t stream) {
+  VT_CHECK(dst, "[adamw] null step-scalar buffer");
+  store_kernel<<<1, 1, 0, stream>>>(dst, values);
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void set_sgd_step_scalars(SgdStepScalars* dst, const SgdStepScalars& values, cudaStream_t stream) {
+  VT_CHECK(dst, "[sgd] null step-scalar buffer");
+  store_kernel<<<1, 1, 0, stream>>>(dst, values);
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
 void adamw_flat_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
-                     const FlatGroups& groups, const AdamWHyper& hyper, DeviceClip clip, cudaStream_t stream) {
-  check_flat("adamw", n, {param, grad, exp_avg, exp_avg_sq});
+                     const FlatGroups& groups, const AdamWHyper& hyper, DeviceClip clip, FusedEma ema,
+                     cudaStream_t stream) {
+  check_flat("adamw", n, {param, grad, exp_avg, exp_avg_sq, ema.ema});
+  VT_CHECK(hyper.scalars, "[adamw] null step-scalar buffer");
   if (n == 0) return;
   const int64_t packs = n / 4;
   adamw_kernel<<<blocks_for(packs), kBlock, 0, stream>>>(
       reinterpret_cast<float4*>(param), reinterpret_cast<const float4*>(grad), reinterpret_cast<float4*>(exp_avg),
-      reinterpret_cast<float4*>(exp_avg_sq), packs, groups, hyper, clip);
+      reinterpret_cast<float4*>(exp_avg_sq), packs, groups, hyper, clip, ema);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
-void sgd_flat_step(float* param, const float* grad, float* momentum_buf, int64_t n, const FlatGroups& groups, float lr,
-                   float momentum, bool nesterov, bool first_step, DeviceClip clip, cudaStream_t stream) {
-  check_flat("sgd", n, {param, grad, momentum_buf});
+void sgd_flat_step(float* param, const float* grad, float* momentum_buf, int64_t n, const FlatGroups& groups,
+                   float momentum, bool nesterov, const SgdStepScalars* scalars, DeviceClip clip, FusedEma ema,
+                   cudaStream_t stream) {
+  check_flat("sgd", n, {param, grad, momentum_buf, ema.ema});
+  VT_CHECK(scalars, "[sgd] null step-scalar buffer");
   if (n == 0) return;
   const int64_t packs = n / 4;
   sgd_kernel<<<blocks_for(packs), kBlock, 0, stream>>>(
       reinterpret_cast<float4*>(param), reinterpret_cast<const float4*>(grad), reinterpret_cast<float4*>(momentum_buf),
-      packs, groups, lr, momentum, nesterov, first_step, clip);
+      packs, groups, momentum, nesterov, scalars, clip, ema);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,17 +1,22 @@
-// cuBLASLt GEMM: validation, descriptors, heuristic algorithm choice cached per key, the per-device context.
-// The row-major -> column-major mapping is explained at the top of blas.h.
+// cuBLASLt GEMM: validation, descriptors, the algorithm choice (heuristic candidates timed on first use) cached
+// per key, the per-device context. The row-major -> column-major mapping is explained at the top of blas.h.
 #include "kernels/cuda/blas.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/cuda/bias_grad.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/event.h"
 
 namespace vt::kernels::cuda {
 
@@ -99,6 +104,93 @@ uint32_t alignment(const void* ptr, int64_t stride, int64_t batch, size_t elem) 
 using Key = std::array<int64_t, 21>;
 std::mutex g_cache_mutex;
 std::map<Key, cublasLtMatmulAlgo_t> g_algo_cache;
+size_t g_autotuned_keys = 0;  // entries of g_algo_cache chosen by timing
+
+// ---- autotuning: the heuristic's candidates timed on the real operands, once per key ----
+constexpr int kMaxCandidates = 8;
+constexpr int kTimedRuns = 3;  // after one untimed run; the fastest of them counts
+
+// Read on every new key (not once), so a test or a benchmark can switch it between shapes.
+bool autotune_enabled() {
+  const char* value = std::getenv("VT_GEMM_AUTOTUNE");
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
+
+// Never time work that a CUDA graph is capturing: the launches would become part of the graph, and the host
+// cannot wait for events there. A query that fails (the legacy stream while another stream captures) counts as
+// capturing.
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    cudaGetLastError();
+    return true;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Which candidates timing may pick. Determinism: every cuBLASLt reduction scheme is run-to-run deterministic for a
+// given algorithm, since none adds split-K partial sums with float atomics (NONE: no split; INPLACE: the parts
+// are added into D one after another, ordered by counters in the workspace; COMPUTE_TYPE / OUTPUT_TYPE: the parts
+// go to the workspace and a separate kernel sums them in a fixed order), and the chosen algorithm is fixed per key
+// for the life of the process. So the rule is about precision: INPLACE and OUTPUT_TYPE hold the partial sums in
+// the output dtype, i.e. rounded to bf16 for a bf16 output, against the f32 accumulation promised in blas.h; they
+// may be picked for f32 outputs only. An unknown scheme is never picked.
+bool eligible(const cublasLtMatmulHeuristicResult_t& result, DType out_dtype) {
+  if (result.state != CUBLAS_STATUS_SUCCESS || result.workspaceSize > BlasContext::kWorkspaceBytes) return false;
+  uint32_t scheme = 0;
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                           sizeof(scheme), &written) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  if (scheme == CUBLASLT_REDUCTION_SCHEME_NONE || scheme == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) return true;
+  return out_dtype == DType::f32 &&
+         (scheme == CUBLASLT_REDUCTION_SCHEME_INPLACE || scheme == CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE);
+}
+
+// Device bytes from the caching allocator for the scope (stream-ordered: freeing before the queued work that uses
+// them has run is safe).
+class ScratchBytes {
+ public:
+  ScratchBytes(int device, size_t nbytes, cudaStream_t stream)
+      : device_(device), ptr_(cuda_allocator(device).allocate(nbytes, to_stream(stream))) {}
+  ~ScratchBytes() { cuda_allocator(device_).free(ptr_); }
+  ScratchBytes(const ScratchBytes&) = delete;
+  ScratchBytes& operator=(const ScratchBytes&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  int device_;
+  void* ptr_;
+};
+
+// Times each candidate with `matmul(algo)` on `stream` (one untimed run, then kTimedRuns timed ones, all queued
+// before the host waits once) and returns the index of the fastest, or -1 when none ran (NOT_SUPPORTED: skipped).
+template <typename Matmul>
+int fastest(const std::vector<cublasLtMatmulHeuristicResult_t>& candidates, cudaStream_t stream, Matmul&& matmul) {
+  std::vector<CudaEvent> events;  // kTimedRuns + 1 per candidate that ran
+  std::vector<int> ran;
+  events.reserve(candidates.size() * (kTimedRuns + 1));
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const cublasStatus_t status = matmul(candidates[i].algo);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED) continue;
+    VT_CUBLAS_CHECK(status);
+    events.emplace_back(true).record(stream);
+    for (int r = 0; r < kTimedRuns; ++r) {
+      VT_CUBLAS_CHECK(matmul(candidates[i].algo));
+      events.emplace_back(true).record(stream);
+    }
+    ran.push_back(static_cast<int>(i));
+  }
+  int best = -1;
+  float best_ms = std::numeric_limits<float>::infinity();
+  for (size_t c = 0; c < ran.size(); ++c) {
+    const CudaEvent* e = &events[c * (kTimedRuns + 1)];
+    float ms = std::numeric_limits<float>::infinity();
+    for (int r = 0; r < kTimedRuns; ++r) ms = std::min(ms, e[r + 1].elapsed_ms_since(e[r]));
+    if (ms < best_ms) best_ms = ms, best = ran[c];
+  }
+  return best;
+}
 
 void validate(const GemmLtArgs& g) {
   VT_CHECK(g.in_dtype == DType::f32 || g.in_dtype == DType::bf16, "[gemm_lt] inputs must be f32 or bf16, got ",
@@ -166,6 +258,12 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
                    al_c,          al_bias,
                    g.beta != 0.0f};
 
+  void* const workspace = ctx.workspace(g.stream);
+  auto matmul = [&](const cublasLtMatmulAlgo_t& a, void* d) {
+    return cublasLtMatmul(ctx.handle(), op.desc, &g.alpha, g.B.data, first.desc, g.A.data, second.desc, &g.beta, g.C,
+                          out.desc, d, out.desc, &a, workspace, BlasContext::kWorkspaceBytes, g.stream);
+  };
+
   cublasLtMatmulAlgo_t algo;
   bool cached = false;
   {
@@ -183,23 +281,44 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b);
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_c);
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_c);
-    cublasLtMatmulHeuristicResult_t result;
-    std::memset(&result, 0, sizeof(result));
+    std::array<cublasLtMatmulHeuristicResult_t, kMaxCandidates> results;
+    std::memset(results.data(), 0, sizeof(results));
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), op.desc, first.desc, second.desc,
-                                                                 out.desc, out.desc, pref.desc, 1, &result, &found);
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(ctx.handle(), op.desc, first.desc, second.desc, out.desc, out.desc, pref.desc,
+                                       kMaxCandidates, results.data(), &found);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
     // An epilogue this cuBLASLt build rejects for the layout/dtypes: gemm_lt falls back to the plain GEMM.
     if (status != CUBLAS_STATUS_SUCCESS && g.epilogue == GemmEpilogue::bias_grad_a_cublaslt) return false;
     VT_CUBLAS_CHECK(status);
-    algo = result.algo;
+    algo = results[0].algo;
+
+    // BGRADB writes its bias gradient (an output) through the bias pointer; it is only a benchmark peer, so it keeps
+    // the heuristic's first choice instead of timing with a scratch gradient too.
+    bool tuned = false;
+    if (found > 1 && g.epilogue != GemmEpilogue::bias_grad_a_cublaslt && autotune_enabled() && !capturing(g.stream)) {
+      std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+      for (int i = 0; i < found; ++i)
+        if (eligible(results[i], g.out_dtype)) candidates.push_back(results[i]);
+      if (candidates.size() > 1) {
+        // beta != 0 reads C, so the timing runs write a scratch D of C's layout (cuBLASLt allows D != C with the
+        // same descriptor); with beta = 0 C is write-only and the real run below overwrites it anyway.
+        const size_t extent =
+            static_cast<size_t>((std::max<int64_t>(g.batch, 1) - 1) * g.stride_c + (g.M - 1) * g.ldc + g.N);
+        std::optional<ScratchBytes> scratch;
+        if (g.beta != 0.0f) scratch.emplace(device, extent * out_sz, g.stream);
+        void* const d = scratch ? scratch->get() : g.C;
+        const int best = fastest(candidates, g.stream, [&](const cublasLtMatmulAlgo_t& a) { return matmul(a, d); });
+        if (best >= 0) algo = candidates[static_cast<size_t>(best)].algo, tuned = true;
+      }
+    }
     std::lock_guard<std::mutex> lock(g_cache_mutex);
-    g_algo_cache.emplace(key, algo);
+    const auto [it, inserted] = g_algo_cache.emplace(key, algo);
+    algo = it->second;  // another thread may have chosen first: one choice per key for the whole process
+    if (inserted && tuned) ++g_autotuned_keys;
   }
 
-  const cublasStatus_t status =
-      cublasLtMatmul(ctx.handle(), op.desc, &g.alpha, g.B.data, first.desc, g.A.data, second.desc, &g.beta, g.C,
-                     out.desc, g.C, out.desc, &algo, ctx.workspace(g.stream), BlasContext::kWorkspaceBytes, g.stream);
+  const cublasStatus_t status = matmul(algo, g.C);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED && g.epilogue == GemmEpilogue::bias_grad_a_cublaslt) {
     std::lock_guard<std::mutex> lock(g_cache_mutex);  // forget it: the plain GEMM + row sums take over
     g_algo_cache.erase(key);
@@ -257,6 +376,11 @@ void gemm_lt(const GemmLtArgs& args) {
 size_t gemm_lt_cache_size() {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   return g_algo_cache.size();
+}
+
+size_t gemm_lt_autotuned_count() {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  return g_autotuned_keys;
 }
 
 }  // namespace vt::kernels::cuda

@@ -22,6 +22,16 @@
 // `bias_grad_a_cublaslt` asks cuBLASLt's BGRADB epilogue instead (its B is our A; the same fallback where it has no
 // kernel); on the H200 at DeiT shapes it was the slower of the two (BENCHMARKS.md, GemmBiasGradCuda.DISABLED_Timing)
 // and is kept as that benchmark's peer.
+//
+// Algorithm choice (issue 11). The first GEMM of a key (shapes, layouts, dtypes, alignments, epilogue, beta != 0)
+// asks cuBLASLt's heuristic for up to 8 candidates and times them on the real operands (one untimed run, then the
+// fastest of three timed by CUDA events on args.stream; with beta != 0 into a scratch D, so C is only written by
+// the real run). That first call therefore blocks the host until the timing runs are done: fine in warm-up steps.
+// The winner is cached for the life of the process, so one process always computes a key the same way (every
+// candidate is run-to-run deterministic; blas.cpp's `eligible` explains its reduction-scheme rule); two processes
+// may pick different algorithms, hence round differently. No timing (the heuristic's first candidate, as before) when
+// VT_GEMM_AUTOTUNE=0 (read for every new key; use it for bit-identical results across processes), when args.stream
+// is capturing a CUDA graph, for bias_grad_a_cublaslt, or when fewer than two candidates qualify.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -67,8 +77,8 @@ struct GemmLtArgs {
 };
 
 /// Runs the GEMM on the current device, asynchronously on args.stream. Validates shapes, dtypes and leading
-/// dimensions (vt::Error names "[gemm_lt]"); the algorithm comes from cublasLtMatmulAlgoGetHeuristic and is
-/// cached per shape/layout/alignment key.
+/// dimensions (vt::Error names "[gemm_lt]"); the algorithm is the fastest heuristic candidate, timed on the first
+/// use of its shape/layout/alignment key (which waits for args.stream) and cached (see "Algorithm choice" above).
 void gemm_lt(const GemmLtArgs& args);
 
 /// Per-device cuBLASLt state, created on first use and never destroyed (no cuBLAS call runs after the CUDA
@@ -91,5 +101,7 @@ class BlasContext {
 
 /// Number of distinct algorithm-cache entries (all devices); for tests.
 size_t gemm_lt_cache_size();
+/// Number of algorithm-cache entries whose algorithm was chosen by timing (all devices); for tests and benchmarks.
+size_t gemm_lt_autotuned_count();
 
 }  // namespace vt::kernels::cuda

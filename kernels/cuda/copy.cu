@@ -18,6 +18,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/pinned_memory.h"
+#include "kernels/cuda/stream.h"
 
 namespace vt::kernels::cuda {
 namespace {
@@ -149,6 +150,7 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (n == 0) return;
+  const cudaStream_t stream = current_stream();
   auto layout = cpu::coalesce<2>(shape, {dst_strides, src_strides});
   const int nd = static_cast<int>(layout.shape.size());
   VT_CHECK(nd <= kMaxDims, "[cuda_copy] at most ", kMaxDims, " non-mergeable dims, got ", nd);
@@ -186,10 +188,10 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
     using D = decltype(dtag);
     using S = decltype(stag);
     if (narrow)
-      copy_strided_kernel<D, S, int32_t><<<grid_for(n), kBlock>>>(static_cast<D*>(dst), static_cast<const S*>(src), g,
+      copy_strided_kernel<D, S, int32_t><<<grid_for(n), kBlock, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), g,
                                                                    static_cast<int32_t>(n));
     else
-      copy_strided_kernel<D, S, int64_t><<<grid_for(n), kBlock>>>(static_cast<D*>(dst), static_cast<const S*>(src), g, n);
+      copy_strided_kernel<D, S, int64_t><<<grid_for(n), kBlock, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), g, n);
   };
   if (vectorize) {
     strided(Vec16{}, Vec16{});
@@ -199,13 +201,13 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
       dispatch(src_dtype, [&](auto stag) {
         using S = decltype(stag);
         if (contiguous && std::is_same_v<D, S>) {
-          VT_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * elem, cudaMemcpyDeviceToDevice, nullptr));
+          VT_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * elem, cudaMemcpyDeviceToDevice, stream));
         } else if (contiguous && n % 4 == 0 && reinterpret_cast<uintptr_t>(dst) % sizeof(Four<D>) == 0 &&
                    reinterpret_cast<uintptr_t>(src) % sizeof(Four<S>) == 0) {
-          copy_contiguous4_kernel<D, S><<<grid_for(n / 4), kBlock>>>(static_cast<Four<D>*>(dst),
+          copy_contiguous4_kernel<D, S><<<grid_for(n / 4), kBlock, 0, stream>>>(static_cast<Four<D>*>(dst),
                                                                      static_cast<const Four<S>*>(src), n / 4);
         } else if (contiguous) {
-          copy_contiguous_kernel<D, S><<<grid_for(n), kBlock>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+          copy_contiguous_kernel<D, S><<<grid_for(n), kBlock, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
         } else {
           strided(D{}, S{});
         }
@@ -218,9 +220,10 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
 void fill(int device, void* dst, DType dtype, int64_t n, double value) {
   if (n == 0) return;
   DeviceGuard guard(device);
+  const cudaStream_t stream = current_stream();
   auto launch = [&](auto v) {
     using T = decltype(v);
-    fill_kernel<T><<<grid_for(n), kBlock>>>(static_cast<T*>(dst), v, n);
+    fill_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(static_cast<T*>(dst), v, n);
   };
   // The value is converted on the host with the CPU rules, so both backends store the same bits.
   switch (dtype) {
@@ -237,7 +240,7 @@ void fill(int device, void* dst, DType dtype, int64_t n, double value) {
 void memset_zero(int device, void* dst, size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(device);
-  VT_CUDA_CHECK(cudaMemsetAsync(dst, 0, nbytes, 0));
+  VT_CUDA_CHECK(cudaMemsetAsync(dst, 0, nbytes, current_stream()));
 }
 
 void copy_host_to_device(int device, void* dst, const void* src, size_t nbytes) {
@@ -246,15 +249,18 @@ void copy_host_to_device(int device, void* dst, const void* src, size_t nbytes) 
   // Staged through a pinned block: a cudaMemcpy from pageable memory waits for all queued work (a host
   // synchronisation in every training step that uploads a batch), an async copy from pinned memory does not.
   // The source is copied before we return, so the caller may free it at once, as before.
+  const cudaStream_t stream = current_stream();
+  fail_if_capturing(stream, "a host-to-device copy");
   PinnedBuffer staging(nbytes);
   std::memcpy(staging.data(), src, nbytes);
-  VT_CUDA_CHECK(cudaMemcpyAsync(dst, staging.data(), nbytes, cudaMemcpyHostToDevice, nullptr));
-  staging.record_stream(nullptr);  // the block is reused only after this copy has run
+  VT_CUDA_CHECK(cudaMemcpyAsync(dst, staging.data(), nbytes, cudaMemcpyHostToDevice, stream));
+  staging.record_stream(stream);  // the block is reused only after this copy has run
 }
 
 void copy_device_to_host(int device, void* dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(device);
+  fail_if_capturing(current_stream(), "a device-to-host copy (a host synchronization)");
   VT_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));
 }
 
@@ -262,7 +268,7 @@ void copy_device_to_device(int dst_device, void* dst, int src_device, const void
   if (nbytes == 0) return;
   if (dst_device == src_device) {
     DeviceGuard guard(dst_device);
-    VT_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, 0));
+    VT_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, current_stream()));
   } else {
     VT_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device, src, src_device, nbytes));
   }

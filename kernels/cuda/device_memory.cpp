@@ -14,10 +14,24 @@ namespace {
 
 cudaEvent_t to_cuda_event(memory::Event event) { return reinterpret_cast<cudaEvent_t>(event); }
 
+// cudaMalloc and event queries are "unsafe" while this thread captures a CUDA graph in thread-local mode, yet the
+// caching allocator needs them then (new segments for the graph's pool): relaxed mode for the call alone.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 }  // namespace
 
 void* CudaMemoryBackend::raw_alloc(size_t nbytes) {
   DeviceGuard guard(device_);
+  RelaxedCaptureMode relaxed;
   void* ptr = nullptr;
   cudaError_t status = cudaMalloc(&ptr, nbytes);
   if (status == cudaErrorMemoryAllocation) {
@@ -36,6 +50,7 @@ void CudaMemoryBackend::raw_free(void* ptr) {
 
 memory::Event CudaMemoryBackend::record_event(memory::Stream stream) {
   DeviceGuard guard(device_);
+  RelaxedCaptureMode relaxed;
   cudaEvent_t event = nullptr;
   VT_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   VT_CUDA_CHECK(cudaEventRecord(event, to_cuda_stream(stream)));
@@ -43,6 +58,7 @@ memory::Event CudaMemoryBackend::record_event(memory::Stream stream) {
 }
 
 bool CudaMemoryBackend::event_done(memory::Event event) {
+  RelaxedCaptureMode relaxed;
   cudaError_t status = cudaEventQuery(to_cuda_event(event));
   if (status == cudaErrorNotReady) {
     cudaGetLastError();

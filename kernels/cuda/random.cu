@@ -71,7 +71,9 @@ __global__ void trunc_normal_kernel(T* out, int64_t n, uint64_t seed, uint64_t o
   VT_GRID_STRIDE(i, n) { out[i] = store_as<T>(rng::trunc_normal_at(seed, offset, i, mean, std, a, b)); }
 }
 
-__global__ void bernoulli_kernel(uint8_t* out, int64_t n, uint64_t seed, uint64_t offset, double p) {
+__global__ void bernoulli_kernel(uint8_t* out, int64_t n, uint64_t seed, uint64_t offset, const uint64_t* shift,
+                                 double p) {
+  if (shift) offset += *shift;
   VT_GRID_STRIDE(i, n) { out[i] = static_cast<double>(rng::uniform_at(seed, offset, i)) < p ? 1 : 0; }
 }
 
@@ -85,7 +87,8 @@ struct alignas(sizeof(T) * N) Vec {
 // x, y, mask aligned for one 4-element load/store each.
 template <typename T, bool kVec>
 __global__ void dropout_kernel(T* y, uint8_t* mask, const T* x, int64_t n, uint64_t seed, uint64_t offset,
-                               double keep_prob, scale_t<T> scale) {
+                               const uint64_t* shift, double keep_prob, scale_t<T> scale) {
+  if (shift) offset += *shift;
   const int64_t groups = (n + 3) / 4;
   VT_GRID_STRIDE(g, groups) {
     const rng::U32x4 r = rng::philox4x32(seed, offset + static_cast<uint64_t>(g));
@@ -192,17 +195,19 @@ void trunc_normal_fill(DType dtype, void* out, int64_t n, uint64_t seed, uint64_
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
-void bernoulli_fill(uint8_t* out, int64_t n, uint64_t seed, uint64_t offset, double p, cudaStream_t stream) {
+void bernoulli_fill(uint8_t* out, int64_t n, uint64_t seed, uint64_t offset, const uint64_t* offset_shift, double p,
+                    cudaStream_t stream) {
   if (n == 0) return;
-  bernoulli_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, n, seed, offset, p);
+  bernoulli_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, n, seed, offset, offset_shift, p);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
 void dropout_forward(DType dtype, void* y, uint8_t* mask, const void* x, int64_t rows, int64_t inner, uint64_t seed,
-                     uint64_t offset, double keep_prob, double scale, cudaStream_t stream) {
+                     uint64_t offset, const uint64_t* offset_shift, double keep_prob, double scale,
+                     cudaStream_t stream) {
   if (rows == 0) return;
   if (inner != 1) {  // drop_path: few rows, so draw the row mask first, then scale the rows
-    bernoulli_fill(mask, rows, seed, offset, keep_prob, stream);
+    bernoulli_fill(mask, rows, seed, offset, offset_shift, keep_prob, stream);
     masked_scale(dtype, y, x, mask, rows, inner, scale, stream);
     return;
   }
@@ -211,7 +216,7 @@ void dropout_forward(DType dtype, void* y, uint8_t* mask, const void* x, int64_t
     const bool vec = rows % 4 == 0 && aligned(x, 4 * sizeof(T)) && aligned(y, 4 * sizeof(T)) && aligned(mask, 4);
     auto kernel = vec ? dropout_kernel<T, true> : dropout_kernel<T, false>;
     kernel<<<grid_for((rows + 3) / 4), kThreads, 0, stream>>>(static_cast<T*>(y), mask, static_cast<const T*>(x),
-                                                             rows, seed, offset, keep_prob,
+                                                             rows, seed, offset, offset_shift, keep_prob,
                                                              static_cast<scale_t<T>>(scale));
   });
   VT_CUDA_CHECK(cudaGetLastError());

@@ -1,8 +1,10 @@
 // The stream device work is queued on. Kernels and GEMMs take it explicitly; op front-ends ask current_stream().
 // For now every thread uses the legacy default stream (nullptr), which orders work with the caching allocator's
-// frees; StreamGuard lets a scope (a data-loader copy, a test) queue on another stream.
+// frees; StreamGuard lets a scope (a data-loader copy, a test, a CUDA graph capture) queue on another stream.
 #pragma once
 #include <cuda_runtime.h>
+
+#include <string>
 
 namespace vt::kernels::cuda {
 
@@ -20,5 +22,15 @@ class StreamGuard {
  private:
   cudaStream_t previous_;
 };
+
+/// The stream new device tensors of this thread are allocated for: the capturing stream while this thread captures a
+/// CUDA graph (its blocks stay the graph's own, see caching_allocator.h), else the legacy default stream.
+cudaStream_t allocation_stream();
+/// Sets allocation_stream() of the calling thread (CudaGraph::capture).
+void set_allocation_stream(cudaStream_t stream);
+
+/// Throws naming `what` when `stream` is capturing a CUDA graph: for work that a replay could not repeat (host
+/// copies, synchronizations, host-chosen random offsets).
+void fail_if_capturing(cudaStream_t stream, const std::string& what);
 
 }  // namespace vt::kernels::cuda

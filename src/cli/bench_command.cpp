@@ -24,6 +24,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   cmd.amp_option =
       b->add_flag("--amp", o.amp, "bf16 autocast on CUDA (timm --amp; with --config: train.amp unless given)");
   b->add_flag("--infer", o.infer, "also time inference (eval mode, no grad)");
+  b->add_flag("--cuda-graph", o.cuda_graph, "capture each step in a CUDA graph after 2 eager warm-up steps and replay "
+              "it (one GPU; like torch.compile mode=reduce-overhead)");
   b->add_option("--attention", o.attention.type, "dense | mita | mita_route | mita_compress | agent | agent_bias | linear")
       ->capture_default_str();
   b->add_option("--m", o.attention.m, "MiTA landmarks")->capture_default_str();

@@ -105,10 +105,15 @@ class Generator {
     offset_ += (n + 3) / 4;
     return start;
   }
+  /// While a CUDA graph is captured: a device u64 that device draws add to their offset when they run, so each replay
+  /// draws fresh numbers (engine/graph_step.h writes it before every replay). nullptr otherwise.
+  const uint64_t* device_shift() const { return device_shift_; }
+  void set_device_shift(const uint64_t* shift) { device_shift_ = shift; }
 
  private:
   uint64_t seed_;
   uint64_t offset_ = 0;
+  const uint64_t* device_shift_ = nullptr;
 };
 
 /// The process-wide generator used when an op is not given one explicitly.

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "autograd/node.h"
+#include "engine/graph_step.h"
 #include "engine/process_group.h"
 #include "io/json.h"
 #include "models/registry.h"
@@ -27,6 +28,9 @@ namespace vt::engine {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// --cuda-graph: eager steps before the capture (lazy state, GEMM autotuning), all inside the warm-up.
+constexpr int64_t kEagerSteps = 2;
 
 // Runs fn() `warmup` times, then `steps` times between two device synchronizations; returns the seconds.
 template <typename Fn>
@@ -83,7 +87,8 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
     reset_peak_memory(device);
     w.model.train();
     Tensor loss;
-    const double seconds = timed(device, opt.warmup, opt.steps, [&] {
+    VT_CHECK(!opt.cuda_graph || !dp, "[bench] --cuda-graph runs on one GPU (not under vitrain launch)");
+    GraphStep step(device, opt.cuda_graph, kEagerSteps, [&] { w.optimizer.prepare_step(); }, [&] {
       {
         nn::AutocastGuard autocast(amp);
         loss = w.loss();
@@ -92,9 +97,11 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
       if (dp) dp->begin_backward(true);
       loss.backward();
       if (dp) dp->finish_backward();
-      w.optimizer.step();
+      w.optimizer.apply_step();
       if (dp) dp->after_step();
     });
+    const double seconds = timed(device, opt.warmup, opt.steps, [&] { step.run(); });
+    r.graph_nodes = step.graph_nodes();
     r.train_step_ms = 1e3 * seconds / static_cast<double>(opt.steps);
     r.train_img_per_s = static_cast<double>(B * opt.steps) / seconds;
     r.train_peak = peak_memory(device);
@@ -110,11 +117,13 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
     NoGradGuard no_grad;
     nn::AutocastGuard autocast(amp);
     Tensor out;
-    // Drop the previous batch's output before the next forward, as a loop that discards it does.
-    const double seconds = timed(device, opt.warmup, opt.steps, [&] {
+    // Drop the previous batch's output before the next forward, as a loop that discards it does (a replayed graph
+    // writes into the same output every time).
+    GraphStep step(device, opt.cuda_graph, kEagerSteps, nullptr, [&] {
       out = Tensor();
       out = w.infer();
     });
+    const double seconds = timed(device, opt.warmup, opt.steps, [&] { step.run(); });
     r.has_infer = true;
     r.infer_batch_ms = 1e3 * seconds / static_cast<double>(opt.steps);
     r.infer_img_per_s = static_cast<double>(B * opt.steps) / seconds;
@@ -141,6 +150,8 @@ Tensor synthetic_label_maps(int64_t B, int64_t S, int64_t classes, Device device
 }  // namespace
 
 BenchResult run_bench(const BenchOptions& opt) {
+  VT_CHECK(!opt.cuda_graph || opt.warmup > kEagerSteps, "[bench] --cuda-graph needs --warmup > ", kEagerSteps,
+           " (eager steps and the capture are not timed), got ", opt.warmup);
   VT_CHECK(opt.batch_size > 0 && opt.steps > 0 && opt.warmup >= 0, "[bench] need batch size > 0, steps > 0 and "
            "warmup >= 0, got ", opt.batch_size, ", ", opt.steps, ", ", opt.warmup);
   if (opt.threads > 0) {
@@ -218,6 +229,7 @@ std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
   add("infer_batch_ms", r.has_infer ? json_number(r.infer_batch_ms) : "null");
   add("infer_peak_mem_gib", r.has_infer ? json_gib(r.infer_peak) : "null");
   add("last_loss", json_number(r.last_loss));
+  add("cuda_graph", opt.cuda_graph && r.graph_nodes > 0 ? "true" : "false");
   return s + "}";
 }
 

@@ -29,6 +29,7 @@ struct BenchOptions {
   double smoothing = 0.1;
   bool zero1 = false;       ///< data parallel: ZeRO-1 (classification, AdamW) instead of DDP
   double bucket_mb = 25.0;  ///< data parallel: gradient bucket size
+  bool cuda_graph = false;  ///< capture the step in a CUDA graph and replay it (engine/graph_step.h; one GPU)
   /// Set: benchmark this Segmenter (model names the config's preset) instead of the classifier `model`.
   std::optional<models::SegmenterConfig> segmenter;
 };
@@ -45,6 +46,7 @@ struct BenchResult {
   int world = 1;        ///< ranks of a launched job (img/s counts all of them)
   bool lead = true;     ///< rank 0: the one that reports
   double allreduce_ms = 0, allreduce_busbw_gbps = 0;  ///< world > 1: one gradient-sized f32 all-reduce, alone
+  size_t graph_nodes = 0;  ///< --cuda-graph: nodes of the captured training step
 };
 
 /// Builds the model on the device and runs the benchmark; throws on bad options (unknown model, device, ...).

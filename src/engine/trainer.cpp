@@ -16,6 +16,7 @@
 #include "engine/checkpoint.h"
 #include "engine/device.h"
 #include "engine/ema.h"
+#include "engine/graph_step.h"
 #include "engine/process_group.h"
 #include "engine/imagenet_data.h"
 #include "engine/recipe.h"
@@ -217,6 +218,8 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   if (comm) opt->use_flat_buffers();  // buckets are ranges of the flat gradient buffer (already flat on CUDA)
   if (!resumed.optimizer.empty()) opt->load_state(resumed.optimizer);
   const std::unique_ptr<dist::DataParallel> dp = make_data_parallel(cfg, *opt, group, model, ema_model.get());
+  // The EMA of the parameters rides in the optimizer's update launch where it can (flat, not ZeRO-1-ranged).
+  if (ema) ema->fuse_into(*opt, model);
 
   const int64_t accum = cfg.train.grad_accum_steps;
   const int64_t updates_per_epoch = batches_per_epoch / accum;
@@ -230,6 +233,41 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
             cfg.optim.lr_base > 0 ? " (optim.lr_base scaled by global batch / optim.lr_base_size)" : "");
   std::optional<io::MetricsLog> metrics;
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
+
+  // train.cuda_graph: the update (forward, loss, backward, clip, optimizer, EMA) on static input tensors, replayed
+  // from a CUDA graph after two eager steps (engine/graph_step.h); the batch is copied into the inputs first.
+  const bool use_graph = cfg.train.cuda_graph && device.is_cuda();
+  if (cfg.train.cuda_graph && !device.is_cuda()) log->warn("train.cuda_graph is ignored on the CPU");
+  VT_CHECK(!use_graph || (world == 1 && accum == 1), "[train] train.cuda_graph needs one process and "
+           "train.grad_accum_steps = 1, got ", world, " processes and ", accum, " accumulation steps");
+  Tensor graph_images, graph_labels, graph_loss;
+  std::optional<GraphStep> graph_step;
+  if (use_graph)
+    graph_step.emplace(device, true, 2, [&] { opt->prepare_step(); }, [&] {
+      opt->zero_grad();
+      {
+        nn::AutocastGuard autocast(amp);
+        const Tensor logits = model.forward(graph_images);
+        graph_loss = graph_labels.dtype() == DType::f32 ? ops::soft_target_cross_entropy(logits, graph_labels)
+                                                        : ops::cross_entropy(logits, graph_labels, cfg.optim.smoothing);
+      }
+      graph_loss.backward();
+      if (cfg.optim.clip_grad > 0) opt->clip_grad_norm(cfg.optim.clip_grad);
+      opt->apply_step();
+      if (ema) ema->update(model);
+    });
+  auto stage_graph_batch = [&](const Tensor& images, const Tensor& labels) {
+    if (!graph_images.defined()) {
+      graph_images = Tensor::empty(images.shape(), images.dtype(), device);
+      graph_labels = Tensor::empty(labels.shape(), labels.dtype(), device);
+    }
+    VT_CHECK(images.shape() == graph_images.shape() && labels.shape() == graph_labels.shape() &&
+                 labels.dtype() == graph_labels.dtype(),
+             "[train] train.cuda_graph replays one batch shape: got images ", images.describe(), " and labels ",
+             labels.describe(), " after ", graph_images.describe(), " and ", graph_labels.describe());
+    graph_images.copy_(images);
+    graph_labels.copy_(labels);
+  };
 
   LossWatch losses(state.position.global_step + 1);
   auto checkpoint = [&](const std::string& path) {
@@ -260,39 +298,51 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
         return summary;
       }
       opt->lr = lr_plan.lr(pos.global_step, epoch);
-      opt->zero_grad();
       Tensor update_loss;  // mean over the micro-batches of this update
-      for (int64_t j = 0; j < accum; ++j) {
+      if (graph_step) {
         const auto t_data = Clock::now();
-        const int64_t index = pos.step_in_epoch * accum + j;
-        data::Batch b = imagenet ? imagenet->train_batch(epoch, index) : train_batches->get(epoch, index);
-        if (!imagenet && world > 1) {  // this rank's rows of the global Fashion-MNIST batch
-          const int64_t B = cfg.train.batch_size;
-          b.images = b.images.slice(0, rank * B, (rank + 1) * B);
-          b.labels = b.labels.slice(0, rank * B, (rank + 1) * B);
-        }
-        const Tensor images = b.images.to(device), labels = b.labels.to(device);
+        const data::Batch b = imagenet ? imagenet->train_batch(epoch, pos.step_in_epoch)
+                                       : train_batches->get(epoch, pos.step_in_epoch);
+        stage_graph_batch(b.images.to(device), b.labels.to(device));
         data_wait += seconds_since(t_data);
-        Tensor loss;
-        {
-          nn::AutocastGuard autocast(amp);  // forward and loss only; backward follows the recorded dtypes
-          const Tensor logits = model.forward(images);
-          // Mixup/CutMix hand soft targets (smoothing folded in); plain labels use smoothed cross-entropy.
-          loss = labels.dtype() == DType::f32 ? ops::soft_target_cross_entropy(logits, labels)
-                                              : ops::cross_entropy(logits, labels, cfg.optim.smoothing);
+        graph_step->run();
+        update_loss = graph_loss.detach().clone();  // the next replay rewrites graph_loss
+        window_images += graph_images.size(0);
+        images_seen += graph_images.size(0);
+      } else {
+        opt->zero_grad();
+        for (int64_t j = 0; j < accum; ++j) {
+          const auto t_data = Clock::now();
+          const int64_t index = pos.step_in_epoch * accum + j;
+          data::Batch b = imagenet ? imagenet->train_batch(epoch, index) : train_batches->get(epoch, index);
+          if (!imagenet && world > 1) {  // this rank's rows of the global Fashion-MNIST batch
+            const int64_t B = cfg.train.batch_size;
+            b.images = b.images.slice(0, rank * B, (rank + 1) * B);
+            b.labels = b.labels.slice(0, rank * B, (rank + 1) * B);
+          }
+          const Tensor images = b.images.to(device), labels = b.labels.to(device);
+          data_wait += seconds_since(t_data);
+          Tensor loss;
+          {
+            nn::AutocastGuard autocast(amp);  // forward and loss only; backward follows the recorded dtypes
+            const Tensor logits = model.forward(images);
+            // Mixup/CutMix hand soft targets (smoothing folded in); plain labels use smoothed cross-entropy.
+            loss = labels.dtype() == DType::f32 ? ops::soft_target_cross_entropy(logits, labels)
+                                                : ops::cross_entropy(logits, labels, cfg.optim.smoothing);
+          }
+          if (accum > 1) loss = ops::mul(loss, 1.0 / static_cast<double>(accum));
+          if (dp) dp->begin_backward(j + 1 == accum);  // only the last micro-batch communicates (no_sync)
+          loss.backward();  // gradients of the micro-batches add up in .grad
+          update_loss = update_loss.defined() ? update_loss + loss.detach() : loss.detach();
+          window_images += images.size(0);
+          images_seen += images.size(0);
         }
-        if (accum > 1) loss = ops::mul(loss, 1.0 / static_cast<double>(accum));
-        if (dp) dp->begin_backward(j + 1 == accum);  // only the last micro-batch communicates (no_sync)
-        loss.backward();  // gradients of the micro-batches add up in .grad
-        update_loss = update_loss.defined() ? update_loss + loss.detach() : loss.detach();
-        window_images += images.size(0);
-        images_seen += images.size(0);
+        if (dp) dp->finish_backward(cfg.optim.clip_grad > 0);  // averaged gradients (ZeRO-1: this rank's slice)
+        if (cfg.optim.clip_grad > 0) opt->clip_grad_norm(cfg.optim.clip_grad);
+        opt->step();
+        if (dp) dp->after_step();
+        if (ema) ema->update(model);
       }
-      if (dp) dp->finish_backward(cfg.optim.clip_grad > 0);  // averaged gradients (ZeRO-1: this rank's slice)
-      if (cfg.optim.clip_grad > 0) opt->clip_grad_norm(cfg.optim.clip_grad);
-      opt->step();
-      if (dp) dp->after_step();
-      if (ema) ema->update(model);
       ++pos.global_step;
       losses.add(update_loss);
       loss_window = loss_window.defined() ? loss_window + update_loss : update_loss;

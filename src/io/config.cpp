@@ -128,6 +128,7 @@ template <class V> void fields(TrainConfig& c, V& v) {
   v("recovery_interval", c.recovery_interval);
   v("model_ema", c.model_ema);
   v("model_ema_decay", c.model_ema_decay);
+  v("cuda_graph", c.cuda_graph);
 }
 
 template <class V> void fields(EvalConfig& c, V& v) {

@@ -143,6 +143,9 @@ struct TrainConfig {
   int64_t recovery_interval = 0;  ///< optimizer updates between recovery checkpoints; 0: off
   bool model_ema = false;       ///< keep an EMA of the weights (timm ModelEmaV2), updated every update
   double model_ema_decay = 0.99996;
+  /// CUDA: capture the training step in a CUDA graph after two eager steps and replay it (one process,
+  /// grad_accum_steps 1, equal batch shapes; engine/graph_step.h). Ignored on the CPU.
+  bool cuda_graph = false;
   void validate() const;
 };
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/error.h"
 
@@ -159,7 +160,7 @@ void* CachingAllocator::allocate(size_t nbytes, Stream stream) {
   if (!block) {
     const size_t alloc_size = segment_size(size);
     void* ptr = backend_.raw_alloc(alloc_size);
-    if (!ptr) {
+    if (!ptr && !capturing_) {  // (freeing segments would synchronize: not while a graph is captured)
       // Blocks waiting on events may fit once those complete; otherwise give every unused segment back.
       stats_.alloc_retries += 1;
       synchronize_events();
@@ -228,6 +229,10 @@ void CachingAllocator::free(void* ptr) {
   auto it = active_.find(ptr);
   VT_CHECK(it != active_.end(), "[cuda_alloc] free of pointer ", ptr, " that this allocator did not hand out");
   Block* block = it->second;
+  if (capturing_ && block->stream != capture_stream_) {
+    deferred_frees_.push_back(ptr);
+    return;
+  }
   active_.erase(it);
   block->allocated = false;
   stats_.allocated_bytes -= block->size;
@@ -255,6 +260,21 @@ void CachingAllocator::record_stream(void* ptr, Stream stream) {
   if (stream == block->stream) return;
   if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) == block->stream_uses.end())
     block->stream_uses.push_back(stream);
+}
+
+void CachingAllocator::begin_capture(Stream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  VT_CHECK(!config_.direct, "[cuda_alloc] CUDA graph capture needs the caching allocator (VT_CUDA_ALLOCATOR=direct)");
+  VT_CHECK(!capturing_, "[cuda_alloc] a CUDA graph capture is already in progress");
+  capturing_ = true;
+  capture_stream_ = stream;
+}
+
+std::vector<void*> CachingAllocator::end_capture() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capturing_ = false;
+  capture_stream_ = 0;
+  return std::exchange(deferred_frees_, {});
 }
 
 void CachingAllocator::free_block(Block* block) {

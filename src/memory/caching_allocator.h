@@ -14,6 +14,10 @@
 // - When the backend is out of memory, every cached unused segment is released and the allocation retried
 //   once; then vt::Error names the request and the allocated/reserved bytes.
 // - VT_CUDA_ALLOCATOR=direct sends every allocate/free straight to the backend (for compute-sanitizer).
+// - CUDA graph capture (begin_capture/end_capture): the captured work allocates on the capture stream, so its blocks
+//   form a pool no other stream's requests can take (the graph replays into them later). A block of another stream
+//   freed during the capture may still be read or written by replays, so it is not freed then but handed to the
+//   graph by end_capture(), which frees it when the graph is destroyed.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -92,6 +96,12 @@ class CachingAllocator {
   /// Returns every unused cached segment to the backend (waits for pending stream events first).
   void empty_cache();
 
+  /// A CUDA graph is being captured on `stream`: until end_capture(), frees of blocks of other streams are deferred.
+  /// One capture at a time; not in direct mode.
+  void begin_capture(Stream stream);
+  /// Ends the capture and returns the blocks whose free was deferred; free() them once the graph is gone.
+  std::vector<void*> end_capture();
+
   CachingAllocatorStats stats() const;
   void reset_peak_stats();
   const CachingAllocatorConfig& config() const { return config_; }
@@ -126,6 +136,9 @@ class CachingAllocator {
   std::unordered_map<void*, Block*> active_;
   std::vector<std::pair<Event, Block*>> pending_events_;
   std::unordered_map<void*, size_t> direct_sizes_;
+  bool capturing_ = false;
+  Stream capture_stream_ = 0;
+  std::vector<void*> deferred_frees_;  // blocks of other streams freed during the capture
   CachingAllocatorStats stats_;
 };
 

@@ -2,6 +2,8 @@
 // counters from the generator with reserve(), so a draw is reproducible from (seed, offset) alone.
 #include "ops/random.h"
 
+#include <string>
+
 #include "autograd/node.h"
 #include "kernels/cpu/random.h"
 
@@ -28,8 +30,13 @@ struct CudaScope {
     CudaScope vt_scope_(dev);            \
     kernels::cuda::call;                 \
   } while (0)
+// Fills whose offsets would be baked into a captured CUDA graph (the same numbers at every replay).
+#define VT_RANDOM_NOT_CAPTURED(op, dev) \
+  kernels::cuda::fail_if_capturing(kernels::cuda::current_stream(),                 \
+                                   std::string(op) + " (its draws would repeat at every CUDA graph replay)")
 #else
 #define VT_RANDOM_ON_CUDA(op, dev, call) fail_without_cuda(op, dev)
+#define VT_RANDOM_NOT_CAPTURED(op, dev) fail_without_cuda(op, dev)
 #endif
 
 // Runs fill(dtype, data, n, device) on t directly when it is contiguous in a dtype the device's kernels write
@@ -88,9 +95,10 @@ Tensor masked_drop(const Tensor& x, double p, int64_t rows, int64_t inner, Gener
   Tensor xc = x.detach().contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
   if (dev.is_cuda()) {
+    if (!gen.device_shift()) VT_RANDOM_NOT_CAPTURED(op, dev);
     VT_RANDOM_ON_CUDA(op, dev,
                       dropout_forward(x.dtype(), y.raw_data(), mask.data<uint8_t>(), xc.raw_data(), rows, inner,
-                                      seed, offset, keep, scale, vt_scope_.stream));
+                                      seed, offset, gen.device_shift(), keep, scale, vt_scope_.stream));
   } else {
     kernels::cpu::bernoulli_fill(mask.data<uint8_t>(), rows, seed, offset, keep);
     kernels::cpu::masked_scale(x.dtype(), y.raw_data(), xc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
@@ -113,10 +121,12 @@ void uniform_(const Tensor& t, double lo, double hi, Generator& gen) {
   VT_CHECK(lo <= hi, "[uniform_] needs lo <= hi, got [", lo, ", ", hi, ")");
   fill_tensor(t, "uniform_", [&](DType dt, void* p, int64_t n, Device dev) {
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-    if (dev.is_cuda())
+    if (dev.is_cuda()) {
+      VT_RANDOM_NOT_CAPTURED("uniform_", dev);
       VT_RANDOM_ON_CUDA("uniform_", dev, uniform_fill(dt, p, n, seed, offset, lo, hi, vt_scope_.stream));
-    else
+    } else {
       kernels::cpu::uniform_fill(dt, p, n, seed, offset, lo, hi);
+    }
   });
 }
 
@@ -125,10 +135,12 @@ void normal_(const Tensor& t, double mean, double std, Generator& gen) {
   fill_tensor(t, "normal_", [&](DType dt, void* p, int64_t n, Device dev) {
     // Box-Muller pairs: an odd n still reads uniform n, so reserve one more.
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n) + 1);
-    if (dev.is_cuda())
+    if (dev.is_cuda()) {
+      VT_RANDOM_NOT_CAPTURED("normal_", dev);
       VT_RANDOM_ON_CUDA("normal_", dev, normal_fill(dt, p, n, seed, offset, mean, std, vt_scope_.stream));
-    else
+    } else {
       kernels::cpu::normal_fill(dt, p, n, seed, offset, mean, std);
+    }
   });
 }
 
@@ -137,11 +149,13 @@ void trunc_normal_(const Tensor& t, double mean, double std, double a, double b,
   VT_CHECK(a < b, "[trunc_normal_] needs a < b, got [", a, ", ", b, "]");
   fill_tensor(t, "trunc_normal_", [&](DType dt, void* p, int64_t n, Device dev) {
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-    if (dev.is_cuda())
+    if (dev.is_cuda()) {
+      VT_RANDOM_NOT_CAPTURED("trunc_normal_", dev);
       VT_RANDOM_ON_CUDA("trunc_normal_", dev,
                         trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b, vt_scope_.stream));
-    else
+    } else {
       kernels::cpu::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b);
+    }
   });
 }
 
@@ -150,11 +164,13 @@ Tensor bernoulli(const Shape& shape, double p, Generator& gen, Device device) {
   Tensor out = Tensor::empty(shape, DType::u8, device);
   const int64_t n = out.numel();
   const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-  if (device.is_cuda())
+  if (device.is_cuda()) {
+    if (!gen.device_shift()) VT_RANDOM_NOT_CAPTURED("bernoulli", device);
     VT_RANDOM_ON_CUDA("bernoulli", device,
-                      bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p, vt_scope_.stream));
-  else
+                      bernoulli_fill(out.data<uint8_t>(), n, seed, offset, gen.device_shift(), p, vt_scope_.stream));
+  } else {
     kernels::cpu::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p);
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "optim/flat_buffers.h"
+#include "optim/fused_ema.h"
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/device_guard.h"
@@ -22,7 +23,7 @@ struct AdamWStep {
 };
 
 template <typename T>
-void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWStep& s) {
+void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWStep& s, FusedEmaLoop<T> ema = {}) {
   const double decay = 1.0 - s.lr * s.weight_decay;
   const double step_size = s.lr / s.bias_correction1;
 #pragma omp parallel for if (n > 32768) schedule(static)
@@ -32,6 +33,7 @@ void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWStep& s) {
     v[i] = static_cast<T>(s.beta2 * v[i] + (1.0 - s.beta2) * gi * gi);
     const double denom = std::sqrt(static_cast<double>(v[i])) / s.bias_correction2_sqrt + s.eps;
     p[i] = static_cast<T>(p[i] * decay - step_size * static_cast<double>(m[i]) / denom);
+    if (ema.ema) ema.update(i, p[i]);
   }
 }
 
@@ -44,8 +46,33 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double bet
   VT_CHECK(eps >= 0.0, "[adamw] eps must be >= 0, got ", eps);
 }
 
-void AdamW::step() {
-  ++step_count_;
+void AdamW::prepare_update() {
+  if (!flat_) return;  // per-tensor: each parameter's bias corrections come with its own step count in apply
+  const double t = static_cast<double>(flat_step_count());
+  // The state for this step exists before apply_update(), which then allocates nothing.
+  if (range_end_ >= 0) {
+    ensure_range_state();
+    drop_whole_state();  // a gathered copy would go stale with this step
+  } else {
+    flat_slot("exp_avg");
+    flat_slot("exp_avg_sq");
+  }
+  prepared_scalars_ = {step_lr_, 1.0 - std::pow(beta1_, t), std::sqrt(1.0 - std::pow(beta2_, t))};
+  if (flat_->device().is_cpu()) return;
+#ifdef VT_WITH_CUDA
+  const kernels::cuda::AdamWStepScalars values{static_cast<float>(prepared_scalars_.lr),
+                                               static_cast<float>(prepared_scalars_.bias_correction1),
+                                               static_cast<float>(prepared_scalars_.bias_correction2_sqrt)};
+  kernels::cuda::DeviceGuard guard(flat_->device().index);
+  kernels::cuda::set_adamw_step_scalars(
+      static_cast<kernels::cuda::AdamWStepScalars*>(device_step_scalars(sizeof(values))), values,
+      kernels::cuda::current_stream());
+#else
+  fail_without_cuda("adamw", flat_->device());
+#endif
+}
+
+void AdamW::apply_update() {
   if (flat_) {
     flat_step();
     return;
@@ -57,7 +84,7 @@ void AdamW::step() {
     Tensor& m = slot(k, "exp_avg", p);
     Tensor& v = slot(k, "exp_avg_sq", p);
     const double t = static_cast<double>(++param_steps_[static_cast<size_t>(k)]);
-    AdamWStep s{lr,
+    AdamWStep s{step_lr_,
                 group.weight_decay,
                 beta1_,
                 beta2_,
@@ -73,6 +100,7 @@ void AdamW::step() {
 
 void AdamW::set_flat_range(int64_t begin, int64_t end) {
   VT_CHECK(flat_, "[adamw] set_flat_range needs flat buffers (use_flat_buffers())");
+  VT_CHECK(!ema_.buffer.defined(), "[adamw] set_flat_range: a fused EMA (set_ema) needs the whole flat buffers");
   VT_CHECK(0 <= begin && begin <= end && end <= flat_->size() && begin % 4 == 0 && (end % 4 == 0 || end == flat_->size()),
            "[adamw] flat range [", begin, ", ", end, ") is not a 4-aligned range of the ", flat_->size(),
            "-element flat buffers");
@@ -130,19 +158,13 @@ void AdamW::drop_whole_state() {
 }
 
 void AdamW::flat_step() {
-  const double t = static_cast<double>(begin_flat_step());
   PendingClip clip = take_pending_clip();
-  // The state buffers and the flat offset of their first value: whole-size, or (ranged) just the range.
+  // The state buffers (made by prepare_update) and the flat offset of their first value: whole-size, or (ranged)
+  // just the range.
   const bool ranged = range_end_ >= 0;
-  if (ranged) {
-    ensure_range_state();
-    drop_whole_state();  // a gathered copy would go stale with this step
-  }
   const Tensor m = ranged ? range_m_ : flat_slot("exp_avg");
   const Tensor v = ranged ? range_v_ : flat_slot("exp_avg_sq");
   const int64_t base = ranged ? range_begin_ : 0;
-  const double bias_correction1 = 1.0 - std::pow(beta1_, t);
-  const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2_, t));
   const Tensor& p = flat_->params();
   const Tensor& g = flat_->grads();
   if (flat_->size() == 0) return;
@@ -152,13 +174,15 @@ void AdamW::flat_step() {
   for (const auto& [end, weight_decay] : flat_->group_ends())
     group_ends.emplace_back(std::clamp(end, r0, r1) - r0, weight_decay);
   if (flat_->device().is_cpu()) {
+    const PreparedScalars& ps = prepared_scalars_;
     int64_t begin = 0;
     for (const auto& [end, weight_decay] : group_ends) {
-      AdamWStep s{lr, weight_decay, beta1_, beta2_, eps_, bias_correction1, bias_correction2_sqrt};
+      AdamWStep s{ps.lr, weight_decay, beta1_, beta2_, eps_, ps.bias_correction1, ps.bias_correction2_sqrt};
       const int64_t at = r0 + begin;
       VT_DISPATCH_FLOAT(p.dtype(), "adamw", [&] {
         adamw_update(p.data<scalar_t>() + at, g.data<scalar_t>() + at, m.data<scalar_t>() + (at - base),
-                     v.data<scalar_t>() + (at - base), end - begin, s);
+                     v.data<scalar_t>() + (at - base), end - begin, s,
+                     make_fused_ema_loop<scalar_t>(ema_.buffer, ema_.decay, at));
       });
       begin = end;
     }
@@ -166,18 +190,23 @@ void AdamW::flat_step() {
   }
   if (r1 == r0) return;
 #ifdef VT_WITH_CUDA
+  // Everything here is the same at every step (graph capture): the step's values come from device_step_scalars().
   const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(group_ends);
-  const kernels::cuda::AdamWHyper hyper{static_cast<float>(lr),    static_cast<float>(beta1_),
-                                        static_cast<float>(beta2_), static_cast<float>(eps_),
-                                        static_cast<float>(1.0 - beta1_),
-                                        static_cast<float>(1.0 - beta2_),
-                                        static_cast<float>(bias_correction1),
-                                        static_cast<float>(bias_correction2_sqrt)};
+  const kernels::cuda::AdamWHyper hyper{
+      static_cast<float>(beta1_),
+      static_cast<float>(beta2_),
+      static_cast<float>(eps_),
+      static_cast<float>(1.0 - beta1_),
+      static_cast<float>(1.0 - beta2_),
+      static_cast<const kernels::cuda::AdamWStepScalars*>(device_step_scalars(sizeof(kernels::cuda::AdamWStepScalars)))};
   kernels::cuda::DeviceClip device_clip;
   if (clip.norm.defined()) device_clip = {clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
+  kernels::cuda::FusedEma device_ema;
+  if (ema_.buffer.defined())
+    device_ema = {ema_.buffer.data<float>() + r0, static_cast<float>(ema_.decay), static_cast<float>(1.0 - ema_.decay)};
   kernels::cuda::DeviceGuard guard(flat_->device().index);
   kernels::cuda::adamw_flat_step(p.data<float>() + r0, g.data<float>() + r0, m.data<float>() + (r0 - base),
-                                 v.data<float>() + (r0 - base), r1 - r0, flat_groups, hyper, device_clip,
+                                 v.data<float>() + (r0 - base), r1 - r0, flat_groups, hyper, device_clip, device_ema,
                                  kernels::cuda::current_stream());
 #else
   fail_without_cuda("adamw", flat_->device());

@@ -11,7 +11,6 @@ namespace vt::optim {
 class AdamW : public Optimizer {
  public:
   AdamW(std::vector<ParamGroup> groups, double lr, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
-  void step() override;
   /// "exp_avg" (m) and "exp_avg_sq" (v), as torch names them.
   std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   double beta1() const { return beta1_; }
@@ -29,8 +28,15 @@ class AdamW : public Optimizer {
   void release_full_state();
   /// Values of optimizer state held in memory now (both slots; the whole-size buffers when present).
   int64_t resident_state_numel() const;
+  /// Also false in ranged mode (set_flat_range): the EMA would need the whole parameter buffer.
+  bool can_fuse_ema() const override { return flat_ != nullptr && range_end_ < 0; }
+
+ protected:
+  void prepare_update() override;
+  void apply_update() override;
 
  private:
+  /// The flat update prepared by prepare_update(): one launch on CUDA, one loop per group on the CPU.
   void flat_step();
   /// Ranged mode: the range's state, taken from loaded whole-size buffers when they exist (then freed), else kept,
   /// else zeros.
@@ -42,6 +48,9 @@ class AdamW : public Optimizer {
   int64_t range_begin_ = 0, range_end_ = -1;  // flat step range; end -1: the whole buffer
   Tensor range_m_, range_v_;                  // ranged mode: exp_avg / exp_avg_sq of [range_begin_, range_end_)
   const TensorImpl* whole_from_range_ = nullptr;  // the whole-size exp_avg that flat_state_buffers() made
+  struct PreparedScalars {
+    double lr = 0.0, bias_correction1 = 1.0, bias_correction2_sqrt = 1.0;
+  } prepared_scalars_;  // flat mode: the values of the prepared step, in double (the CPU loop's precision)
 };
 
 }  // namespace vt::optim

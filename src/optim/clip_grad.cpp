@@ -1,5 +1,6 @@
 // Global-norm gradient clipping. Squares are summed in double, per tensor, then across tensors. With flat
-// buffers on CUDA the norm is computed on the device and the clip is applied by the next step().
+// buffers on CUDA the norm is computed on the device (into one buffer reused by every call) and the clip is applied by
+// the next step().
 #include "optim/optimizer.h"
 
 #include <cmath>
@@ -72,12 +73,13 @@ Tensor Optimizer::clip_grad_norm(double max_norm) {
   const Device device = flat_->device();
   if (!norm_workspace_.defined())
     norm_workspace_ = Tensor::empty({kernels::cuda::grad_norm_workspace_size()}, DType::f64, device);
-  Tensor norm = Tensor::empty({}, DType::f32, device);
+  // One norm buffer for every call: the launches here and the update reading it keep their arguments (graph capture).
+  if (!clip_norm_.defined()) clip_norm_ = Tensor::empty({}, DType::f32, device);
   kernels::cuda::DeviceGuard guard(device.index);
-  kernels::cuda::global_grad_norm(norm.data<float>(), norm_workspace_.data<double>(), flat_->grads().data<float>(),
+  kernels::cuda::global_grad_norm(clip_norm_.data<float>(), norm_workspace_.data<double>(), flat_->grads().data<float>(),
                                   flat_->size(), kernels::cuda::current_stream());
-  pending_clip_ = PendingClip{norm, max_norm};
-  return norm;
+  pending_clip_ = PendingClip{clip_norm_, max_norm};
+  return clip_norm_;
 #else
   fail_without_cuda("clip_grad_norm", flat_->device());
 #endif

@@ -32,15 +32,10 @@ FlatBuffers::FlatBuffers(const std::vector<ParamGroup>& groups) {
   grads_ = Tensor::zeros({end}, dtype, device);
   for (size_t k = 0; k < param_impls_.size(); ++k) {
     Tensor p(param_impls_[k]);
-    Tensor slot = view(params_, static_cast<int64_t>(k));
-    slot.copy_(p.detach());
-    TensorImpl& impl = p.impl();
-    impl.storage = params_.impl().storage;
-    impl.strides = slot.strides();
-    impl.offset = slot.offset();
+    repoint(p, params_, static_cast<int64_t>(k));
     Tensor grad_view = view(grads_, static_cast<int64_t>(k));
     if (Tensor g = p.grad(); g.defined()) grad_view.copy_(g);
-    impl.grad = grad_view.impl_ptr();
+    p.impl().grad = grad_view.impl_ptr();
     grad_views_.push_back(grad_view.impl_ptr());
   }
 }
@@ -50,6 +45,24 @@ Tensor FlatBuffers::new_buffer() const { return Tensor::zeros({size()}, dtype(),
 Tensor FlatBuffers::view(const Tensor& flat, int64_t k) const {
   const Shape& shape = param_impls_[static_cast<size_t>(k)]->shape;
   return make_view(flat, shape, contiguous_strides(shape), offsets_[static_cast<size_t>(k)]);
+}
+
+void FlatBuffers::repoint(const Tensor& t, const Tensor& flat, int64_t k) const {
+  Tensor slot = view(flat, k);
+  VT_CHECK(t.shape() == slot.shape() && t.dtype() == flat.dtype() && t.device() == flat.device(), "[flat_buffers] ",
+           t.describe(), " on ", t.device().str(), " cannot move into parameter ", k, "'s slot ", slot.describe(),
+           " on ", flat.device().str());
+  slot.copy_(t.detach());
+  TensorImpl& impl = t.impl();
+  impl.storage = flat.impl().storage;
+  impl.strides = slot.strides();
+  impl.offset = slot.offset();
+}
+
+int64_t FlatBuffers::index_of(const TensorImpl* impl) const {
+  for (size_t k = 0; k < param_impls_.size(); ++k)
+    if (param_impls_[k].get() == impl) return static_cast<int64_t>(k);
+  return -1;
 }
 
 void FlatBuffers::zero_grads() {

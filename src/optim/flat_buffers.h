@@ -39,6 +39,11 @@ class FlatBuffers {
   Tensor new_buffer() const;
   /// Parameter k's slice of a buffer with the flat layout, shaped like the parameter.
   Tensor view(const Tensor& flat, int64_t k) const;
+  /// Copies `t` (parameter k's shape, flat's dtype and device) into view(flat, k) and re-points t's TensorImpl there,
+  /// so every handle of t (e.g. a module's parameter) uses the flat buffer from now on. Its gradient is untouched.
+  void repoint(const Tensor& t, const Tensor& flat, int64_t k) const;
+  /// Index of the parameter whose TensorImpl is `impl`, or -1.
+  int64_t index_of(const TensorImpl* impl) const;
 
   /// Zeroes the flat gradient buffer (one fill) and makes every gradient its flat view again.
   void zero_grads();

@@ -1,4 +1,5 @@
-// Optimizer base: gradient reset, the flat-buffer mode, and the flat named-tensor state used by checkpoints.
+// Optimizer base: the two halves of a step, gradient reset, the flat-buffer mode, the fused EMA, and the flat
+// named-tensor state used by checkpoints.
 #include "optim/optimizer.h"
 
 #include <algorithm>
@@ -47,10 +48,44 @@ Tensor& Optimizer::flat_slot(const std::string& name) {
   return buffer;
 }
 
-int64_t Optimizer::begin_flat_step() {
-  flat_->reattach_grads();
-  for (auto& t : param_steps_) ++t;
-  return param_steps_.empty() ? step_count_ : param_steps_.front();
+void Optimizer::step() {
+  prepare_step();
+  apply_step();
+}
+
+void Optimizer::prepare_step() {
+  ++step_count_;
+  if (flat_)  // every parameter takes part in a flat step; the per-tensor path counts in apply_step()
+    for (auto& t : param_steps_) ++t;
+  step_lr_ = lr;
+  prepare_update();
+  prepared_ = true;
+}
+
+void Optimizer::apply_step() {
+  // Graph replays re-run apply_step()'s kernels without this host code, so only this side is checked.
+  VT_CHECK(prepared_, "[optimizer] apply_step() without a prepare_step() before it");
+  prepared_ = false;
+  if (flat_) flat_->reattach_grads();
+  apply_update();
+}
+
+void* Optimizer::device_step_scalars(size_t bytes) {
+  VT_ASSERT(bytes <= 32);
+  if (!step_scalars_.defined()) step_scalars_ = Tensor::zeros({8}, DType::f32, flat_->device());
+  return step_scalars_.raw_data();
+}
+
+void Optimizer::set_ema(const Tensor& flat_ema, double decay) {
+  VT_CHECK(can_fuse_ema(), "[optimizer] a fused EMA needs flat buffers over the whole parameter set (no flat range)");
+  VT_CHECK(decay > 0.0 && decay < 1.0, "[optimizer] EMA decay must be in (0, 1), got ", decay);
+  VT_CHECK(flat_ema.defined() && flat_ema.dim() == 1 && flat_ema.numel() == flat_->size() &&
+               flat_ema.dtype() == flat_->dtype() && flat_ema.device() == flat_->device() &&
+               flat_ema.is_contiguous(),
+           "[optimizer] EMA buffer ", flat_ema.defined() ? flat_ema.describe() : "(undefined)", " on ",
+           flat_ema.defined() ? flat_ema.device().str() : "-", " does not have the flat layout (", flat_->size(),
+           " values of ", dtype_name(flat_->dtype()), " on ", flat_->device().str(), ")");
+  ema_ = FusedEmaState{flat_ema, decay};
 }
 
 Optimizer::PendingClip Optimizer::take_pending_clip() { return std::exchange(pending_clip_, PendingClip{}); }

@@ -5,6 +5,12 @@
 // Parameters on a CUDA device always use flat buffers (flat_buffers.h): the constructor re-points them into one
 // buffer, gradients are views of one gradient buffer, the state is flat too, and step() is one kernel launch
 // with no host synchronization. On the CPU the per-tensor path is the default; use_flat_buffers() opts in.
+//
+// CUDA graphs: step() = prepare_step() + apply_step(). prepare_step() does the host bookkeeping of one update and
+// writes the values that change per step (lr, bias corrections, ...) into a small device buffer with one tiny launch;
+// it is never captured. apply_step() (and clip_grad_norm() before it) launch kernels whose arguments are the same at
+// every step (buffers, sizes, constant hyper-parameters), so they may be captured once and the graph replayed after
+// each prepare_step() on the same stream. An EMA of the parameters can be fused into the update (set_ema()).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -42,8 +48,18 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  /// One update of every parameter that has a gradient (parameters without one are skipped, as in torch).
-  virtual void step() = 0;
+  /// One update of every parameter that has a gradient (parameters without one are skipped, as in torch):
+  /// prepare_step() then apply_step().
+  void step();
+  /// The host part of the next update: step counts, this step's lr (read now) and derived values, state buffers
+  /// created on first use; on CUDA one tiny launch on the current stream writes this step's values into the
+  /// optimizer's device buffer. Never capture it in a CUDA graph: call it before every replay of apply_step().
+  void prepare_step();
+  /// The update prepared by the last prepare_step(): gradients back into the flat buffer, the pending clip consumed,
+  /// the update launch (with the fused EMA, if any). On CUDA its launch arguments are the same at every step (per-step
+  /// values are read from the device buffer), so it may be captured in a CUDA graph. The per-tensor path (CPU)
+  /// advances the step count of each parameter that has a gradient here.
+  void apply_step();
   /// Drops the gradients (torch's default set_to_none), or zero-fills them in place to keep views into a
   /// flat gradient buffer valid. With flat buffers both forms zero the flat gradient buffer in one fill.
   void zero_grad(bool set_to_none = true);
@@ -51,7 +67,9 @@ class Optimizer {
   /// Clips the gradients by their global L2 norm as clip_grad_norm() and returns the norm before clipping as a
   /// 0-d tensor on the parameters' device. On CUDA the norm is computed on the device and the clip is applied
   /// inside the next step() (the gradient buffer itself is left unscaled), with no host synchronization: read
-  /// the norm (item()) only when logging. Call it after backward and before step(); the last call counts.
+  /// the norm (item()) only when logging. Call it after backward and before step(); the last call counts. On CUDA
+  /// the result is the same device tensor at every call (graph capture), overwritten by the next call: clone() it
+  /// to keep it longer.
   Tensor clip_grad_norm(double max_norm);
 
   /// Moves parameters, gradients and state into flat buffers (see flat_buffers.h); the constructor does it for
@@ -60,6 +78,15 @@ class Optimizer {
   void use_flat_buffers();
   /// The flat buffers, or nullptr on the per-tensor path.
   const FlatBuffers* flat() const { return flat_.get(); }
+
+  /// True when set_ema() may be called: flat buffers over the whole parameter set (AdamW: no set_flat_range).
+  virtual bool can_fuse_ema() const { return flat_ != nullptr; }
+  /// Fuses timm's EMA into every later update: right after an element of the flat parameter buffer gets its new
+  /// value p, the same element of `flat_ema` (1-D, flat layout: size, dtype and device of flat()->params()) becomes
+  /// decay·ema + (1 - decay)·p, rounded as ModelEma::update()'s three ops. Needs can_fuse_ema().
+  void set_ema(const Tensor& flat_ema, double decay);
+  /// The fused EMA buffer of set_ema(), or an undefined tensor.
+  const Tensor& fused_ema() const { return ema_.buffer; }
 
   /// A copy of the state as named tensors: "step" (i64), "lr" (f64), and per parameter k (numbered across
   /// groups in order) "param.k.step" (i64) and "param.k.<slot>" for each of slot_names().
@@ -77,6 +104,15 @@ class Optimizer {
   std::vector<ParamGroup> groups;
 
  protected:
+  /// The subclass's part of prepare_step(), after the step counts advanced; step_lr_ holds this step's lr.
+  virtual void prepare_update() = 0;
+  /// The subclass's part of apply_step(), after the gradients were re-attached to the flat buffer.
+  virtual void apply_update() = 0;
+  /// Flat mode: the step count t shared by every parameter (after prepare_step advanced it).
+  int64_t flat_step_count() const { return param_steps_.empty() ? step_count_ : param_steps_.front(); }
+  /// The device buffer (at least `bytes`, 16-byte aligned) that prepare_step() writes a step's values into.
+  void* device_step_scalars(size_t bytes);
+
   /// Calls fn(k, group, param) for every parameter, k counting across groups.
   template <typename Fn>
   void for_each_param(Fn&& fn) {
@@ -95,8 +131,6 @@ class Optimizer {
   Tensor& flat_slot(const std::string& name);
   /// True once flat_slot(name) exists.
   bool has_flat_slot(const std::string& name) const { return flat_slots_.count(name) > 0; }
-  /// Before a flat step: gradients back in the flat buffer, every parameter's step count advanced; returns t.
-  int64_t begin_flat_step();
   /// The device clip of the last clip_grad_norm() call (norm undefined when none), consumed by a step.
   struct PendingClip {
     Tensor norm;
@@ -111,6 +145,16 @@ class Optimizer {
   std::map<std::string, Tensor> flat_slots_;          // slot name -> flat buffer (flat mode)
   PendingClip pending_clip_;
   Tensor norm_workspace_;                             // partial sums of the device grad norm
+  Tensor clip_norm_;                                  // the device grad norm (the same buffer at every call)
+  double step_lr_ = 0.0;                              // lr read by the last prepare_step()
+  bool prepared_ = false;                             // a prepare_step() awaits its apply_step()
+  struct FusedEmaState {
+    Tensor buffer;  // flat layout; undefined: no fused EMA
+    double decay = 0.0;
+  } ema_;
+
+ private:
+  Tensor step_scalars_;                               // device values of the prepared step (CUDA)
 };
 
 }  // namespace vt::optim

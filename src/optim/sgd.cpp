@@ -3,6 +3,7 @@
 #include "optim/sgd.h"
 
 #include "optim/flat_buffers.h"
+#include "optim/fused_ema.h"
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/device_guard.h"
@@ -16,7 +17,7 @@ namespace {
 // buf is null without momentum; `first` marks a fresh momentum buffer, which starts as d itself.
 template <typename T>
 void sgd_update(T* p, const T* g, T* buf, bool first, int64_t n, double lr, double wd, double momentum,
-                bool nesterov) {
+                bool nesterov, FusedEmaLoop<T> ema = {}) {
 #pragma omp parallel for if (n > 32768) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     double d = static_cast<double>(g[i]) + wd * static_cast<double>(p[i]);
@@ -25,6 +26,7 @@ void sgd_update(T* p, const T* g, T* buf, bool first, int64_t n, double lr, doub
       d = nesterov ? d + momentum * static_cast<double>(buf[i]) : static_cast<double>(buf[i]);
     }
     p[i] = static_cast<T>(p[i] - lr * d);
+    if (ema.ema) ema.update(i, p[i]);
   }
 }
 
@@ -36,8 +38,25 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, bool nester
   VT_CHECK(!nesterov_ || momentum_ > 0.0, "[sgd] Nesterov momentum needs momentum > 0");
 }
 
-void SGD::step() {
-  ++step_count_;
+void SGD::prepare_update() {
+  if (!flat_) return;  // per-tensor: each momentum buffer's first step is known in apply
+  first_step_ = false;
+  if (momentum_ > 0.0) {  // the buffer exists before apply_update(), which then allocates nothing
+    first_step_ = !has_flat_slot("momentum_buffer");
+    flat_slot("momentum_buffer");
+  }
+  if (flat_->device().is_cpu()) return;
+#ifdef VT_WITH_CUDA
+  const kernels::cuda::SgdStepScalars values{static_cast<float>(step_lr_), first_step_ ? 1 : 0};
+  kernels::cuda::DeviceGuard guard(flat_->device().index);
+  kernels::cuda::set_sgd_step_scalars(static_cast<kernels::cuda::SgdStepScalars*>(device_step_scalars(sizeof(values))),
+                                      values, kernels::cuda::current_stream());
+#else
+  fail_without_cuda("sgd", flat_->device());
+#endif
+}
+
+void SGD::apply_update() {
   if (flat_) {
     flat_step();
     return;
@@ -55,20 +74,14 @@ void SGD::step() {
     }
     VT_DISPATCH_FLOAT(p.dtype(), "sgd", [&] {
       sgd_update(p.data<scalar_t>(), grad.data<scalar_t>(), buf ? buf->data<scalar_t>() : nullptr, first,
-                 p.numel(), lr, group.weight_decay, momentum_, nesterov_);
+                 p.numel(), step_lr_, group.weight_decay, momentum_, nesterov_);
     });
   });
 }
 
 void SGD::flat_step() {
-  begin_flat_step();
   PendingClip clip = take_pending_clip();
-  Tensor* buf = nullptr;
-  bool first = false;
-  if (momentum_ > 0.0) {
-    first = !has_flat_slot("momentum_buffer");
-    buf = &flat_slot("momentum_buffer");
-  }
+  Tensor* buf = momentum_ > 0.0 ? &flat_slot("momentum_buffer") : nullptr;  // made by prepare_update()
   const Tensor& p = flat_->params();
   const Tensor& g = flat_->grads();
   if (flat_->size() == 0) return;
@@ -77,21 +90,27 @@ void SGD::flat_step() {
     for (const auto& [end, weight_decay] : flat_->group_ends()) {
       VT_DISPATCH_FLOAT(p.dtype(), "sgd", [&] {
         sgd_update(p.data<scalar_t>() + begin, g.data<scalar_t>() + begin,
-                   buf ? buf->data<scalar_t>() + begin : nullptr, first, end - begin, lr, weight_decay, momentum_,
-                   nesterov_);
+                   buf ? buf->data<scalar_t>() + begin : nullptr, first_step_, end - begin, step_lr_, weight_decay,
+                   momentum_, nesterov_, make_fused_ema_loop<scalar_t>(ema_.buffer, ema_.decay, begin));
       });
       begin = end;
     }
     return;
   }
 #ifdef VT_WITH_CUDA
+  // Everything here is the same at every step (graph capture): lr and the first-step flag come from the device.
   const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(flat_->group_ends());
   kernels::cuda::DeviceClip device_clip;
   if (clip.norm.defined()) device_clip = {clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
+  kernels::cuda::FusedEma device_ema;
+  if (ema_.buffer.defined())
+    device_ema = {ema_.buffer.data<float>(), static_cast<float>(ema_.decay), static_cast<float>(1.0 - ema_.decay)};
+  const auto* scalars =
+      static_cast<const kernels::cuda::SgdStepScalars*>(device_step_scalars(sizeof(kernels::cuda::SgdStepScalars)));
   kernels::cuda::DeviceGuard guard(flat_->device().index);
   kernels::cuda::sgd_flat_step(p.data<float>(), g.data<float>(), buf ? buf->data<float>() : nullptr, flat_->size(),
-                               flat_groups, static_cast<float>(lr), static_cast<float>(momentum_), nesterov_, first,
-                               device_clip, kernels::cuda::current_stream());
+                               flat_groups, static_cast<float>(momentum_), nesterov_, scalars, device_clip, device_ema,
+                               kernels::cuda::current_stream());
 #else
   fail_without_cuda("sgd", flat_->device());
 #endif

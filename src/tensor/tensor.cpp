@@ -5,19 +5,22 @@
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/copy.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/stream.h"
 #endif
 
 namespace vt {
 
 namespace {
 // Device memory comes from the device's caching allocator on the default stream (stream 0), the stream all CUDA
-// work runs on for now, so a freed block can be reused at once.
+// work runs on for now, so a freed block can be reused at once; during a CUDA graph capture, on the capturing stream
+// (kernels/cuda/stream.h: allocation_stream), whose blocks only the graph uses.
 std::shared_ptr<Storage> allocate(size_t nbytes, Device device, bool zero) {
   if (device.is_cpu()) return Storage::allocate_cpu(nbytes, zero);
 #ifdef VT_WITH_CUDA
   const int index = device.index;
   kernels::cuda::check_device(index, "empty");
-  void* p = kernels::cuda::cuda_allocator(index).allocate(nbytes);
+  void* p = kernels::cuda::cuda_allocator(index).allocate(
+      nbytes, kernels::cuda::to_stream(kernels::cuda::allocation_stream()));
   auto storage = std::make_shared<Storage>(p, nbytes, device,
                                            [index](void* q) { kernels::cuda::cuda_allocator(index).free(q); });
   if (zero) kernels::cuda::memset_zero(index, p, nbytes);

@@ -52,5 +52,49 @@ TEST(TrainingCuda, StopMidEpochAndResumeGivesTheSameLosses) {
     EXPECT_LE(max_abs_diff(a[i].second, b[i].second), 1e-5 * (max_abs(a[i].second) + 1e-3)) << a[i].first;
 }
 
+// train.cuda_graph: two eager updates, then the captured update replayed (drop-path masks, the warm-up learning rate,
+// the clip and the EMA all change per step): the same losses and weights as eager training, also across a resume.
+TEST(TrainingCuda, CudaGraphTrainingEqualsEagerTraining) {
+  VT_REQUIRE_DEVICE();
+  if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not at " << io::Config().data.data_dir;
+  TempDir dir;
+  auto config = [&](const std::string& name, bool graph) {
+    io::Config c = tiny_gpu_config(dir.file(name));
+    c.optim.clip_grad = 0.5;
+    c.train.cuda_graph = graph;
+    return c;
+  };
+  const auto expected = run_losses(config("eager", false));
+  std::map<int64_t, double> straight = run_losses(config("graph", true)), resumed;
+  io::Config cfg = config("graph_resumed", true);
+  for (int64_t stop : {5, 0}) {
+    cfg.train.max_steps = stop;
+    for (auto [k, v] : run_losses(cfg)) resumed[k] = v;
+    cfg.train.resume = "auto";
+  }
+  ASSERT_EQ(straight.size(), expected.size());
+  ASSERT_EQ(resumed.size(), expected.size());
+  int exact = 0;
+  for (auto [k, v] : expected) {
+    EXPECT_NEAR(straight[k], v, 1e-6 * std::abs(v)) << "update " << k;
+    EXPECT_NEAR(resumed[k], v, 1e-6 * std::abs(v)) << "update " << k << " (resumed)";
+    exact += straight[k] == v;
+  }
+  std::printf("CUDA-graph losses equal to the bit: %d of %zu\n", exact, expected.size());
+  for (const char* file : {"model.safetensors", "last.safetensors"}) {  // last: also the EMA and AdamW moments
+    auto a = io::load_safetensors(dir.file(std::string("eager/") + file));
+    auto b = io::load_safetensors(dir.file(std::string("graph/") + file));
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!is_floating(a[i].second.dtype())) {
+        EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << file << " " << a[i].first;
+        continue;
+      }
+      EXPECT_LE(max_abs_diff(a[i].second, b[i].second), 1e-5 * (max_abs(a[i].second) + 1e-3))
+          << file << " " << a[i].first;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vt::test

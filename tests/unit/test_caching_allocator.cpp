@@ -469,5 +469,37 @@ TEST(HostBlockCache, OutOfMemoryReleasesCachedBlocksThenRetries) {
   c.free(big);
 }
 
+// A graph captured on stream 7 replays into its blocks later: other streams must never be handed them, and a block
+// of another stream freed during the capture stays reserved for the graph until end_capture's caller frees it.
+TEST(CachingAllocator, CaptureKeepsTheGraphsBlocksPrivate) {
+  FakeBackend be;
+  CachingAllocator a(be);
+  const Stream graph_stream = 7;
+  void* before = a.allocate(3000);  // stream 0, used by the captured work and freed during the capture
+  a.begin_capture(graph_stream);
+  void* temp = a.allocate(3000, graph_stream);
+  a.free(temp);
+  a.free(before);  // deferred
+  void* again = a.allocate(3000, graph_stream);
+  EXPECT_EQ(again, temp) << "inside the capture its own freed blocks are reused (stream order)";
+  EXPECT_NE(again, before);
+  const std::vector<void*> deferred = a.end_capture();
+  ASSERT_EQ(deferred.size(), 1u);
+  EXPECT_EQ(deferred[0], before);
+  a.free(again);
+  void* other = a.allocate(3000);  // stream 0 after the capture: neither the graph's block nor the deferred one
+  EXPECT_NE(other, temp);
+  EXPECT_NE(other, before);
+  for (void* p : deferred) a.free(p);  // the graph is gone
+  void* reused = a.allocate(3000);
+  EXPECT_EQ(reused, before);
+  a.free(other);
+  a.free(reused);
+  EXPECT_EQ(a.stats().allocated_bytes, 0u);
+  a.begin_capture(1);
+  EXPECT_THROW(a.begin_capture(2), Error) << "one capture at a time";
+  EXPECT_TRUE(a.end_capture().empty());
+}
+
 }  // namespace
 }  // namespace vt::test
