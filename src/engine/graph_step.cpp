@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #ifdef VT_WITH_CUDA
+#include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/graph.h"
 #endif
 
@@ -47,6 +48,9 @@ void GraphStep::capture_and_run() {
 #ifdef VT_WITH_CUDA
   Generator& gen = default_generator();
   offset_shift_ = Tensor::zeros({}, DType::i64, device_);
+  // The graph's blocks come from a pool of their own: give the eager steps' cached blocks back first, or the step's
+  // activations would be reserved twice.
+  kernels::cuda::empty_cache(device_.index);
   seed_ = gen.seed();
   capture_offset_ = gen.offset();
   auto graph = std::make_unique<kernels::cuda::CudaGraph>(device_.index);
