@@ -24,9 +24,38 @@ __device__ __forceinline__ float group_decay(const FlatGroups& groups, int64_t i
   return 0.0f;
 }
 
-__device__ __forceinline__ float clip_coef(DeviceClip clip) {
-  if (!clip.norm) return 1.0f;
-  const float coef = clip.max_norm / (*clip.norm + 1e-6f);
+// Sum over a block of kBlock threads, in a fixed order; the result is valid in thread 0.
+__device__ double block_sum(double x) {
+  __shared__ double warp_sums[kBlock / 32];
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = x;
+  __syncthreads();
+  x = threadIdx.x < kBlock / 32 ? warp_sums[threadIdx.x] : 0.0;
+  if (threadIdx.x < 32)
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// The global norm from grad_norm_partials' kNormBlocks sums, returned to every thread of a block of kBlock threads.
+// The one place the partials are added up (grad_norm_from_partials and every block of a clipped update), so the
+// order of additions and hence the bits are the same everywhere.
+__device__ float block_norm_from_partials(const double* __restrict__ partials) {
+  __shared__ float norm;
+  double acc = 0.0;
+  for (int i = threadIdx.x; i < kNormBlocks; i += kBlock) acc += partials[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) norm = static_cast<float>(sqrt(acc));
+  __syncthreads();
+  return norm;
+}
+
+// The clip coefficient of an update block; block 0 also publishes the norm. Called by all threads of the block
+// (clip.partials is uniform, so the barriers inside are too).
+__device__ float block_clip_coef(const DeviceClip& clip) {
+  if (!clip.partials) return 1.0f;
+  const float norm = block_norm_from_partials(clip.partials);
+  if (clip.norm && blockIdx.x == 0 && threadIdx.x == 0) *clip.norm = norm;
+  const float coef = clip.max_norm / (norm + 1e-6f);
   return coef >= 1.0f ? 1.0f : coef;  // a NaN coefficient passes through, as torch's clamp
 }
 
@@ -56,7 +85,7 @@ __device__ __forceinline__ void ema_pack(float4* __restrict__ ema4, int64_t i, c
 __global__ void adamw_kernel(float4* __restrict__ param, const float4* __restrict__ grad, float4* __restrict__ m,
                              float4* __restrict__ v, int64_t packs, FlatGroups groups, AdamWHyper h, DeviceClip clip,
                              FusedEma ema) {
-  const float coef = clip_coef(clip);
+  const float coef = block_clip_coef(clip);
   const AdamWStepScalars s = *h.scalars;
   const float step_size = s.lr / s.bias_correction1;
   auto* ema4 = reinterpret_cast<float4*>(ema.ema);
@@ -88,7 +117,7 @@ __device__ __forceinline__ void sgd_element(float& p, float g, float* buf, float
 __global__ void sgd_kernel(float4* __restrict__ param, const float4* __restrict__ grad, float4* __restrict__ buf,
                            int64_t packs, FlatGroups groups, float momentum, bool nesterov,
                            const SgdStepScalars* __restrict__ scalars, DeviceClip clip, FusedEma ema) {
-  const float coef = clip_coef(clip);
+  const float coef = block_clip_coef(clip);
   const SgdStepScalars s = *scalars;
   const float lr = s.lr;
   const bool first = s.first_step != 0;
@@ -113,18 +142,6 @@ __global__ void store_kernel(T* dst, T value) {
   *dst = value;
 }
 
-// Sum over a block of kBlock threads, in a fixed order; the result is valid in thread 0.
-__device__ double block_sum(double x) {
-  __shared__ double warp_sums[kBlock / 32];
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = x;
-  __syncthreads();
-  x = threadIdx.x < kBlock / 32 ? warp_sums[threadIdx.x] : 0.0;
-  if (threadIdx.x < 32)
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
-  return x;
-}
-
 __global__ void sumsq_partials_kernel(double* __restrict__ partials, const float4* __restrict__ grad, int64_t packs) {
   double acc = 0.0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < packs; i += int64_t(gridDim.x) * blockDim.x) {
@@ -136,16 +153,19 @@ __global__ void sumsq_partials_kernel(double* __restrict__ partials, const float
 }
 
 __global__ void finish_norm_kernel(float* norm, const double* __restrict__ partials) {
-  double acc = 0.0;
-  for (int i = threadIdx.x; i < kNormBlocks; i += kBlock) acc += partials[i];
-  acc = block_sum(acc);
-  if (threadIdx.x == 0) *norm = static_cast<float>(sqrt(acc));
+  const float value = block_norm_from_partials(partials);
+  if (threadIdx.x == 0) *norm = value;
 }
 
 void check_flat(const char* op, int64_t n, std::initializer_list<const void*> ptrs) {
   VT_CHECK(n >= 0 && n % 4 == 0, "[", op, "] flat size ", n, " is not a multiple of 4");
   for (const void* p : ptrs)
     VT_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0, "[", op, "] flat buffer ", p, " is not 16-byte aligned");
+}
+
+// An update with nothing to update still owes its clip's norm to *clip.norm.
+void finish_clip_norm(const DeviceClip& clip, cudaStream_t stream) {
+  if (clip.partials && clip.norm) grad_norm_from_partials(clip.norm, clip.partials, stream);
 }
 
 }  // namespace
@@ -179,7 +199,7 @@ void adamw_flat_step(float* param, const float* grad, float* exp_avg, float* exp
                      cudaStream_t stream) {
   check_flat("adamw", n, {param, grad, exp_avg, exp_avg_sq, ema.ema});
   VT_CHECK(hyper.scalars, "[adamw] null step-scalar buffer");
-  if (n == 0) return;
+  if (n == 0) return finish_clip_norm(clip, stream);
   const int64_t packs = n / 4;
   adamw_kernel<<<blocks_for(packs), kBlock, 0, stream>>>(
       reinterpret_cast<float4*>(param), reinterpret_cast<const float4*>(grad), reinterpret_cast<float4*>(exp_avg),
@@ -192,7 +212,7 @@ void sgd_flat_step(float* param, const float* grad, float* momentum_buf, int64_t
                    cudaStream_t stream) {
   check_flat("sgd", n, {param, grad, momentum_buf, ema.ema});
   VT_CHECK(scalars, "[sgd] null step-scalar buffer");
-  if (n == 0) return;
+  if (n == 0) return finish_clip_norm(clip, stream);
   const int64_t packs = n / 4;
   sgd_kernel<<<blocks_for(packs), kBlock, 0, stream>>>(
       reinterpret_cast<float4*>(param), reinterpret_cast<const float4*>(grad), reinterpret_cast<float4*>(momentum_buf),
@@ -202,12 +222,22 @@ void sgd_flat_step(float* param, const float* grad, float* momentum_buf, int64_t
 
 int64_t grad_norm_workspace_size() { return kNormBlocks; }
 
-void global_grad_norm(float* norm, double* workspace, const float* grad, int64_t n, cudaStream_t stream) {
+void grad_norm_partials(double* partials, const float* grad, int64_t n, cudaStream_t stream) {
   check_flat("grad_norm", n, {grad});
-  sumsq_partials_kernel<<<kNormBlocks, kBlock, 0, stream>>>(workspace, reinterpret_cast<const float4*>(grad), n / 4);
+  VT_CHECK(partials, "[grad_norm] null partial-sum buffer");
+  sumsq_partials_kernel<<<kNormBlocks, kBlock, 0, stream>>>(partials, reinterpret_cast<const float4*>(grad), n / 4);
   VT_CUDA_CHECK(cudaGetLastError());
-  finish_norm_kernel<<<1, kBlock, 0, stream>>>(norm, workspace);
+}
+
+void grad_norm_from_partials(float* norm, const double* partials, cudaStream_t stream) {
+  VT_CHECK(norm && partials, "[grad_norm] null norm or partial-sum buffer");
+  finish_norm_kernel<<<1, kBlock, 0, stream>>>(norm, partials);
   VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void global_grad_norm(float* norm, double* workspace, const float* grad, int64_t n, cudaStream_t stream) {
+  grad_norm_partials(workspace, grad, n, stream);
+  grad_norm_from_partials(norm, workspace, stream);
 }
 
 }  // namespace vt::kernels::cuda

@@ -3,9 +3,10 @@
 // groups are contiguous ranges of the buffers, each with its weight decay. Everything that changes from one step to the
 // next (learning rate, bias corrections, SGD's first step) is read from a small device struct written by a one-thread
 // launch before the update, so the update launch itself has the same arguments at every step and can be captured in
-// a CUDA graph and replayed. The gradient-clipping coefficient is read from device memory too (the global norm written
-// by global_grad_norm), so neither needs a host synchronization. An EMA of the parameters (timm ModelEmaV2) can ride
-// along: right after an element's new value is written, its EMA element is updated from it.
+// a CUDA graph and replayed. Gradient clipping needs no host synchronization either: grad_norm_partials writes the
+// partial sums of squares, and every block of the update finishes the global norm from them itself (the sum
+// global_grad_norm does, in the same order), so clip + update is two launches. An EMA of the parameters (timm
+// ModelEmaV2) can ride along: right after an element's new value is written, its EMA element is updated from it.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -27,10 +28,12 @@ struct FlatGroups {
 /// FlatGroups from (end offset, weight decay) pairs in order; throws beyond kMax groups.
 FlatGroups make_flat_groups(const std::vector<std::pair<int64_t, double>>& group_ends);
 
-/// Gradient clipping applied inside an update: g·min(1, max_norm / (*norm + 1e-6)) (a NaN norm gives NaN, as torch).
-/// norm == nullptr: no clipping.
+/// Gradient clipping applied inside an update: g·min(1, max_norm / (norm + 1e-6)) (a NaN norm gives NaN, as torch),
+/// where norm is finished from grad_norm_partials' sums (bit for bit global_grad_norm's value) and written to *norm
+/// by the update. partials == nullptr: no clipping.
 struct DeviceClip {
-  const float* norm = nullptr;
+  const double* partials = nullptr;  // grad_norm_workspace_size() partial sums from grad_norm_partials
+  float* norm = nullptr;             // receives the f32 global norm (may be nullptr)
   float max_norm = 0.0f;
 };
 
@@ -69,22 +72,27 @@ void set_sgd_step_scalars(SgdStepScalars* dst, const SgdStepScalars& values, cud
 
 /// torch.optim.AdamW (amsgrad off) on n elements: p -= lr·wd·p; m, v moving averages of g and g²; p -= lr/bc1 · m /
 /// (sqrt(v)/sqrt(bc2) + eps), lr and the bias corrections read from *hyper.scalars. n a multiple of 4, pointers
-/// 16-byte aligned.
+/// 16-byte aligned. With a clip, *clip.norm is written even when n == 0.
 void adamw_flat_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
                      const FlatGroups& groups, const AdamWHyper& hyper, DeviceClip clip, FusedEma ema,
                      cudaStream_t stream);
 
 /// torch.optim.SGD (dampening 0): d = g + wd·p; with momentum buf = d (first step) or momentum·buf + d, and d =
 /// nesterov ? d + momentum·buf : buf; p -= lr·d, lr and the first-step flag read from *scalars. momentum_buf ==
-/// nullptr: no momentum.
+/// nullptr: no momentum. With a clip, *clip.norm is written even when n == 0.
 void sgd_flat_step(float* param, const float* grad, float* momentum_buf, int64_t n, const FlatGroups& groups,
                    float momentum, bool nesterov, const SgdStepScalars* scalars, DeviceClip clip, FusedEma ema,
                    cudaStream_t stream);
 
-/// Number of doubles of the workspace global_grad_norm needs.
+/// Number of doubles of the workspace (the partial sums) of grad_norm_partials and global_grad_norm.
 int64_t grad_norm_workspace_size();
+/// partials[0, grad_norm_workspace_size()) = partial sums in f64 of grad[i]² over n elements (n a multiple of 4,
+/// 16-byte aligned), in a fixed order; one launch. A DeviceClip or grad_norm_from_partials finishes the norm.
+void grad_norm_partials(double* partials, const float* grad, int64_t n, cudaStream_t stream);
+/// *norm = sqrt of the sum of grad_norm_partials' sums, added in a fixed order; one single-block launch.
+void grad_norm_from_partials(float* norm, const double* partials, cudaStream_t stream);
 /// *norm = sqrt(sum of grad[i]²) over n elements (n a multiple of 4, 16-byte aligned), summed in f64 in a fixed order
-/// (deterministic); two launches, no host synchronization.
+/// (deterministic): grad_norm_partials then grad_norm_from_partials, no host synchronization.
 void global_grad_norm(float* norm, double* workspace, const float* grad, int64_t n, cudaStream_t stream);
 
 }  // namespace vt::kernels::cuda

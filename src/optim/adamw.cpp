@@ -188,7 +188,6 @@ void AdamW::flat_step() {
     }
     return;
   }
-  if (r1 == r0) return;
 #ifdef VT_WITH_CUDA
   // Everything here is the same at every step (graph capture): the step's values come from device_step_scalars().
   const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(group_ends);
@@ -200,11 +199,17 @@ void AdamW::flat_step() {
       static_cast<float>(1.0 - beta2_),
       static_cast<const kernels::cuda::AdamWStepScalars*>(device_step_scalars(sizeof(kernels::cuda::AdamWStepScalars)))};
   kernels::cuda::DeviceClip device_clip;
-  if (clip.norm.defined()) device_clip = {clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
+  if (clip.partials.defined())
+    device_clip = {clip.partials.data<double>(), clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
   kernels::cuda::FusedEma device_ema;
   if (ema_.buffer.defined())
     device_ema = {ema_.buffer.data<float>() + r0, static_cast<float>(ema_.decay), static_cast<float>(1.0 - ema_.decay)};
   kernels::cuda::DeviceGuard guard(flat_->device().index);
+  if (r1 == r0) {  // an empty range: nothing to update, but a clip's norm is still written
+    if (device_clip.partials)
+      kernels::cuda::grad_norm_from_partials(device_clip.norm, device_clip.partials, kernels::cuda::current_stream());
+    return;
+  }
   kernels::cuda::adamw_flat_step(p.data<float>() + r0, g.data<float>() + r0, m.data<float>() + (r0 - base),
                                  v.data<float>() + (r0 - base), r1 - r0, flat_groups, hyper, device_clip, device_ema,
                                  kernels::cuda::current_stream());

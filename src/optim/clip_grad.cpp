@@ -1,6 +1,6 @@
 // Global-norm gradient clipping. Squares are summed in double, per tensor, then across tensors. With flat
-// buffers on CUDA the norm is computed on the device (into one buffer reused by every call) and the clip is applied by
-// the next step().
+// buffers on CUDA only the norm's partial sums are launched here; the next step()'s update launch finishes the norm,
+// writes it into one buffer reused by every call, and applies the clip.
 #include "optim/optimizer.h"
 
 #include <cmath>
@@ -73,12 +73,13 @@ Tensor Optimizer::clip_grad_norm(double max_norm) {
   const Device device = flat_->device();
   if (!norm_workspace_.defined())
     norm_workspace_ = Tensor::empty({kernels::cuda::grad_norm_workspace_size()}, DType::f64, device);
-  // One norm buffer for every call: the launches here and the update reading it keep their arguments (graph capture).
-  if (!clip_norm_.defined()) clip_norm_ = Tensor::empty({}, DType::f32, device);
+  // One norm buffer for every call: the launch here and the update writing the norm keep their arguments (graph
+  // capture). Zeros until the first clipped step writes it.
+  if (!clip_norm_.defined()) clip_norm_ = Tensor::zeros({}, DType::f32, device);
   kernels::cuda::DeviceGuard guard(device.index);
-  kernels::cuda::global_grad_norm(clip_norm_.data<float>(), norm_workspace_.data<double>(), flat_->grads().data<float>(),
-                                  flat_->size(), kernels::cuda::current_stream());
-  pending_clip_ = PendingClip{clip_norm_, max_norm};
+  kernels::cuda::grad_norm_partials(norm_workspace_.data<double>(), flat_->grads().data<float>(), flat_->size(),
+                                    kernels::cuda::current_stream());
+  pending_clip_ = PendingClip{norm_workspace_, clip_norm_, max_norm};
   return clip_norm_;
 #else
   fail_without_cuda("clip_grad_norm", flat_->device());

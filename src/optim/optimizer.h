@@ -10,7 +10,8 @@
 // writes the values that change per step (lr, bias corrections, ...) into a small device buffer with one tiny launch;
 // it is never captured. apply_step() (and clip_grad_norm() before it) launch kernels whose arguments are the same at
 // every step (buffers, sizes, constant hyper-parameters), so they may be captured once and the graph replayed after
-// each prepare_step() on the same stream. An EMA of the parameters can be fused into the update (set_ema()).
+// each prepare_step() on the same stream: clip + update are two launches (clip_grad_norm() launches the partial sums
+// of the norm, the update finishes the norm itself). An EMA of the parameters can be fused into the update (set_ema()).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -65,11 +66,13 @@ class Optimizer {
   void zero_grad(bool set_to_none = true);
 
   /// Clips the gradients by their global L2 norm as clip_grad_norm() and returns the norm before clipping as a
-  /// 0-d tensor on the parameters' device. On CUDA the norm is computed on the device and the clip is applied
-  /// inside the next step() (the gradient buffer itself is left unscaled), with no host synchronization: read
-  /// the norm (item()) only when logging. Call it after backward and before step(); the last call counts. On CUDA
-  /// the result is the same device tensor at every call (graph capture), overwritten by the next call: clone() it
-  /// to keep it longer.
+  /// 0-d tensor on the parameters' device. Call it after backward and before step(); the last call counts. On CUDA
+  /// it only launches the norm's partial sums: the next step()/apply_step() finishes the norm, applies the clip
+  /// inside the update (the gradient buffer itself is left unscaled) and writes the norm into the returned tensor,
+  /// with no host synchronization. So read that tensor after the step (and only when logging, item() waits for the
+  /// device); before it, it still holds the previous step's norm (0 before the first). It is the same device tensor
+  /// at every call (graph capture), overwritten by the next clipped step: clone() it to keep it longer. A zero_grad()
+  /// before the step drops the clip, and the tensor is not written. On the CPU the clip is applied at once.
   Tensor clip_grad_norm(double max_norm);
 
   /// Moves parameters, gradients and state into flat buffers (see flat_buffers.h); the constructor does it for
@@ -131,8 +134,10 @@ class Optimizer {
   Tensor& flat_slot(const std::string& name);
   /// True once flat_slot(name) exists.
   bool has_flat_slot(const std::string& name) const { return flat_slots_.count(name) > 0; }
-  /// The device clip of the last clip_grad_norm() call (norm undefined when none), consumed by a step.
+  /// The device clip of the last clip_grad_norm() call (partials undefined when none), consumed by a step: the norm's
+  /// partial sums, and the 0-d f32 tensor the step writes the norm into.
   struct PendingClip {
+    Tensor partials;
     Tensor norm;
     double max_norm = 0.0;
   };
@@ -145,7 +150,7 @@ class Optimizer {
   std::map<std::string, Tensor> flat_slots_;          // slot name -> flat buffer (flat mode)
   PendingClip pending_clip_;
   Tensor norm_workspace_;                             // partial sums of the device grad norm
-  Tensor clip_norm_;                                  // the device grad norm (the same buffer at every call)
+  Tensor clip_norm_;                                  // the device grad norm, written by the clipped step (same buffer)
   double step_lr_ = 0.0;                              // lr read by the last prepare_step()
   bool prepared_ = false;                             // a prepare_step() awaits its apply_step()
   struct FusedEmaState {

@@ -101,7 +101,8 @@ void SGD::flat_step() {
   // Everything here is the same at every step (graph capture): lr and the first-step flag come from the device.
   const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(flat_->group_ends());
   kernels::cuda::DeviceClip device_clip;
-  if (clip.norm.defined()) device_clip = {clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
+  if (clip.partials.defined())
+    device_clip = {clip.partials.data<double>(), clip.norm.data<float>(), static_cast<float>(clip.max_norm)};
   kernels::cuda::FusedEma device_ema;
   if (ema_.buffer.defined())
     device_ema = {ema_.buffer.data<float>(), static_cast<float>(ema_.decay), static_cast<float>(1.0 - ema_.decay)};

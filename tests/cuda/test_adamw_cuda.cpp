@@ -1,6 +1,6 @@
 // Flat-buffer optimizers on the GPU against the CPU per-tensor optimizers on the same parameters and gradients: AdamW
 // and SGD over several steps with two weight-decay groups and odd shapes, device gradient clipping, state moving
-// between CPU and GPU optimizers, and a step that does not wait for the host.
+// between CPU and GPU optimizers, a step that does not wait for the host, and clip + update in two launches.
 //
 // Tolerance (f32): the CPU computes each update in double from the stored f32 values, the GPU in f32 (as torch's fused
 // AdamW). The update itself then differs by a few f32 roundings of a quantity of size <= ~lr·3, and the stored
@@ -8,9 +8,12 @@
 // 1e-7. We allow 4e-6·|p| + 1e-6.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include "device_test_util.h"
+#include "kernels/cuda/adamw.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/stream.h"
 #include "optim/adamw.h"
@@ -125,10 +128,10 @@ TEST(AdamWCuda, DeviceClipMatchesCpuClipThenStep) {
     Tensor gpu_norm = gpu_opt.clip_grad_norm(max_norm);
     EXPECT_TRUE(gpu_norm.device().is_cuda());
     EXPECT_EQ(gpu_norm.dim(), 0);
+    cpu_opt.step();
+    gpu_opt.step();  // writes the norm
     // f64 sums on both sides; the GPU result is rounded to f32 once.
     EXPECT_NEAR(gpu_norm.to(cpu()).item(), cpu_norm, 2e-7 * cpu_norm) << "step " << s;
-    cpu_opt.step();
-    gpu_opt.step();
     expect_close(t, "clipped adamw", s);
   }
   // Without a clip_grad_norm call before it, a step does not clip (the pending clip was consumed).
@@ -145,16 +148,92 @@ TEST(AdamWCuda, GlobalNormOfOddSizesAndNonFiniteGradients) {
   optim::SGD gpu_opt(groups_of(t.gpu), 0.1);
   give_grads(t, 0, true);
   const double want = optim::clip_grad_norm(t.cpu, 1e30);
-  EXPECT_NEAR(gpu_opt.clip_grad_norm(1e30).to(cpu()).item(), want, 2e-7 * want);
+  Tensor norm = gpu_opt.clip_grad_norm(1e30);
+  gpu_opt.step();  // the update launch finishes the norm and writes it
+  EXPECT_NEAR(norm.to(cpu()).item(), want, 2e-7 * want);
   // A NaN gradient makes the norm NaN and, as torch, every parameter NaN after the clipped step.
   std::vector<double> g = t.cpu[4].grad().to_vector();
   g[3] = NAN;
   t.gpu[4].grad().copy_(Tensor::from_vector(g, t.cpu[4].shape()));
-  EXPECT_TRUE(std::isnan(gpu_opt.clip_grad_norm(1.0).to(cpu()).item()));
+  Tensor nan_norm = gpu_opt.clip_grad_norm(1.0);
   gpu_opt.step();
+  EXPECT_TRUE(std::isnan(nan_norm.to(cpu()).item()));
   EXPECT_TRUE(std::isnan(t.gpu[0].to(cpu()).to_vector()[0]));
   // The free function refuses device gradients (it would have to synchronize).
   EXPECT_NE(error_of([&] { optim::clip_grad_norm(t.gpu, 1.0); }).find("Optimizer::clip_grad_norm"), std::string::npos);
+}
+
+// global_grad_norm (partial sums + finishing launch) on an optimizer's flat gradients, read back to the host.
+float reference_norm(const optim::Optimizer& opt) {
+  Tensor norm = Tensor::empty({}, DType::f32, kGpu);
+  Tensor workspace = Tensor::empty({kernels::cuda::grad_norm_workspace_size()}, DType::f64, kGpu);
+  kernels::cuda::global_grad_norm(norm.data<float>(), workspace.data<double>(), opt.flat()->grads().data<float>(),
+                                  opt.flat()->size(), kernels::cuda::current_stream());
+  return static_cast<float>(norm.to(cpu()).item());
+}
+
+void expect_close_gpu(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const char* what, int step) {
+  for (size_t k = 0; k < a.size(); ++k) {
+    std::vector<double> x = a[k].to(cpu()).to_vector(), y = b[k].to(cpu()).to_vector();
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_NEAR(x[i], y[i], 4e-6 * std::abs(y[i]) + 1e-6) << what << " step " << step << " param " << k << " [" << i
+                                                             << "]";
+  }
+}
+
+// Clip + update is two launches: clip_grad_norm() launches the partial sums, every block of the update finishes the
+// norm from them and block 0 writes it. That norm must be global_grad_norm's bit for bit (same partial sums, same
+// order of additions), and the clipped update the update of gradients scaled beforehand by min(1, max_norm /
+// (norm + 1e-6)) in f32 (what the three-launch path did) with no clip. Both sides scale g by the same f32 product;
+// the tolerance of expect_close only absorbs how the compiler may contract that product into SGD's g + wd·p.
+TEST(AdamWCuda, TwoLaunchClipWritesGlobalNormBitForBitAndClipsAsAPrescaledStep) {
+  VT_REQUIRE_DEVICE();
+  for (const bool adamw : {true, false}) {
+    SCOPED_TRACE(adamw ? "adamw" : "sgd momentum");
+    Twin a = make_twin(83), b = make_twin(83);
+    auto make = [&](const std::vector<Tensor>& p) -> std::unique_ptr<optim::Optimizer> {
+      if (adamw) return std::make_unique<optim::AdamW>(groups_of(p), 1e-2);
+      return std::make_unique<optim::SGD>(groups_of(p), 0.05, 0.9);
+    };
+    auto opt_a = make(a.gpu), opt_b = make(b.gpu);
+    for (int s = 0; s < 4; ++s) {
+      const double max_norm = s % 2 == 0 ? 5.0 : 1e4;  // norms are ~35: 5 clips, 1e4 does not
+      give_grads(a, s, true);
+      const float norm = reference_norm(*opt_a);
+      const float coef = std::min(1.0f, static_cast<float>(max_norm) / (norm + 1e-6f));
+      for (size_t k = 0; k < a.cpu.size(); ++k) {
+        std::vector<double> g = a.cpu[k].grad().to_vector();
+        for (double& v : g) v = static_cast<float>(static_cast<float>(v) * coef);
+        b.gpu[k].grad().copy_(Tensor::from_vector(g, a.cpu[k].shape()));
+      }
+      Tensor returned = opt_a->clip_grad_norm(max_norm);
+      if (s == 0) {
+        EXPECT_EQ(returned.to(cpu()).item(), 0.0) << "zeros until the first clipped step";
+      }
+      opt_a->step();
+      opt_b->step();
+      EXPECT_EQ(static_cast<float>(returned.to(cpu()).item()), norm) << "step " << s;
+      expect_close_gpu(a.gpu, b.gpu, "clipped vs prescaled", s);
+    }
+  }
+}
+
+// A ZeRO-1 slice updates part of the flat buffers but clips by the norm of all of them, and still writes that norm
+// when its slice is empty (grad_norm_from_partials instead of an update launch).
+TEST(AdamWCuda, RangedAdamWClipWritesTheWholeBufferNorm) {
+  VT_REQUIRE_DEVICE();
+  for (const int64_t end : {int64_t(64), int64_t(0)}) {
+    SCOPED_TRACE(end);
+    Twin t = make_twin(89);
+    optim::AdamW opt(groups_of(t.gpu), 1e-2);
+    opt.set_flat_range(0, end);
+    give_grads(t, 0, true);
+    const float want = reference_norm(opt);
+    Tensor norm = opt.clip_grad_norm(1.0);
+    opt.step();
+    EXPECT_EQ(static_cast<float>(norm.to(cpu()).item()), want);
+  }
 }
 
 TEST(AdamWCuda, StateMovesBetweenCpuAndGpuOptimizers) {
