@@ -10,7 +10,7 @@
 # Also prints the steady-state speed: the mean of the progress windows after the first epoch (metrics.jsonl).
 # Env: WORKERS (default: all cores), CLASSES (800), EPOCHS (3), BATCH (256 per GPU), GPUS (1; more: data-parallel
 # through `vitrain launch`, WORKERS / GPUS loader threads per process; the synthetic ceiling stays one GPU's),
-# BENCH_DATA (1; 0 skips step 1).
+# BENCH_DATA (1; 0 skips step 1), CUDA_GRAPH (0; 1: train with train.cuda_graph and bench with --cuda-graph, one GPU).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,18 +44,20 @@ echo "== tree: $CLASSES classes, $(find "$tree/train" -name '*.JPEG' | wc -l) tr
 
 echo "== vitrain train (real JPEGs, full DeiT recipe, $GPUS GPU(s), $WORKERS loader threads)"
 launch=(train --device cuda:0)
+graph_set=() graph_flag=()
+[ "${CUDA_GRAPH:-0}" = 1 ] && graph_set=(--set train.cuda_graph=true) graph_flag=(--cuda-graph)
 ((GPUS > 1)) && launch=(launch -n "$GPUS" -- train --device cuda)  # one process per GPU, WORKERS shared out
 "$BIN/vitrain" "${launch[@]}" --config configs/imagenet/deit_small_dense.yaml \
   --set data.data_dir="$tree" --set data.workers=$((WORKERS / GPUS)) --set train.batch_size="$BATCH" \
   --set train.epochs="$EPOCHS" --set schedule.warmup_epochs=1 --set train.log_interval=10 \
-  --set train.output="$OUT/run" 2>&1 | tee "$OUT/train.log" | grep -E "img/s|data [0-9]+%" | tail -4
+  --set train.output="$OUT/run" "${graph_set[@]}" 2>&1 | tee "$OUT/train.log" | grep -E "img/s|data [0-9]+%" | tail -4
 real=$(sed -n 's/.*training: [0-9.]* s, \([0-9.]*\) img\/s.*/\1/p' "$OUT/train.log" | tail -1)
 steady=$(grep '"img_per_s"' "$OUT/run/metrics.jsonl" | awk -F'"epoch": *' '{split($2, a, /[,}]/); if (a[1] > 1) print}' |
   sed -n 's/.*"img_per_s": *\([0-9.e+]*\).*/\1/p' | awk '{s += $1; n++} END {if (n) printf "%.0f", s / n; else print 0}')
 
 echo "== vitrain bench (synthetic data, same model and batch)"
 "$BIN/vitrain" bench --model deit_small_patch16_224 --batch-size "$BATCH" --steps 30 --warmup 5 --amp \
-  --device cuda:0 | tee "$OUT/bench.txt" | grep train:
+  --device cuda:0 "${graph_flag[@]}" | tee "$OUT/bench.txt" | grep train:
 synth=$(sed -n 's/^train: \([0-9.]*\) img\/s.*/\1/p' "$OUT/bench.txt")
 awk -v r="$real" -v t="$steady" -v s="$synth" 'BEGIN {printf "real JPEG training %.0f img/s (steady state after epoch 1: %.0f) vs synthetic %.0f img/s: %.0f%% (steady %.0f%%)\n", r, t, s, 100 * r / s, 100 * t / s}' |
   tee "$OUT/feed.txt"
