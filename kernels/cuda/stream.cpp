@@ -20,7 +20,7 @@ void fail_if_capturing(cudaStream_t stream, const std::string& what) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   VT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
   VT_CHECK(status == cudaStreamCaptureStatusNone, "[cuda_graph] ", what,
-           " cannot be captured in a CUDA graph: run this step without train.cuda_graph");
+           " cannot be captured in a CUDA graph: run this step eagerly (without train.cuda_graph / --cuda-graph)");
 }
 
 }  // namespace vt::kernels::cuda

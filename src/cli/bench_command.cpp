@@ -78,6 +78,7 @@ void run_bench_command(const BenchCommand& cmd) {
               static_cast<long long>(o.steps), static_cast<long long>(o.warmup));
   std::printf("train: %.1f img/s, %.2f ms/step, peak memory %s\n", r.train_img_per_s, r.train_step_ms,
               engine::describe_peak_memory(r.train_peak).c_str());
+  if (r.graph_nodes > 0) std::printf("CUDA graph: the step replayed as one graph of %zu nodes\n", r.graph_nodes);
   if (r.world > 1)
     std::printf("data parallel: %d GPUs (%s, %lld per GPU); one gradient all-reduce alone %.2f ms, bus %.0f GB/s\n",
                 r.world, o.zero1 ? "ZeRO-1" : "DDP", static_cast<long long>(o.batch_size), r.allreduce_ms,
