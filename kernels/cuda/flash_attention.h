@@ -33,6 +33,11 @@ bool flash_attention_aligned(const AttentionView& view);
 void flash_attention_forward(const AttentionView& out, float* lse, const AttentionView& q, const AttentionView& k,
                              const AttentionView& v, const AttentionShape& shape, cudaStream_t stream);
 
+/// dsum[b, h, n] = Σ_c dout[b, h, n, c]·out[b, h, n, c] in f32 (contiguous [B, H, N]): the softmax backward's row
+/// term, the first step of flash_attention_backward and of MiTA's masked flash backward.
+void flash_attention_row_dot(float* dsum, const AttentionView& dout, const AttentionView& out,
+                             const AttentionShape& shape, cudaStream_t stream);
+
 /// How flash_attention_backward forms dq: a second pass over the keys that recomputes P and dS (deterministic),
 /// or f32 atomics from the dK/dV pass into a scratch accumulator (one pass, last bits vary from run to run).
 enum class FlashDqMode { separate_pass, atomics };

@@ -120,10 +120,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
   cp_async_commit();
 
   float dk[D / 8][4], dv[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
+  zero(dk);
+  zero(dv);
 
   for (int i = 0; i < m_tiles; ++i) {
     if (i + 1 < m_tiles) load_query_tile(i + 1, (i + 1) & 1);
@@ -138,26 +136,9 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
 
     // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (16 keys × 64 queries per warp)
     float st[kBlockM / 8][4], dpt[kBlockM / 8][4];
-#pragma unroll
-    for (int j = 0; j < kBlockM / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) st[j][e] = dpt[j][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t kf[4], vf[4];
-      ldmatrix_x4(kf, a_rows(sK, LD, warp * 16, kk * 16, lane));
-      ldmatrix_x4(vf, a_rows(sV, LD, warp * 16, kk * 16, lane));
-#pragma unroll
-      for (int nn = 0; nn < kBlockM / 16; ++nn) {
-        uint32_t bq[4], bo[4];
-        ldmatrix_x4(bq, b_rows_nk(qt, LD, nn * 16, kk * 16, lane));
-        ldmatrix_x4(bo, b_rows_nk(dot, LD, nn * 16, kk * 16, lane));
-        mma_bf16(st[2 * nn], kf, bq[0], bq[1]);
-        mma_bf16(st[2 * nn + 1], kf, bq[2], bq[3]);
-        mma_bf16(dpt[2 * nn], vf, bo[0], bo[1]);
-        mma_bf16(dpt[2 * nn + 1], vf, bo[2], bo[3]);
-      }
-    }
+    zero(st);
+    zero(dpt);
+    add_kqt_vdot<D, kBlockM>(st, dpt, sK, sV, qt, dot, LD, warp * 16, lane);
 
     // Pᵀ (0 for keys past N; queries past N have lse = +inf) and dSᵀ = Pᵀ∘(dPᵀ − Dsum)
 #pragma unroll
@@ -171,29 +152,17 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
       }
     }
 
-    // dV += Pᵀ dO and dK += dSᵀ Q; dSᵀ also to shared memory for dQ
+    add_dv_dk<D, kBlockM>(dv, dk, st, dpt, dot, qt, LD, lane);  // dV += Pᵀ dO and dK += dSᵀ Q
+    if constexpr (kAtomicDq) {  // dSᵀ (bf16) to shared memory for dQ
 #pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      uint32_t ap[4];
-      a_fragment(ap, st[2 * kk], st[2 * kk + 1]);
-      uint32_t as[4];
-      a_fragment(as, dpt[2 * kk], dpt[2 * kk + 1]);
-      if constexpr (kAtomicDq) {
+      for (int kk = 0; kk < kBlockM / 16; ++kk) {
+        uint32_t as[4];
+        a_fragment(as, dpt[2 * kk], dpt[2 * kk + 1]);
         bf16* srow = sdS + (warp * 16 + g) * LDS + kk * 16 + 2 * t;
         *reinterpret_cast<uint32_t*>(srow) = as[0];
         *reinterpret_cast<uint32_t*>(srow + 8 * LDS) = as[1];
         *reinterpret_cast<uint32_t*>(srow + 8) = as[2];
         *reinterpret_cast<uint32_t*>(srow + 8 * LDS + 8) = as[3];
-      }
-#pragma unroll
-      for (int dn = 0; dn < D / 16; ++dn) {
-        uint32_t bo[4], bq[4];
-        ldmatrix_x4_trans(bo, b_rows_kn(dot, LD, kk * 16, dn * 16, lane));
-        ldmatrix_x4_trans(bq, b_rows_kn(qt, LD, kk * 16, dn * 16, lane));
-        mma_bf16(dv[2 * dn], ap, bo[0], bo[1]);
-        mma_bf16(dv[2 * dn + 1], ap, bo[2], bo[3]);
-        mma_bf16(dk[2 * dn], as, bq[0], bq[1]);
-        mma_bf16(dk[2 * dn + 1], as, bq[2], bq[3]);
       }
     }
     if constexpr (kAtomicDq) {
@@ -201,8 +170,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
 
       // dQ rows warp·16 .. +16 of this query tile: dS (from dSᵀ) · K over the CTA's 64 keys
       float dq[D / 8][4];
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.f;
+      zero(dq);
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
         uint32_t a[4];
@@ -283,8 +251,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
   }
   uint32_t qf[D / 16][4], of[D / 16][4];
   float dq[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+  zero(dq);
 
   for (int j = 0; j < n_tiles; ++j) {
     if (j + 1 < n_tiles) {
@@ -306,23 +273,9 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
     const bf16* vt = sV + (j & 1) * kBlockN * LD;
 
     float s[kBlockN / 8][4], dp[kBlockN / 8][4];
-#pragma unroll
-    for (int i = 0; i < kBlockN / 8; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-      for (int nn = 0; nn < kBlockN / 16; ++nn) {
-        uint32_t bk[4], bv[4];
-        ldmatrix_x4(bk, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
-        ldmatrix_x4(bv, b_rows_nk(vt, LD, nn * 16, kk * 16, lane));
-        mma_bf16(s[2 * nn], qf[kk], bk[0], bk[1]);
-        mma_bf16(s[2 * nn + 1], qf[kk], bk[2], bk[3]);
-        mma_bf16(dp[2 * nn], of[kk], bv[0], bv[1]);
-        mma_bf16(dp[2 * nn + 1], of[kk], bv[2], bv[3]);
-      }
-    }
+    zero(s);
+    zero(dp);
+    add_qkt_dovt<D, kBlockN>(s, dp, qf, of, kt, vt, LD, lane);
     const int key0 = j * kBlockN;
 #pragma unroll
     for (int nt = 0; nt < kBlockN / 8; ++nt) {
@@ -333,18 +286,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
         dp[nt][e] = pr * (dp[nt][e] - dsum[e / 2]);
       }
     }
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      uint32_t a[4];
-      a_fragment(a, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-      for (int dn = 0; dn < D / 16; ++dn) {
-        uint32_t bk[4];
-        ldmatrix_x4_trans(bk, b_rows_kn(kt, LD, kk * 16, dn * 16, lane));
-        mma_bf16(dq[2 * dn], a, bk[0], bk[1]);
-        mma_bf16(dq[2 * dn + 1], a, bk[2], bk[3]);
-      }
-    }
+    add_pv<D, kBlockN>(dq, dp, kt, LD, lane);  // dQ += dS K
     __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
 
@@ -376,15 +318,23 @@ __global__ void flash_attention_dq_convert_kernel(bf16* dq, int64_t dq_b, int64_
 }
 
 template <int D>
+void launch_row_dot(float* dsum, const AttentionView& dout, const AttentionView& out, const AttentionShape& s,
+                    cudaStream_t stream) {
+  const int64_t rows = s.B * s.H * s.N;
+  constexpr int kRowThreads = 256;
+  const int64_t blocks = (rows * (D / 8) + kRowThreads - 1) / kRowThreads;
+  flash_attention_row_dot_kernel<D><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(
+      dsum, static_cast<const bf16*>(dout.data), dout.batch_stride, dout.head_stride, dout.row_stride,
+      static_cast<const bf16*>(out.data), out.batch_stride, out.head_stride, out.row_stride, static_cast<int>(s.H),
+      static_cast<int>(s.N), rows);
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <int D>
 void launch_backward(const BwdParams& p, const AttentionView& dout, const AttentionView& out,
                      const AttentionShape& s, FlashDqMode mode, cudaStream_t stream) {
   const int64_t rows = s.B * s.H * s.N;
-  constexpr int kRowThreads = 256;
-  const int64_t dot_blocks = (rows * (D / 8) + kRowThreads - 1) / kRowThreads;
-  flash_attention_row_dot_kernel<D><<<static_cast<unsigned>(dot_blocks), kRowThreads, 0, stream>>>(
-      const_cast<float*>(p.dsum), p.dout, dout.batch_stride, dout.head_stride, dout.row_stride,
-      static_cast<const bf16*>(out.data), out.batch_stride, out.head_stride, out.row_stride, p.H, p.N, rows);
-  VT_CUDA_CHECK(cudaGetLastError());
+  flash_attention_row_dot(const_cast<float*>(p.dsum), dout, out, s, stream);
 
   const int64_t blocks = s.B * s.H * p.n_blocks;  // key blocks = query blocks: kBlockM == kBlockN
   VT_CHECK(blocks < (int64_t{1} << 31), "[flash_attention] grid of ", blocks, " blocks too large");
@@ -415,6 +365,16 @@ void launch_backward(const BwdParams& p, const AttentionView& dout, const Attent
 }  // namespace
 
 // ---- launchers ----
+
+void flash_attention_row_dot(float* dsum, const AttentionView& dout, const AttentionView& out, const AttentionShape& s,
+                             cudaStream_t stream) {
+  if (s.B * s.H * s.N == 0) return;
+  switch (s.d) {
+    case 32: return launch_row_dot<32>(dsum, dout, out, s, stream);
+    case 64: return launch_row_dot<64>(dsum, dout, out, s, stream);
+    default: return launch_row_dot<128>(dsum, dout, out, s, stream);
+  }
+}
 
 int64_t flash_attention_backward_workspace(const AttentionShape& s, FlashDqMode mode) {
   return s.B * s.H * s.N * (mode == FlashDqMode::atomics ? s.d + 1 : 1);

@@ -18,7 +18,7 @@ using flash::bf16;
 namespace {
 
 constexpr int kBlockM = 64, kBlockN = 64, kThreads = 128;
-constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+constexpr float kLog2e = 1.4426950408889634f;
 
 struct FwdParams {
   const bf16 *q, *k, *v;
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
   const bf16* q = p.q + b * p.q_b + h * p.q_h;
   const bf16* k = p.k + b * p.k_b + h * p.k_h;
   const bf16* v = p.v + b * p.v_b + h * p.v_h;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
   const int N = p.N, n_tiles = (N + kBlockN - 1) / kBlockN;
 
   load_tile<D, kBlockM, kThreads>(sQ, q, p.q_n, m0, N, tid);
@@ -61,8 +61,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
 
   uint32_t qf[D / 16][4];
   float o[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  zero(o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};  // rows g and g+8; sums are per thread
 
   for (int j = 0; j < n_tiles; ++j) {
@@ -85,98 +84,24 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
     // about a third of the products.
     const int key0 = j * kBlockN, valid_keys = min(kBlockN, N - key0);
     if (m0 + warp * 16 < N) {
-
-      // S = Q Kᵀ (16 × 64 per warp)
-      float s[kBlockN / 8][4];
+      float s[kBlockN / 8][4];  // S = Q Kᵀ (16 × 64 per warp), then P
+      zero(s);
+      add_a_bt<D, kBlockN>(s, qf, kt, LD, lane, valid_keys);
 #pragma unroll
-      for (int i = 0; i < kBlockN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-        for (int nn = 0; nn < kBlockN / 16; ++nn) {
-          if (nn * 16 >= valid_keys) continue;
-          uint32_t bfr[4];
-          ldmatrix_x4(bfr, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
-          mma_bf16(s[2 * nn], qf[kk], bfr[0], bfr[1]);
-          mma_bf16(s[2 * nn + 1], qf[kk], bfr[2], bfr[3]);
-        }
-      }
-
-      // online softmax in the log2 domain
-      float mx[2] = {row_max[0], row_max[1]};
-#pragma unroll
-      for (int nt = 0; nt < kBlockN / 8; ++nt) {
+      for (int nt = 0; nt < kBlockN / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = key0 + nt * 8 + 2 * t + (e & 1);
           s[nt][e] = col < N ? s[nt][e] * p.scale_log2 : -INFINITY;
-          mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
         }
-      }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      }
-      // Tile 0 always holds key 0, so mx is finite from the first tile on and exp2f(−inf − mx) = 0.
-      const float alpha[2] = {exp2f(row_max[0] - mx[0]), exp2f(row_max[1] - mx[1])};
-      row_max[0] = mx[0];
-      row_max[1] = mx[1];
-      row_sum[0] *= alpha[0];
-      row_sum[1] *= alpha[1];
-#pragma unroll
-      for (int nt = 0; nt < kBlockN / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[nt][e] = exp2f(s[nt][e] - mx[e / 2]);
-          row_sum[e / 2] += s[nt][e];
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i) {
-        o[i][0] *= alpha[0];
-        o[i][1] *= alpha[0];
-        o[i][2] *= alpha[1];
-        o[i][3] *= alpha[1];
-      }
-
-      // O += P V, P (bf16) straight from the S accumulators
-#pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        if (kk * 16 >= valid_keys) continue;  // P is 0 there
-        uint32_t a[4];
-        a_fragment(a, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-        for (int dn = 0; dn < D / 16; ++dn) {
-          uint32_t bfr[4];
-          ldmatrix_x4_trans(bfr, b_rows_kn(vt, LD, kk * 16, dn * 16, lane));
-          mma_bf16(o[2 * dn], a, bfr[0], bfr[1]);
-          mma_bf16(o[2 * dn + 1], a, bfr[2], bfr[3]);
-        }
-      }
+      online_softmax_step<D, kBlockN>(s, row_max, row_sum, o);
+      add_pv<D, kBlockN>(o, s, vt, LD, lane, valid_keys);  // O += P V, P (bf16) straight from the accumulators
     }  // rows of this warp below N
     __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
 
-  // epilogue: finish the row sums across the quad, normalise, store out (bf16) and lse (natural log)
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-  }
-  bf16* out = p.out + b * p.o_b + h * p.o_h;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = m0 + warp * 16 + g + 8 * r;
-    if (row >= N) continue;
-    const float inv = 1.f / row_sum[r];
-    bf16* dst = out + row * p.o_n;
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i)
-      *reinterpret_cast<__nv_bfloat162*>(dst + i * 8 + 2 * t) =
-          __floats2bfloat162_rn(o[i][2 * r] * inv, o[i][2 * r + 1] * inv);
-    if (t == 0) p.lse[bh * N + row] = row_max[r] * kLn2 + logf(row_sum[r]);
-  }
+  store_attention_rows<D>(p.out + b * p.o_b + h * p.o_h, p.o_n, p.lse + bh * N, m0 + warp * 16, N, o, row_max,
+                          row_sum, lane);
 }
 
 template <int D>

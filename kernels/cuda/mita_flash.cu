@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kBlock = 64, kThreads = 128;  // 64 queries or slots per CTA, 16 per warp
 constexpr int kMaxN = 4096, kMaxM = 1024;
-constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+constexpr float kLog2e = 1.4426950408889634f;
 
 /// A bf16 [B, H, rows, d] operand on the device.
 struct Operand {
@@ -42,6 +42,8 @@ struct Operand {
 Operand operand(const AttentionView& v) {
   return {static_cast<const bf16*>(v.data), v.batch_stride, v.head_stride, v.row_stride};
 }
+
+AttentionView view_of(const Operand& o) { return {o.p, o.b, o.h, o.n}; }
 
 struct Params {
   Operand q, k, v, r, vh;       // inputs; r, vh alias k, v when route-only (never read then)
@@ -137,8 +139,7 @@ __global__ void __launch_bounds__(kThreads) mita_flash_fwd_kernel(const Params p
 
   uint32_t qf[D / 16][4];
   float o[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  zero(o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};  // rows g and g+8; sums are per thread
 
   for (int j = 0; j < n_tiles; ++j) {
@@ -159,24 +160,11 @@ __global__ void __launch_bounds__(kThreads) mita_flash_fwd_kernel(const Params p
     const int key0 = j * kBlock, valid_keys = min(kBlock, slots - key0);
     if (m0 + warp * 16 < N) {  // warps whose rows all lie past N skip their MMAs (as the dense forward does)
       float s[kBlock / 8][4];
-#pragma unroll
-      for (int i = 0; i < kBlock / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-        for (int nn = 0; nn < kBlock / 16; ++nn) {
-          if (nn * 16 >= valid_keys) continue;
-          uint32_t bfr[4];
-          ldmatrix_x4(bfr, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
-          mma_bf16(s[2 * nn], qf[kk], bfr[0], bfr[1]);
-          mma_bf16(s[2 * nn + 1], qf[kk], bfr[2], bfr[3]);
-        }
-      }
-
+      zero(s);
+      add_a_bt<D, kBlock>(s, qf, kt, LD, lane, valid_keys);
       // mask and per-slot scale, then the online softmax in the log2 domain
       const uint64_t allowed[2] = {row_mask[0] ? slot_window(row_mask[0], p.W, P, key0) : 0ull,
                                    row_mask[1] ? slot_window(row_mask[1], p.W, P, key0) : 0ull};
-      float mx[2] = {row_max[0], row_max[1]};
 #pragma unroll
       for (int nt = 0; nt < kBlock / 8; ++nt) {
 #pragma unroll
@@ -184,97 +172,17 @@ __global__ void __launch_bounds__(kThreads) mita_flash_fwd_kernel(const Params p
           const int i = nt * 8 + 2 * t + (e & 1);
           const float sc = key0 + i < P ? p.shared_log2 : p.scale_log2;
           s[nt][e] = (allowed[e / 2] >> i) & 1 ? s[nt][e] * sc : -INFINITY;
-          mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
         }
       }
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 1));
-        mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 2));
-      }
-      // Check_inf: a row that has seen no slot yet keeps max −inf; subtracting 0 keeps exp2f(−inf) = 0, not NaN.
-      const float base[2] = {mx[0] == -INFINITY ? 0.f : mx[0], mx[1] == -INFINITY ? 0.f : mx[1]};
-      const float alpha[2] = {exp2f(row_max[0] - base[0]), exp2f(row_max[1] - base[1])};
-      row_max[0] = mx[0];
-      row_max[1] = mx[1];
-      row_sum[0] *= alpha[0];
-      row_sum[1] *= alpha[1];
-#pragma unroll
-      for (int nt = 0; nt < kBlock / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[nt][e] = exp2f(s[nt][e] - base[e / 2]);
-          row_sum[e / 2] += s[nt][e];
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i) {
-        o[i][0] *= alpha[0];
-        o[i][1] *= alpha[0];
-        o[i][2] *= alpha[1];
-        o[i][3] *= alpha[1];
-      }
-
-      // O += P V, P (bf16) straight from the S accumulators
-#pragma unroll
-      for (int kk = 0; kk < kBlock / 16; ++kk) {
-        if (kk * 16 >= valid_keys) continue;  // P is 0 there
-        uint32_t a[4];
-        a_fragment(a, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-        for (int dn = 0; dn < D / 16; ++dn) {
-          uint32_t bfr[4];
-          ldmatrix_x4_trans(bfr, b_rows_kn(vt, LD, kk * 16, dn * 16, lane));
-          mma_bf16(o[2 * dn], a, bfr[0], bfr[1]);
-          mma_bf16(o[2 * dn + 1], a, bfr[2], bfr[3]);
-        }
-      }
+      online_softmax_step<D, kBlock>(s, row_max, row_sum, o);
+      add_pv<D, kBlock>(o, s, vt, LD, lane, valid_keys);  // O += P V
     }
     __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
 
-  // epilogue: row sums across the quad, normalise, store out (bf16) and lse (natural log)
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    row_sum[rr] += __shfl_xor_sync(0xffffffffu, row_sum[rr], 1);
-    row_sum[rr] += __shfl_xor_sync(0xffffffffu, row_sum[rr], 2);
-  }
-  bf16* out = p.out.mutable_at(b, h);
-#pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const int row = m0 + warp * 16 + g + 8 * rr;
-    if (row >= N) continue;
-    const float inv = 1.f / row_sum[rr];  // > 0: every query sees its expert's k ≥ 1 keys
-    bf16* dst = out + row * p.out.n;
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i)
-      *reinterpret_cast<__nv_bfloat162*>(dst + i * 8 + 2 * t) =
-          __floats2bfloat162_rn(o[i][2 * rr] * inv, o[i][2 * rr + 1] * inv);
-    if (t == 0) p.lse[bh * N + row] = row_max[rr] * kLn2 + logf(row_sum[rr]);
-  }
-}
-
-// One group of D/8 lanes per row: 16-byte loads of dO and O, shuffle reduction within the group.
-template <int D>
-__global__ void mita_flash_row_dot_kernel(const Params p, int64_t rows) {
-  constexpr int kLanes = D / 8;
-  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
-  const int part = threadIdx.x % kLanes;
-  if (row >= rows) return;  // whole groups leave together: kLanes divides 32
-  const int64_t bh = row / p.N, n = row % p.N, b = bh / p.H, h = bh % p.H;
-  const uint4 a = *reinterpret_cast<const uint4*>(p.dout.at(b, h) + n * p.dout.n + part * 8);
-  const uint4 c = *reinterpret_cast<const uint4*>(p.out.at(b, h) + n * p.out.n + part * 8);
-  const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
-  const __nv_bfloat162* c2 = reinterpret_cast<const __nv_bfloat162*>(&c);
-  float acc = 0.f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 x = __bfloat1622float2(a2[i]), y = __bfloat1622float2(c2[i]);
-    acc += x.x * y.x + x.y * y.y;
-  }
-#pragma unroll
-  for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off, kLanes);
-  if (part == 0) p.dsum[row] = acc;
+  // row sums > 0: every query sees its expert's k ≥ 1 keys
+  store_attention_rows<D>(p.out.mutable_at(b, h), p.out.n, p.lse + bh * N, m0 + warp * 16, N, o, row_max, row_sum,
+                          lane);
 }
 
 template <int D>
@@ -325,10 +233,8 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dkdv_kernel(const Params 
   cp_async_commit();
 
   float dk[D / 8][4], dv[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
+  zero(dk);
+  zero(dv);
 
   for (int i = 0; i < m_tiles; ++i) {
     if (i + 1 < m_tiles) load_query_tile(i + 1, (i + 1) & 1);
@@ -344,26 +250,9 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dkdv_kernel(const Params 
 
     // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (16 slots × 64 queries per warp)
     float st[kBlock / 8][4], dpt[kBlock / 8][4];
-#pragma unroll
-    for (int j = 0; j < kBlock / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) st[j][e] = dpt[j][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t kf[4], vf[4];
-      ldmatrix_x4(kf, a_rows(sK, LD, warp * 16, kk * 16, lane));
-      ldmatrix_x4(vf, a_rows(sV, LD, warp * 16, kk * 16, lane));
-#pragma unroll
-      for (int nn = 0; nn < kBlock / 16; ++nn) {
-        uint32_t bq[4], bo[4];
-        ldmatrix_x4(bq, b_rows_nk(qt, LD, nn * 16, kk * 16, lane));
-        ldmatrix_x4(bo, b_rows_nk(dot, LD, nn * 16, kk * 16, lane));
-        mma_bf16(st[2 * nn], kf, bq[0], bq[1]);
-        mma_bf16(st[2 * nn + 1], kf, bq[2], bq[3]);
-        mma_bf16(dpt[2 * nn], vf, bo[0], bo[1]);
-        mma_bf16(dpt[2 * nn + 1], vf, bo[2], bo[3]);
-      }
-    }
+    zero(st);
+    zero(dpt);
+    add_kqt_vdot<D, kBlock>(st, dpt, sK, sV, qt, dot, LD, warp * 16, lane);
 
     // Pᵀ (0 where the query may not see the slot, for slots past the end and queries past N) and
     // dSᵀ = Pᵀ∘(dPᵀ − Dsum), both without the slot's scale (the epilogue applies it to dK)
@@ -379,24 +268,7 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dkdv_kernel(const Params 
       }
     }
 
-    // dV += Pᵀ dO and dK += dSᵀ Q
-#pragma unroll
-    for (int kk = 0; kk < kBlock / 16; ++kk) {
-      uint32_t ap[4];
-      a_fragment(ap, st[2 * kk], st[2 * kk + 1]);
-      uint32_t as[4];
-      a_fragment(as, dpt[2 * kk], dpt[2 * kk + 1]);
-#pragma unroll
-      for (int dn = 0; dn < D / 16; ++dn) {
-        uint32_t bo[4], bq[4];
-        ldmatrix_x4_trans(bo, b_rows_kn(dot, LD, kk * 16, dn * 16, lane));
-        ldmatrix_x4_trans(bq, b_rows_kn(qt, LD, kk * 16, dn * 16, lane));
-        mma_bf16(dv[2 * dn], ap, bo[0], bo[1]);
-        mma_bf16(dv[2 * dn + 1], ap, bo[2], bo[3]);
-        mma_bf16(dk[2 * dn], as, bq[0], bq[1]);
-        mma_bf16(dk[2 * dn + 1], as, bq[2], bq[3]);
-      }
-    }
+    add_dv_dk<D, kBlock>(dv, dk, st, dpt, dot, qt, LD, lane);  // dV += Pᵀ dO and dK += dSᵀ Q
     __syncthreads();  // the next iteration overwrites this tile's buffers
   }
 
@@ -466,8 +338,7 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dq_kernel(const Params p)
   }
   uint32_t qf[D / 16][4], of[D / 16][4];
   float dq[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+  zero(dq);
 
   for (int j = 0; j < n_tiles; ++j) {
     if (j + 1 < n_tiles) {
@@ -489,23 +360,9 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dq_kernel(const Params p)
     const bf16* vt = sV + (j & 1) * kBlock * LD;
 
     float s[kBlock / 8][4], dp[kBlock / 8][4];
-#pragma unroll
-    for (int i = 0; i < kBlock / 8; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-      for (int nn = 0; nn < kBlock / 16; ++nn) {
-        uint32_t bk[4], bv[4];
-        ldmatrix_x4(bk, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
-        ldmatrix_x4(bv, b_rows_nk(vt, LD, nn * 16, kk * 16, lane));
-        mma_bf16(s[2 * nn], qf[kk], bk[0], bk[1]);
-        mma_bf16(s[2 * nn + 1], qf[kk], bk[2], bk[3]);
-        mma_bf16(dp[2 * nn], of[kk], bv[0], bv[1]);
-        mma_bf16(dp[2 * nn + 1], of[kk], bv[2], bv[3]);
-      }
-    }
+    zero(s);
+    zero(dp);
+    add_qkt_dovt<D, kBlock>(s, dp, qf, of, kt, vt, LD, lane);
     const int key0 = j * kBlock;
     const uint64_t allowed[2] = {row_mask[0] ? slot_window(row_mask[0], p.W, P, key0) : 0ull,
                                  row_mask[1] ? slot_window(row_mask[1], p.W, P, key0) : 0ull};
@@ -521,18 +378,7 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dq_kernel(const Params p)
         dp[nt][e] = pr * (dp[nt][e] - dsum[e / 2]) * (shared_slot ? p.shared_scale : p.scale);
       }
     }
-#pragma unroll
-    for (int kk = 0; kk < kBlock / 16; ++kk) {
-      uint32_t a[4];
-      a_fragment(a, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-      for (int dn = 0; dn < D / 16; ++dn) {
-        uint32_t bk[4];
-        ldmatrix_x4_trans(bk, b_rows_kn(kt, LD, kk * 16, dn * 16, lane));
-        mma_bf16(dq[2 * dn], a, bk[0], bk[1]);
-        mma_bf16(dq[2 * dn + 1], a, bk[2], bk[3]);
-      }
-    }
+    add_pv<D, kBlock>(dq, dp, kt, LD, lane);  // dQ += dS K
     __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
 
@@ -601,12 +447,9 @@ void launch_forward(const Params& p, const MitaShape& s, cudaStream_t stream) {
 
 template <int D>
 void launch_backward(const Params& p, const MitaShape& s, cudaStream_t stream) {
-  const int64_t rows = s.B * s.H * s.N;
-  constexpr int kRowThreads = 256;
-  const int64_t dot_blocks = (rows * (D / 8) + kRowThreads - 1) / kRowThreads;
-  mita_flash_row_dot_kernel<D><<<static_cast<unsigned>(dot_blocks), kRowThreads, 0, stream>>>(p, rows);
-  VT_CUDA_CHECK(cudaGetLastError());
-
+  // Dsum_n = dO_n·O_n, as the dense backward's first step
+  flash_attention_row_dot(p.dsum, view_of(p.dout), view_of(p.out), AttentionShape{s.B, s.H, s.N, s.d, s.scale},
+                          stream);
   // the six tiles, the query masks [2][64] and per-expert masks [m] (u64), lse and Dsum [2][64] (f32)
   const int dkdv_smem = tiles_smem_bytes<D>() + (2 * kBlock + p.m) * 8 + 4 * kBlock * 4;
   VT_CUDA_CHECK(

@@ -51,79 +51,23 @@ template <int D>
 struct Softmax16 {
   float o[D / 8][4];
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
-  __device__ Softmax16() {
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-  }
+  __device__ Softmax16() { flash::zero(o); }
 };
 
 /// s [16 × 64] = the warp's query rows (fragments qf) · the key tile kt [64][LD]ᵀ, raw f32.
 template <int D>
 __device__ __forceinline__ void scores(float (&s)[kCols / 8][4], const uint32_t (&qf)[D / 16][4], const bf16* kt,
                                        int lane) {
-  using namespace flash;
-  constexpr int LD = D + kPad;
-#pragma unroll
-  for (int i = 0; i < kCols / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-    for (int nn = 0; nn < kCols / 16; ++nn) {
-      uint32_t bfr[4];
-      ldmatrix_x4(bfr, b_rows_nk(kt, LD, nn * 16, kk * 16, lane));
-      mma_bf16(s[2 * nn], qf[kk], bfr[0], bfr[1]);
-      mma_bf16(s[2 * nn + 1], qf[kk], bfr[2], bfr[3]);
-    }
-  }
+  flash::zero(s);
+  flash::add_a_bt<D, kCols>(s, qf, kt, D + flash::kPad, lane);
 }
 
 /// One online-softmax step over a tile of log2-domain logits s (masked columns already −inf; the state's first
 /// tile must hold a finite logit in every row), then O += P·V with V's tile vt [64][LD].
 template <int D>
 __device__ __forceinline__ void softmax_pv(Softmax16<D>& st, float (&s)[kCols / 8][4], const bf16* vt, int lane) {
-  using namespace flash;
-  constexpr int LD = D + kPad;
-  float mx[2] = {st.row_max[0], st.row_max[1]};
-#pragma unroll
-  for (int nt = 0; nt < kCols / 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-  }
-  const float alpha[2] = {exp2f(st.row_max[0] - mx[0]), exp2f(st.row_max[1] - mx[1])};
-  st.row_max[0] = mx[0];
-  st.row_max[1] = mx[1];
-  st.row_sum[0] *= alpha[0];
-  st.row_sum[1] *= alpha[1];
-#pragma unroll
-  for (int nt = 0; nt < kCols / 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      s[nt][e] = exp2f(s[nt][e] - mx[e / 2]);
-      st.row_sum[e / 2] += s[nt][e];
-    }
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) {
-    st.o[i][0] *= alpha[0];
-    st.o[i][1] *= alpha[0];
-    st.o[i][2] *= alpha[1];
-    st.o[i][3] *= alpha[1];
-  }
-#pragma unroll
-  for (int kk = 0; kk < kCols / 16; ++kk) {
-    uint32_t a[4];
-    a_fragment(a, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-    for (int dn = 0; dn < D / 16; ++dn) {
-      uint32_t bfr[4];
-      ldmatrix_x4_trans(bfr, b_rows_kn(vt, LD, kk * 16, dn * 16, lane));
-      mma_bf16(st.o[2 * dn], a, bfr[0], bfr[1]);
-      mma_bf16(st.o[2 * dn + 1], a, bfr[2], bfr[3]);
-    }
-  }
+  flash::online_softmax_step<D, kCols>(s, st.row_max, st.row_sum, st.o);
+  flash::add_pv<D, kCols>(st.o, s, vt, D + flash::kPad, lane);
 }
 
 /// Row sums finished across the quad (each thread summed its own columns).
