@@ -20,6 +20,8 @@ struct AttentionView {
 struct AttentionShape {
   int64_t B = 0, H = 0, N = 0, d = 0;
   float scale = 1.0f;  // the logits are scale·q·kᵀ
+  int64_t N_kv = 0;    // key/value rows when they differ from the N query rows (0: N, self-attention)
+  int64_t kv_rows() const { return N_kv > 0 ? N_kv : N; }
 };
 
 /// True when the fused kernels handle head dim d (32, 64, 128).
@@ -29,7 +31,7 @@ bool flash_attention_supports(int64_t d);
 bool flash_attention_aligned(const AttentionView& view);
 
 /// out = softmax(scale·q·kᵀ)·v per (batch, head), bf16; lse[b, h, i] = ln Σ_j exp(scale·q_i·k_j) in f32,
-/// contiguous [B, H, N]. `out.data` is written (it is const only so one view type serves inputs and outputs).
+/// contiguous [B, H, N]. q and out have N rows, k and v shape.kv_rows(). `out.data` is written (it is const only so one view type serves inputs and outputs).
 void flash_attention_forward(const AttentionView& out, float* lse, const AttentionView& q, const AttentionView& k,
                              const AttentionView& v, const AttentionShape& shape, cudaStream_t stream);
 

@@ -12,6 +12,8 @@
 // P and dS are rounded to bf16 before their MMAs, as in FlashAttention-2.
 #include <cuda_bf16.h>
 
+#include <algorithm>
+
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/flash_attention_device.cuh"
@@ -23,7 +25,6 @@ using flash::bf16;
 namespace {
 
 constexpr int kBlockM = 64, kBlockN = 64, kThreads = 128;
-static_assert(kBlockM == kBlockN, "the dq and dkdv grids share one block count");
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct BwdParams {
@@ -35,7 +36,7 @@ struct BwdParams {
   int64_t dk_b, dk_h, dk_n, dv_b, dv_h, dv_n;
   bf16* dq;  // separate_pass writes dq directly
   int64_t dq_b, dq_h, dq_n;
-  int H, N, n_blocks;
+  int H, N, Nk, q_blocks, k_blocks;  // N query rows, Nk key/value rows; 64-row blocks of each
   float scale, scale_log2;
 };
 
@@ -91,8 +92,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
   float* sL = reinterpret_cast<float*>(sdS + kBlockN * LDS);  // [2][kBlockM]: lse·log2 e (+inf past N)
   float* sDs = sL + 2 * kBlockM;                               // [2][kBlockM]: Dsum (0 past N)
 
-  const int64_t bh = blockIdx.x / p.n_blocks;
-  const int n0 = static_cast<int>(blockIdx.x % p.n_blocks) * kBlockN;
+  const int64_t bh = blockIdx.x / p.k_blocks;
+  const int n0 = static_cast<int>(blockIdx.x % p.k_blocks) * kBlockN;
   const int64_t b = bh / p.H, h = bh % p.H;
   const bf16* q = p.q + b * p.q_b + h * p.q_h;
   const bf16* k = p.k + b * p.k_b + h * p.k_h;
@@ -102,8 +103,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
   const float* dsum = p.dsum + bh * p.N;
   float* dq_acc = p.dq_acc + bh * p.N * D;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int N = p.N, m_tiles = (N + kBlockM - 1) / kBlockM;
-  const bool key_valid[2] = {n0 + warp * 16 + g < N, n0 + warp * 16 + g + 8 < N};
+  const int N = p.N, Nk = p.Nk, m_tiles = (N + kBlockM - 1) / kBlockM;
+  const bool key_valid[2] = {n0 + warp * 16 + g < Nk, n0 + warp * 16 + g + 8 < Nk};
 
   auto load_query_tile = [&](int i, int buf) {
     load_tile<D, kBlockM, kThreads>(sQ + buf * kBlockM * LD, q, p.q_n, i * kBlockM, N, tid);
@@ -114,8 +115,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
       sDs[buf * kBlockM + tid] = row < N ? dsum[row] : 0.f;
     }
   };
-  load_tile<D, kBlockN, kThreads>(sK, k, p.k_n, n0, N, tid);
-  load_tile<D, kBlockN, kThreads>(sV, v, p.v_n, n0, N, tid);
+  load_tile<D, kBlockN, kThreads>(sK, k, p.k_n, n0, Nk, tid);
+  load_tile<D, kBlockN, kThreads>(sV, v, p.v_n, n0, Nk, tid);
   load_query_tile(0, 0);
   cp_async_commit();
 
@@ -225,21 +226,20 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
   bf16* sK = sdO + kBlockM * LD;                 // [2][kBlockN][LD]
   bf16* sV = sK + 2 * kBlockN * LD;              // [2][kBlockN][LD]
 
-  const int m_blocks = (p.N + kBlockM - 1) / kBlockM;
-  const int64_t bh = blockIdx.x / m_blocks;
-  const int m0 = static_cast<int>(blockIdx.x % m_blocks) * kBlockM;
+  const int64_t bh = blockIdx.x / p.q_blocks;
+  const int m0 = static_cast<int>(blockIdx.x % p.q_blocks) * kBlockM;
   const int64_t b = bh / p.H, h = bh % p.H;
   const bf16* q = p.q + b * p.q_b + h * p.q_h;
   const bf16* k = p.k + b * p.k_b + h * p.k_h;
   const bf16* v = p.v + b * p.v_b + h * p.v_h;
   const bf16* dout = p.dout + b * p.do_b + h * p.do_h;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int N = p.N, n_tiles = (N + kBlockN - 1) / kBlockN;
+  const int N = p.N, Nk = p.Nk, n_tiles = (Nk + kBlockN - 1) / kBlockN;
 
   load_tile<D, kBlockM, kThreads>(sQ, q, p.q_n, m0, N, tid);
   load_tile<D, kBlockM, kThreads>(sdO, dout, p.do_n, m0, N, tid);
-  load_tile<D, kBlockN, kThreads>(sK, k, p.k_n, 0, N, tid);
-  load_tile<D, kBlockN, kThreads>(sV, v, p.v_n, 0, N, tid);
+  load_tile<D, kBlockN, kThreads>(sK, k, p.k_n, 0, Nk, tid);
+  load_tile<D, kBlockN, kThreads>(sV, v, p.v_n, 0, Nk, tid);
   cp_async_commit();
 
   float lse2[2], dsum[2];  // rows g and g+8 of this warp; past N: P = 0
@@ -256,8 +256,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
   for (int j = 0; j < n_tiles; ++j) {
     if (j + 1 < n_tiles) {
       const int nb = (j + 1) & 1;
-      load_tile<D, kBlockN, kThreads>(sK + nb * kBlockN * LD, k, p.k_n, (j + 1) * kBlockN, N, tid);
-      load_tile<D, kBlockN, kThreads>(sV + nb * kBlockN * LD, v, p.v_n, (j + 1) * kBlockN, N, tid);
+      load_tile<D, kBlockN, kThreads>(sK + nb * kBlockN * LD, k, p.k_n, (j + 1) * kBlockN, Nk, tid);
+      load_tile<D, kBlockN, kThreads>(sV + nb * kBlockN * LD, v, p.v_n, (j + 1) * kBlockN, Nk, tid);
     }
     cp_async_commit();
     cp_async_wait<1>();
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = key0 + nt * 8 + 2 * t + (e & 1);
-        const float pr = col < N ? exp2f(s[nt][e] * p.scale_log2 - lse2[e / 2]) : 0.f;
+        const float pr = col < Nk ? exp2f(s[nt][e] * p.scale_log2 - lse2[e / 2]) : 0.f;
         dp[nt][e] = pr * (dp[nt][e] - dsum[e / 2]);
       }
     }
@@ -336,8 +336,9 @@ void launch_backward(const BwdParams& p, const AttentionView& dout, const Attent
   const int64_t rows = s.B * s.H * s.N;
   flash_attention_row_dot(const_cast<float*>(p.dsum), dout, out, s, stream);
 
-  const int64_t blocks = s.B * s.H * p.n_blocks;  // key blocks = query blocks: kBlockM == kBlockN
-  VT_CHECK(blocks < (int64_t{1} << 31), "[flash_attention] grid of ", blocks, " blocks too large");
+  const int64_t blocks = s.B * s.H * p.k_blocks, dq_blocks = s.B * s.H * p.q_blocks;
+  VT_CHECK(blocks < (int64_t{1} << 31) && dq_blocks < (int64_t{1} << 31), "[flash_attention] grid of ",
+           std::max(blocks, dq_blocks), " blocks too large");
   constexpr int smem = bwd_smem_bytes<D>();
   if (mode == FlashDqMode::atomics) {
     VT_CUDA_CHECK(cudaMemsetAsync(p.dq_acc, 0, sizeof(float) * rows * D, stream));
@@ -358,7 +359,7 @@ void launch_backward(const BwdParams& p, const AttentionView& dout, const Attent
   constexpr int dq_smem = dq_smem_bytes<D>();
   VT_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_dq_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      dq_smem));
-  flash_attention_dq_kernel<D><<<static_cast<unsigned>(blocks), kThreads, dq_smem, stream>>>(p);
+  flash_attention_dq_kernel<D><<<static_cast<unsigned>(dq_blocks), kThreads, dq_smem, stream>>>(p);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -388,8 +389,10 @@ void flash_attention_backward(const AttentionView& dq, const AttentionView& dk, 
   for (const AttentionView* view : {&dq, &dk, &dv, &dout, &q, &k, &v, &out})
     VT_CHECK(flash_attention_aligned(*view),
              "[flash_attention] operands must be 16-byte aligned with strides that are multiples of 8");
-  VT_CHECK(s.N < (int64_t{1} << 31), "[flash_attention] N = ", s.N, " too large");
+  VT_CHECK(s.N < (int64_t{1} << 31) && s.kv_rows() < (int64_t{1} << 31), "[flash_attention] N = ", s.N,
+           " (keys ", s.kv_rows(), ") too large");
   if (s.B * s.H * s.N == 0) return;
+  VT_CHECK(s.kv_rows() >= 1, "[flash_attention] needs at least one key");
   BwdParams p{};
   p.q = static_cast<const bf16*>(q.data), p.k = static_cast<const bf16*>(k.data);
   p.v = static_cast<const bf16*>(v.data), p.dout = static_cast<const bf16*>(dout.data);
@@ -405,8 +408,9 @@ void flash_attention_backward(const AttentionView& dq, const AttentionView& dk, 
   p.dk_b = dk.batch_stride, p.dk_h = dk.head_stride, p.dk_n = dk.row_stride;
   p.dv_b = dv.batch_stride, p.dv_h = dv.head_stride, p.dv_n = dv.row_stride;
   p.dq_b = dq.batch_stride, p.dq_h = dq.head_stride, p.dq_n = dq.row_stride;
-  p.H = static_cast<int>(s.H), p.N = static_cast<int>(s.N);
-  p.n_blocks = static_cast<int>((s.N + kBlockN - 1) / kBlockN);
+  p.H = static_cast<int>(s.H), p.N = static_cast<int>(s.N), p.Nk = static_cast<int>(s.kv_rows());
+  p.q_blocks = static_cast<int>((s.N + kBlockM - 1) / kBlockM);
+  p.k_blocks = static_cast<int>((p.Nk + kBlockN - 1) / kBlockN);
   p.scale = s.scale, p.scale_log2 = s.scale * kLog2e;
   switch (s.d) {
     case 32: return launch_backward<32>(p, dout, out, s, mode, stream);

@@ -1,8 +1,8 @@
 // Flash attention forward (FlashAttention-2): one CTA of 4 warps takes 64 query rows of one (batch, head), each
 // warp 16 rows; K/V tiles of 64 keys stream through double-buffered shared memory with cp.async while the
 // previous tile is used. Scores and P·V run on bf16 tensor cores with f32 accumulation; the online softmax is in
-// f32 in the log2 domain (scale·log2 e folded into one multiply, exp2f). Keys past N are masked to −inf, query
-// rows past N are computed on zeros and not stored.
+// f32 in the log2 domain (scale·log2 e folded into one multiply, exp2f). Keys past Nk are masked to −inf, query
+// rows past N are computed on zeros and not stored (Nk = N for self-attention).
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -25,7 +25,7 @@ struct FwdParams {
   bf16* out;
   float* lse;
   int64_t q_b, q_h, q_n, k_b, k_h, k_n, v_b, v_h, v_n, o_b, o_h, o_n;
-  int H, N, m_blocks;
+  int H, N, Nk, m_blocks;  // N query rows, Nk key/value rows
   float scale_log2;
 };
 
@@ -52,11 +52,11 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
   const bf16* k = p.k + b * p.k_b + h * p.k_h;
   const bf16* v = p.v + b * p.v_b + h * p.v_h;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
-  const int N = p.N, n_tiles = (N + kBlockN - 1) / kBlockN;
+  const int N = p.N, Nk = p.Nk, n_tiles = (Nk + kBlockN - 1) / kBlockN;
 
   load_tile<D, kBlockM, kThreads>(sQ, q, p.q_n, m0, N, tid);
-  load_tile<D, kBlockN, kThreads>(sK, k, p.k_n, 0, N, tid);
-  load_tile<D, kBlockN, kThreads>(sV, v, p.v_n, 0, N, tid);
+  load_tile<D, kBlockN, kThreads>(sK, k, p.k_n, 0, Nk, tid);
+  load_tile<D, kBlockN, kThreads>(sV, v, p.v_n, 0, Nk, tid);
   cp_async_commit();
 
   uint32_t qf[D / 16][4];
@@ -67,8 +67,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
   for (int j = 0; j < n_tiles; ++j) {
     if (j + 1 < n_tiles) {  // prefetch the next tile into the other buffer
       const int nb = (j + 1) & 1;
-      load_tile<D, kBlockN, kThreads>(sK + nb * kBlockN * LD, k, p.k_n, (j + 1) * kBlockN, N, tid);
-      load_tile<D, kBlockN, kThreads>(sV + nb * kBlockN * LD, v, p.v_n, (j + 1) * kBlockN, N, tid);
+      load_tile<D, kBlockN, kThreads>(sK + nb * kBlockN * LD, k, p.k_n, (j + 1) * kBlockN, Nk, tid);
+      load_tile<D, kBlockN, kThreads>(sV + nb * kBlockN * LD, v, p.v_n, (j + 1) * kBlockN, Nk, tid);
     }
     cp_async_commit();
     cp_async_wait<1>();
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
     // Work only where it counts: a warp whose 16 query rows all lie past N, and the 16-key chunks of the last tile
     // past N, skip their MMAs (warp-uniform branches; the loads and barriers stay shared). At N = 197 this drops
     // about a third of the products.
-    const int key0 = j * kBlockN, valid_keys = min(kBlockN, N - key0);
+    const int key0 = j * kBlockN, valid_keys = min(kBlockN, Nk - key0);
     if (m0 + warp * 16 < N) {
       float s[kBlockN / 8][4];  // S = Q Kᵀ (16 × 64 per warp), then P
       zero(s);
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = key0 + nt * 8 + 2 * t + (e & 1);
-          s[nt][e] = col < N ? s[nt][e] * p.scale_log2 : -INFINITY;
+          s[nt][e] = col < Nk ? s[nt][e] * p.scale_log2 : -INFINITY;
         }
       online_softmax_step<D, kBlockN>(s, row_max, row_sum, o);
       add_pv<D, kBlockN>(o, s, vt, LD, lane, valid_keys);  // O += P V, P (bf16) straight from the accumulators
@@ -129,14 +129,16 @@ void flash_attention_forward(const AttentionView& out, float* lse, const Attenti
   VT_CHECK(flash_attention_aligned(q) && flash_attention_aligned(k) && flash_attention_aligned(v) &&
                flash_attention_aligned(out),
            "[flash_attention] operands must be 16-byte aligned with strides that are multiples of 8");
-  VT_CHECK(s.N < (int64_t{1} << 31), "[flash_attention] N = ", s.N, " too large");
+  VT_CHECK(s.N < (int64_t{1} << 31) && s.kv_rows() < (int64_t{1} << 31), "[flash_attention] N = ", s.N,
+           " (keys ", s.kv_rows(), ") too large");
   if (s.B * s.H * s.N == 0) return;
+  VT_CHECK(s.kv_rows() >= 1, "[flash_attention] needs at least one key");
   FwdParams p{static_cast<const bf16*>(q.data), static_cast<const bf16*>(k.data), static_cast<const bf16*>(v.data),
               static_cast<bf16*>(const_cast<void*>(out.data)), lse,
               q.batch_stride, q.head_stride, q.row_stride, k.batch_stride, k.head_stride, k.row_stride,
               v.batch_stride, v.head_stride, v.row_stride, out.batch_stride, out.head_stride, out.row_stride,
-              static_cast<int>(s.H), static_cast<int>(s.N), static_cast<int>((s.N + kBlockM - 1) / kBlockM),
-              s.scale * kLog2e};
+              static_cast<int>(s.H), static_cast<int>(s.N), static_cast<int>(s.kv_rows()),
+              static_cast<int>((s.N + kBlockM - 1) / kBlockM), s.scale * kLog2e};
   const int64_t blocks = s.B * s.H * p.m_blocks;
   VT_CHECK(blocks < (int64_t{1} << 31), "[flash_attention] grid of ", blocks, " blocks too large");
   switch (s.d) {

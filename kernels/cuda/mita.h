@@ -109,4 +109,11 @@ void mita_attention_backward(DType dtype, const AttentionView& dq, const Attenti
                              const MitaRoutingArrays& routing, const MitaShape& s, bool deterministic,
                              float* workspace, cudaStream_t stream);
 
+/// dk, dv [B, H, N, d] (`dtype`, written through their views; 0 for keys no expert holds) from the routed sums:
+/// per_expert, [B·H, m, k, d] f32 per (expert, slot), summed per key over the experts in order (same bits every
+/// run); else [B·H, N, d] f32 per key. Experts that no query reached are skipped.
+void mita_routed_store(DType dtype, const AttentionView& dk, const AttentionView& dv, const float* routed_dk,
+                       const float* routed_dv, bool per_expert, const MitaRoutingArrays& routing, const MitaShape& s,
+                       cudaStream_t stream);
+
 }  // namespace vt::kernels::cuda

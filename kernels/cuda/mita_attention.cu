@@ -336,6 +336,24 @@ __global__ void __launch_bounds__(kThreads) routed_store_kernel(AttentionView dk
     if (lane + 32 * c < D) rk[lane + 32 * c] = from_acc<T>(ak[c]), rv[lane + 32 * c] = from_acc<T>(av[c]);
 }
 
+}  // namespace
+
+void mita_routed_store(DType dtype, const AttentionView& dk, const AttentionView& dv, const float* routed_dk,
+                       const float* routed_dv, bool per_expert, const MitaRoutingArrays& routing, const MitaShape& s,
+                       cudaStream_t stream) {
+  device::dispatch_f32_bf16(dtype, "mita_attention", [&](auto tag) {
+    using T = decltype(tag);
+    device::dispatch_head_dim(s.d, "mita_attention", [&](auto dim) {
+      constexpr int D = decltype(dim)::value;
+      const dim3 grid(static_cast<unsigned>((s.N + kWarps - 1) / kWarps), static_cast<unsigned>(s.B * s.H));
+      routed_store_kernel<T, D><<<grid, kThreads, 0, stream>>>(dk, dv, routed_dk, routed_dv, per_expert, routing, s);
+      VT_CUDA_CHECK(cudaGetLastError());
+    });
+  });
+}
+
+namespace {
+
 int max_dynamic_smem() {
   int dev = 0, bytes = 0;
   VT_CUDA_CHECK(cudaGetDevice(&dev));
@@ -411,12 +429,9 @@ void mita_attention_backward(DType dtype, const AttentionView& dq, const Attenti
       kernel<<<grid, kBwdThreads, smem, stream>>>(dq, p_shared, ds_shared, routed_dk, routed_dv, deterministic, dout, q,
                                                k, v, r, v_hat, out, lse, routing, s);
       VT_CUDA_CHECK(cudaGetLastError());
-      const dim3 store_grid(static_cast<unsigned>((s.N + kWarps - 1) / kWarps), static_cast<unsigned>(s.B * s.H));
-      routed_store_kernel<T, D><<<store_grid, kThreads, 0, stream>>>(dk, dv, routed_dk, routed_dv, deterministic,
-                                                                      routing, s);
-      VT_CUDA_CHECK(cudaGetLastError());
     });
   });
+  mita_routed_store(dtype, dk, dv, routed_dk, routed_dv, deterministic, routing, s, stream);
 }
 
 }  // namespace vt::kernels::cuda

@@ -4,6 +4,8 @@
 #include "ops/mita.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "autograd/node.h"
 #include "kernels/cpu/landmark_pool.h"
@@ -18,6 +20,7 @@
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/landmark_pool.h"
 #include "kernels/cuda/mita.h"
+#include "kernels/cuda/mita_expert.h"
 #include "kernels/cuda/mita_flash.h"
 #include "kernels/cuda/mita_mma.h"
 #include "kernels/cuda/mita_topk.h"
@@ -79,19 +82,29 @@ void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev)
 }  // namespace
 
 #ifdef VT_WITH_CUDA
-// The masked flash kernels (cuda/mita_flash: every query against all m + N slots with a mask, on tensor cores) run
-// the joint attention when they take the shape and the views: at ViT sizes they beat the per-expert kernels.
-// Route-only keeps the per-expert kernels: there, with all of a row's mass on k slots, rounding P and dS to bf16
-// before their MMAs (as FlashAttention-2 does) gave dk/dq errors 2.1× the rounded f64 answer's on the H200,
-// over the bf16 rule's 2× (MitaCuda.JointAttentionForwardAndGradientsMatchTheCpu); with the shared slots it holds.
-bool masked_flash_applies(const JointSaved& sv, const kc::MitaShape& s) {
-  if (sv.q.dtype() != DType::bf16 || !s.shared || !kc::mita_flash_supported(s)) return false;
-  for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.out})
-    if (!kc::flash_attention_aligned(head_view(*t))) return false;
-  if (s.shared)
-    for (const Tensor* t : {&sv.r, &sv.v_hat})
-      if (!kc::flash_attention_aligned(head_view(*t))) return false;
-  return true;
+// bf16 with the shared branch runs on tensor cores, in one of two kernel families with the same results:
+//  - masked flash (cuda/mita_flash): every query against all m + N slots with a mask, dense-flash tiles;
+//  - per expert (cuda/mita_expert): an expert's 64-query tiles against its m + k slots, streamed, any m and k.
+// The cost model counts MMA tile work: the masked kernels do ⌈N/64⌉·64 × ⌈(m + N)/64⌉·64 products; the
+// per-expert ones pad each expert's queries to warps of 16 (about N + 8m rows) against ⌈(m + k)/64⌉·64 slots.
+// VT_MITA_JOINT=masked|expert overrides the choice (benchmarks). Route-only keeps the CUDA-core kernels: there, with
+// all of a row's mass on k slots, rounding P and dS to bf16 before their MMAs (as FlashAttention-2 does) gave
+// dk/dq errors 2.1× the rounded f64 answer's on the H200, over the bf16 rule's 2×
+// (MitaCuda.JointAttentionForwardAndGradientsMatchTheCpu); with the shared slots it holds.
+JointKernel choose_joint_kernel(const JointSaved& sv, const kc::MitaShape& s) {
+  if (sv.q.dtype() != DType::bf16 || !s.shared) return JointKernel::cuda_cores;
+  for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.out, &sv.r, &sv.v_hat})
+    if (!kc::flash_attention_aligned(head_view(*t))) return JointKernel::cuda_cores;
+  const bool masked = kc::mita_flash_supported(s), expert = kc::mita_expert_supported(s);
+  if (const char* force = std::getenv("VT_MITA_JOINT")) {
+    if (std::strcmp(force, "masked") == 0 && masked) return JointKernel::masked_flash;
+    if (std::strcmp(force, "expert") == 0 && expert) return JointKernel::expert;
+  }
+  if (!expert) return masked ? JointKernel::masked_flash : JointKernel::cuda_cores;
+  if (!masked) return JointKernel::expert;
+  auto up64 = [](int64_t x) { return (x + 63) / 64 * 64; };
+  const int64_t masked_work = up64(s.N) * up64(s.m + s.N), expert_work = (s.N + 8 * s.m) * up64(s.m + s.k);
+  return expert_work < masked_work ? JointKernel::expert : JointKernel::masked_flash;
 }
 #endif
 
@@ -109,8 +122,14 @@ void joint_forward(JointSaved& sv) {
              d);
     sv.lse = Tensor::empty({B, H, N}, DType::f32, dev);
     const kc::MitaShape s = cuda_shape(q, m, kk, o);
-    sv.masked_flash = masked_flash_applies(sv, s);
-    if (sv.masked_flash) {
+    sv.kernel = choose_joint_kernel(sv, s);
+    if (sv.kernel == JointKernel::expert) {
+      kc::mita_joint_forward_mma(head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k),
+                                 head_view(sv.v), head_view(sv.r), head_view(sv.v_hat), cuda_index(sv.routing), s,
+                                 kc::current_stream());
+      return;
+    }
+    if (sv.kernel == JointKernel::masked_flash) {
       Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
       kc::mita_flash_forward(head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k), head_view(sv.v),
                              head_view(o.shared ? sv.r : q), head_view(o.shared ? sv.v_hat : q), cuda_index(sv.routing),
@@ -144,25 +163,26 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
 #ifdef VT_WITH_CUDA
     kc::DeviceGuard guard(dev.index);
     const kc::MitaShape s = cuda_shape(q, m, kk, options);
-    if (sv.masked_flash) {
-      Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
-      Tensor dr32, dvh32;  // [B, H, m, d] f32
-      if (options.shared) {
-        dr32 = Tensor::empty({B, H, m, d}, DType::f32, dev);
-        dvh32 = Tensor::empty({B, H, m, d}, DType::f32, dev);
+    if (sv.kernel != JointKernel::cuda_cores) {  // both tensor-core families: shared branch, f32 dR and dV̂
+      Tensor dr32 = Tensor::empty({B, H, m, d}, DType::f32, dev), dvh32 = Tensor::empty({B, H, m, d}, DType::f32, dev);
+      if (sv.kernel == JointKernel::expert) {
+        Tensor workspace =
+            Tensor::empty({kc::mita_expert_backward_workspace(s, options.deterministic)}, DType::f32, dev);
+        kc::mita_expert_backward(head_view(dq), head_view(dk), head_view(dv), dr32.data<float>(), dvh32.data<float>(),
+                                 head_view(dout), head_view(q), head_view(sv.k), head_view(sv.v), head_view(sv.r),
+                                 head_view(sv.v_hat), head_view(sv.out), sv.lse.data<float>(), cuda_index(sv.routing),
+                                 s, options.deterministic, workspace.data<float>(), kc::current_stream());
+      } else {
+        Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
+        kc::mita_flash_backward(head_view(dq), head_view(dk), head_view(dv), dr32.data<float>(), dvh32.data<float>(),
+                                head_view(dout), head_view(q), head_view(sv.k), head_view(sv.v), head_view(sv.r),
+                                head_view(sv.v_hat), head_view(sv.out), sv.lse.data<float>(), cuda_index(sv.routing),
+                                s, workspace.data<float>(), kc::current_stream());
       }
-      const Tensor& rr = options.shared ? sv.r : q;
-      const Tensor& vv = options.shared ? sv.v_hat : q;
-      kc::mita_flash_backward(head_view(dq), head_view(dk), head_view(dv),
-                              options.shared ? dr32.data<float>() : nullptr,
-                              options.shared ? dvh32.data<float>() : nullptr, head_view(dout), head_view(q),
-                              head_view(sv.k), head_view(sv.v), head_view(rr), head_view(vv), head_view(sv.out),
-                              sv.lse.data<float>(), cuda_index(sv.routing), s, workspace.data<float>(),
-                              kc::current_stream());
-      if (options.shared && shared_terms) {
+      if (shared_terms) {
         *shared_terms = JointSharedTerms{};
         shared_terms->dout = dout, shared_terms->dvh = dvh32, shared_terms->dr = dr32;
-      } else if (options.shared) {
+      } else {
         dvh = dvh32.to(dt);
         dr = dr32.to(dt);
       }

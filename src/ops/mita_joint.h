@@ -6,13 +6,20 @@
 
 namespace vt::ops {
 
+/// The CUDA kernel family that ran the joint attention's forward, so the backward runs its twin.
+enum class JointKernel {
+  cuda_cores,    // kernels/cuda/mita.h: per expert, f32 or bf16 on CUDA cores (its backward holds an expert's slots)
+  masked_flash,  // kernels/cuda/mita_flash.h: every query against all m + N slots with a mask (short N)
+  expert,        // kernels/cuda/mita_expert.h: per expert on tensor cores, slots streamed (any m, k)
+};
+
 /// What the joint attention's backward reads: the operands [B, H, rows, d] (detached, rows contiguous), the
 /// routing, its output and (CUDA) the forward's row log-sum-exp.
 struct JointSaved {
   Tensor q, k, v, r, v_hat, out, lse;
   MitaRouting routing;
   MitaAttentionOptions options;
-  bool masked_flash = false;  // CUDA: the forward ran the masked flash kernels (cuda/mita_flash), so does the backward
+  JointKernel kernel = JointKernel::cuda_cores;  // CUDA: the family that ran the forward
 };
 
 /// The joint attention's forward kernels: sets saved.out ([B, H, N, d] laid out [B, N, H, d]) and saved.lse.

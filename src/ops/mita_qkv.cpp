@@ -1,7 +1,14 @@
 // ops::mita_qkv_attention (mita.h): fused MiTA on the packed qkv(g), with the DWC and the gate when asked, as one
-// backward node for the whole layer core. On CUDA the shared branch (V̂ and its gradients) is one kernel each way
-// (kernels/cuda/mita_shared.h) reading the head views in place; elsewhere, or for shapes it lacks, f32 ops.
+// backward node for the whole layer core. The shared branch V̂ = softmax(scale·R·Kᵀ)·V and its gradients run as
+//  - flash: CUDA bf16, the landmarks as the m query rows of a flash attention over the N keys (forward and
+//    backward on tensor cores, any N; the joint backward's f32 dR and dV̂ feed it);
+//  - fused: CUDA f32 or bf16, one CUDA-core kernel each way (kernels/cuda/mita_shared.h) while the [m, N] logits of
+//    one (b, h) fit in shared memory;
+//  - composite: f32 ops (the CPU, and shapes neither kernel takes).
+// VT_MITA_SHARED=fused|composite overrides the first choice (benchmarks).
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "autograd/node.h"
 #include "ops/conv.h"
@@ -17,6 +24,7 @@
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/dwc_tokens.h"
+#include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/mita_shared.h"
 #include "kernels/cuda/stream.h"
 #endif
@@ -47,22 +55,77 @@ kc::MitaShape shared_shape(const JointSaved& sv) {
 }
 #endif
 
-// V̂ and P = softmax(scale·R·Kᵀ) by the fused CUDA kernel when it handles the shape; false: use the composite.
-bool fused_shared_forward(JointSaved& sv, Tensor& probs) {
+enum class SharedBranch { composite, fused, flash };
+
+#ifdef VT_WITH_CUDA
+SharedBranch choose_shared_branch(const JointSaved& sv) {
+  if (!sv.q.device().is_cuda()) return SharedBranch::composite;
+  const kc::MitaShape s = shared_shape(sv);
+  const char* force = std::getenv("VT_MITA_SHARED");
+  if (force && std::strcmp(force, "composite") == 0) return SharedBranch::composite;
+  bool flash = sv.q.dtype() == DType::bf16 && kc::flash_attention_supports(s.d);
+  for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.r})
+    flash = flash && kc::flash_attention_aligned(head_view(*t));
+  const bool fused = kc::mita_shared_supported(s);
+  if (force && std::strcmp(force, "fused") == 0 && fused) return SharedBranch::fused;
+  return flash ? SharedBranch::flash : fused ? SharedBranch::fused : SharedBranch::composite;
+}
+
+kc::AttentionShape landmark_queries(const kc::MitaShape& s) {  // the m landmarks against the N keys
+  return {s.B, s.H, s.m, s.d, s.scale, s.N};
+}
+#endif
+
+// V̂ = softmax(scale·R·Kᵀ)·V on tensor cores; lse [B, H, m] (its softmax's log-normaliser) for the backward.
+void flash_shared_forward(JointSaved& sv, Tensor& lse) {
 #ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  if (!dev.is_cuda()) return false;
   kc::DeviceGuard guard(dev.index);
   const kc::MitaShape s = shared_shape(sv);
-  if (!kc::mita_shared_supported(s)) return false;
+  lse = Tensor::empty({s.B, s.H, s.m}, DType::f32, dev);
+  sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+  kc::flash_attention_forward(head_view(sv.v_hat), lse.data<float>(), head_view(sv.r), head_view(sv.k),
+                              head_view(sv.v), landmark_queries(s), kc::current_stream());
+#else
+  (void)sv, (void)lse;
+  fail_without_cuda("mita_qkv_attention", sv.q.device());
+#endif
+}
+
+// Its backward: V̂'s shares of dR, dK and dV ([B, H, m, d] and two [B, H, N, d], bf16) given dV̂ (bf16).
+void flash_shared_backward(const JointSaved& sv, const Tensor& lse, const Tensor& dvh, Tensor& dR, Tensor& dK,
+                           Tensor& dV) {
+#ifdef VT_WITH_CUDA
+  const Device dev = sv.q.device();
+  kc::DeviceGuard guard(dev.index);
+  const kc::MitaShape s = shared_shape(sv);
+  const kc::AttentionShape shape = landmark_queries(s);
+  dR = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+  dK = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
+  dV = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
+  Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(shape)}, DType::f32, dev);
+  kc::flash_attention_backward(head_view(dR), head_view(dK), head_view(dV), head_view(dvh), head_view(sv.r),
+                               head_view(sv.k), head_view(sv.v), head_view(sv.v_hat), lse.data<float>(),
+                               workspace.data<float>(), shape, kc::current_stream());
+#else
+  (void)lse, (void)dvh, (void)dR, (void)dK, (void)dV;
+  fail_without_cuda("mita_qkv_attention", sv.q.device());
+#endif
+}
+
+// V̂ and P = softmax(scale·R·Kᵀ) by the fused CUDA kernel.
+void fused_shared_forward(JointSaved& sv, Tensor& probs) {
+#ifdef VT_WITH_CUDA
+  const Device dev = sv.q.device();
+  kc::DeviceGuard guard(dev.index);
+  const kc::MitaShape s = shared_shape(sv);
   probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
   sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
   kc::mita_shared_forward(sv.q.dtype(), head_view(sv.v_hat), probs.data<float>(), head_view(sv.r), head_view(sv.k),
                           head_view(sv.v), s, kc::current_stream());
-  return true;
 #else
-  (void)sv, (void)probs;
-  return false;
+  (void)probs;
+  fail_without_cuda("mita_qkv_attention", sv.q.device());
 #endif
 }
 
@@ -141,8 +204,8 @@ void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const 
 
 struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
-  Tensor probs;      // P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); shared branch only
-  bool fused_shared = false;  // probs came from the fused CUDA kernel, which also runs the shared backward
+  Tensor probs;      // composite, fused: P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); flash: its lse [B, H, m]
+  SharedBranch shared_branch = SharedBranch::composite;
   kernels::cpu::LandmarkPoolShape pool;
   Tensor dwc_v, dwc_weight;  // DWC only: v [B, N, C] (a view of the packed qkv) and the conv weight
   int64_t dwc_side = 0;      // G: the patch tokens form a G×G grid
@@ -169,8 +232,9 @@ struct MitaQkvBackward : Node {
            dv = empty_bnhd(B, H, N, d, dt, dev);
     Tensor dr, dvh;
     JointSharedTerms terms;
+    const bool want_terms = shared_branch != SharedBranch::composite;
     joint_backward(joint, grad.reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dr, dvh,
-                   fused_shared ? &terms : nullptr);
+                   want_terms ? &terms : nullptr);
     auto tokens = [&](const Tensor& t) { return t.transpose(1, 2).reshape({B, N, C}); };  // [B, N, H, d] memory
     Tensor dw, db;
     // The DWC's share of dv, added to tokens 1..N-1 of `dv_sum` (a tensor of this node's own).
@@ -181,18 +245,31 @@ struct MitaQkvBackward : Node {
       return dv_sum;
     };
     if (!joint.options.shared) return {packed({tokens(dq), tokens(dk), add_dwc(tokens(dv))}), dw, db};
-    if (fused_shared) {  // dk, dv receive V̂'s shares in place; dR comes laid out as the pooling's gradient
+    if (shared_branch == SharedBranch::fused) {  // dk, dv receive V̂'s shares in place; dR laid out for the pooling
       const Tensor dR0 = fused_shared_backward(joint, probs, terms, dk, dv);
       const Tensor dq_all = tokens(dq) + landmark_pool_grad(dR0, pool, dt);
       return {packed({dq_all, tokens(dk), add_dwc(tokens(dv))}), dw, db};
     }
 
     // V̂ = P·V with P = softmax(scale·R·Kᵀ): its shares of dR, dK and dV.
-    const Tensor dvh_w = widened(dvh), K = widened(joint.k), V = widened(joint.v), R = widened(joint.r);
-    const Tensor dP = matmul(dvh_w, V.transpose(-2, -1));                            // [B, H, m, N]
-    const Tensor dS = probs * (dP - sum(dP * probs, {-1}, true)) * joint.options.scale;  // d(R·Kᵀ)
-    const Tensor dR = widened(dr) + matmul(dS, K);                                   // [B, H, m, d]
-    const Tensor dK = matmul(dS.transpose(-2, -1), R).to(dt), dV = matmul(probs.transpose(-2, -1), dvh_w).to(dt);
+    Tensor dR, dK, dV;
+    if (shared_branch == SharedBranch::flash) {
+      Tensor dr32 = terms.dr, dvh32 = terms.dvh;  // the tensor-core joint kernels sum them in f32
+      if (!dvh32.defined()) {                     // the CUDA-core joint kernel gives the per-query terms instead
+        NoGradGuard no_grad;
+        dvh32 = matmul(terms.p_shared.transpose(-2, -1), terms.dout.to(DType::f32));
+        dr32 = matmul(terms.ds_shared.transpose(-2, -1), q.to(DType::f32));
+      }
+      Tensor dR_shared;
+      flash_shared_backward(joint, probs, dvh32.to(dt), dR_shared, dK, dV);
+      dR = dr32 + dR_shared.to(DType::f32);
+    } else {
+      const Tensor dvh_w = widened(dvh), K = widened(joint.k), V = widened(joint.v), R = widened(joint.r);
+      const Tensor dP = matmul(dvh_w, V.transpose(-2, -1));                                // [B, H, m, N]
+      const Tensor dS = probs * (dP - sum(dP * probs, {-1}, true)) * joint.options.scale;  // d(R·Kᵀ)
+      dR = widened(dr) + matmul(dS, K);                                                    // [B, H, m, d]
+      dK = matmul(dS.transpose(-2, -1), R).to(dt), dV = matmul(probs.transpose(-2, -1), dvh_w).to(dt);
+    }
     // The landmarks are pooled from q.
     const Tensor dR0 = dR.transpose(1, 2).contiguous().reshape({B, pool.m, C});
     const Tensor dq_all = tokens(dq) + landmark_pool_grad(dR0, pool, dt);
@@ -245,8 +322,13 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   if (used) *used = sv.routing;
   sv.options = o.attention;
   Tensor probs;
-  const bool fused_shared = o.attention.shared && fused_shared_forward(sv, probs);
-  if (o.attention.shared && !fused_shared) {
+  SharedBranch shared_branch = SharedBranch::composite;
+#ifdef VT_WITH_CUDA
+  if (o.attention.shared) shared_branch = choose_shared_branch(sv);
+#endif
+  if (shared_branch == SharedBranch::flash) flash_shared_forward(sv, probs);
+  if (shared_branch == SharedBranch::fused) fused_shared_forward(sv, probs);
+  if (o.attention.shared && shared_branch == SharedBranch::composite) {
     NoGradGuard no_grad;
     probs = softmax(matmul(widened(r) * o.attention.scale, widened(k).transpose(-2, -1)), -1);
     sv.v_hat = matmul(probs, widened(v)).to(x.dtype());
@@ -270,7 +352,7 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
     const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
     node->pool = {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
     node->probs = probs;
-    node->fused_shared = fused_shared;
+    node->shared_branch = shared_branch;
     node->joint = std::move(sv);
     attach_node(out, node, {&qkv, &dwc_weight, &dwc_bias});
   }

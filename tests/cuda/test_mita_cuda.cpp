@@ -15,6 +15,7 @@
 // Packed-qkv training path: forward and d(qkv) against the CPU in f64 with the GPU's routing replayed; bf16 within
 // the bf16 rule with the three-slice path as the plain answer.
 #include <cmath>
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <iterator>
@@ -404,6 +405,48 @@ TEST(MitaCuda, PackedQkvPathMatchesTheCpuAndTheSlicePath) {
       }
 }
 
+
+// The packed training path under each choice of kernels for bf16 (ops/mita.cpp: masked flash or per-expert joint
+// attention; ops/mita_qkv.cpp: the shared branch as a flash attention or the fused CUDA-core kernel) against the
+// f64 CPU path, by the bf16 rule with the slice path (mita_attention + the composite V̂ in f32) as the plain bf16
+// implementation; and the LRA's m = k = 128 with 1-D pooling, which only the per-expert kernels take.
+TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
+  VT_REQUIRE_DEVICE();
+  struct Choice {
+    const char *joint, *shared;
+  };
+  uint32_t seed = 1500;
+  for (const Case& c : {kCases[0], kCases[1], Case{2048, 128, 128, "sequence"}})
+    for (const Choice& ch : {Choice{"masked", "fused"}, Choice{"masked", "flash"}, Choice{"expert", "fused"},
+                             Choice{"expert", "flash"}}) {
+      const std::string what = name_of(c, DType::bf16) + " joint " + ch.joint + ", shared " + ch.shared;
+      models::MitaOptions o;
+      o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
+      const Tensor qkv = randn_cpu({kB, c.N, 3 * kC}, seed += 10, DType::bf16);
+      const Tensor dout = randn_cpu({kB, c.N, kC}, seed + 5, DType::bf16);
+      auto run = [&](Device dev, DType t, bool packed) {
+        Tensor leaf = qkv.to(t).to(dev).detach();
+        leaf.set_requires_grad(true);
+        Tensor out = packed ? models::mita_core_packed(leaf, o)
+                            : models::mita_core(leaf.slice(2, 0, kC), leaf.slice(2, kC, 2 * kC),
+                                                leaf.slice(2, 2 * kC, 3 * kC), o);
+        out.backward(dout.to(t).to(dev));
+        return std::pair{out.to(cpu()), leaf.grad().to(cpu())};
+      };
+      setenv("VT_MITA_JOINT", ch.joint, 1);
+      setenv("VT_MITA_SHARED", ch.shared, 1);
+      models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
+      const auto gpu = run(kGpu, DType::bf16, true);
+      unsetenv("VT_MITA_JOINT");
+      unsetenv("VT_MITA_SHARED");
+      tap.mode = models::MitaRoutingTap::Mode::replay;
+      const auto slices = run(kGpu, DType::bf16, false);
+      tap.next = 0;
+      const auto ref = run(cpu(), DType::f64, true);
+      expect_bf16_rule(gpu.first, slices.first, ref.first, (what + " out").c_str());
+      expect_bf16_rule(gpu.second, slices.second, ref.second, (what + " d(qkv)").c_str());
+    }
+}
 
 // The fused shared-branch kernels (kernels/cuda/mita_shared.h) on head views cut out of packed [B, N, 3C] tensors,
 // as in training, against the same formulas in f64 with CPU ops. p_shared/ds_shared are arbitrary values (the

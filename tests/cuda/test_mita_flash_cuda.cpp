@@ -1,5 +1,7 @@
-// MiTA's joint attention as a masked flash attention (kernels/cuda/mita_flash.cu) against an f64 reference
-// computed here on the same bf16-rounded inputs and the same routing (ops::mita_route on the CPU).
+// MiTA's joint attention on tensor cores — the masked flash kernels (kernels/cuda/mita_flash.cu) and the
+// per-expert kernels (kernels/cuda/mita_expert.h: mita_joint_forward_mma + mita_expert_backward, atomics and
+// deterministic) — against an f64 reference computed here on the same bf16-rounded inputs and the same routing
+// (ops::mita_route on the CPU).
 //
 // bf16 rule (issue 4): our max error vs the f64 reference must be ≤ 2× that of a plain bf16 implementation of
 // the joint softmax, defined as in test_flash_attention.cpp: every GEMM takes bf16 operands, accumulates in f32
@@ -23,8 +25,11 @@
 #include "cuda/device_test_util.h"
 #include "kernels/cpu/mita.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/mita.h"
+#include "kernels/cuda/mita_expert.h"
 #include "kernels/cuda/mita_flash.h"
+#include "kernels/cuda/mita_mma.h"
 #include "ops/ops.h"
 
 namespace vt::test {
@@ -59,9 +64,13 @@ std::vector<int32_t> ints(const Tensor& t) {
   return std::vector<int32_t>(c.data<int32_t>(), c.data<int32_t>() + c.numel());
 }
 
-Problem make_problem(const Config& c, uint32_t seed) {
+// The kernel family under test.
+enum class Family { masked, expert_atomics, expert_deterministic };
+
+Problem make_problem(const Config& c, uint32_t seed, int64_t B = 2, int64_t H = 2) {
   Problem p;
   p.c = c;
+  p.B = B, p.H = H;
   p.scale = 1.0 / std::sqrt(static_cast<double>(c.d));
   p.shared_scale = 0.7 * p.scale;  // differs from scale, so a slot with the wrong scale shows
   const Shape rows{p.B, p.H, c.N, c.d}, slots{p.B, p.H, c.m, c.d};
@@ -167,7 +176,7 @@ Tensor gpu_i32(const std::vector<int32_t>& v) {
       .to(kGpu);
 }
 
-Result run_kernels(const Problem& p) {
+Result run_kernels(const Problem& p, Family family) {
   const int64_t B = p.B, H = p.H, N = p.c.N, m = p.c.m, d = p.c.d, C = H * d;
   std::vector<double> packed(B * N * 3 * C, 0.0), dout_rows(B * N * C, 0.0);
   pack_part(packed, p.q, p, 0), pack_part(packed, p.k, p, 1), pack_part(packed, p.v, p, 2);
@@ -188,16 +197,29 @@ Result run_kernels(const Problem& p) {
                                       offsets.data<int32_t>()};
   const kc::MitaShape s{B, H, N, m, p.c.k, d, static_cast<float>(p.scale), static_cast<float>(p.shared_scale),
                         p.c.shared};
-  EXPECT_TRUE(kc::mita_flash_supported(s));
-  Tensor ws = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, kGpu);
-  ws.fill_(-1.0);  // the backward must not rely on what the forward left there
-  kc::mita_flash_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
-                         view_of(vh), routing, s, ws.data<float>(), nullptr);
-  ws.fill_(-1.0);
-  kc::mita_flash_backward(view_of(heads_part(dqkv, p, 0)), view_of(heads_part(dqkv, p, 1)),
-                          view_of(heads_part(dqkv, p, 2)), dr.data<float>(), dvh.data<float>(), view_of(dout),
-                          view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out),
-                          lse.data<float>(), routing, s, ws.data<float>(), nullptr);
+  const kc::AttentionView dq_view = view_of(heads_part(dqkv, p, 0)), dk_view = view_of(heads_part(dqkv, p, 1)),
+                          dv_view = view_of(heads_part(dqkv, p, 2));
+  if (family == Family::masked) {
+    EXPECT_TRUE(kc::mita_flash_supported(s));
+    Tensor ws = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, kGpu);
+    ws.fill_(-1.0);  // the backward must not rely on what the forward left there
+    kc::mita_flash_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
+                           view_of(vh), routing, s, ws.data<float>(), nullptr);
+    ws.fill_(-1.0);
+    kc::mita_flash_backward(dq_view, dk_view, dv_view, dr.data<float>(), dvh.data<float>(), view_of(dout),
+                            view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out),
+                            lse.data<float>(), routing, s, ws.data<float>(), nullptr);
+  } else {
+    const bool deterministic = family == Family::expert_deterministic;
+    EXPECT_TRUE(kc::mita_expert_supported(s));
+    Tensor ws = Tensor::empty({kc::mita_expert_backward_workspace(s, deterministic)}, DType::f32, kGpu);
+    ws.fill_(-1.0);  // the backward must not rely on what is there
+    kc::mita_joint_forward_mma(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
+                               view_of(vh), routing, s, nullptr);
+    kc::mita_expert_backward(dq_view, dk_view, dv_view, dr.data<float>(), dvh.data<float>(), view_of(dout),
+                             view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out),
+                             lse.data<float>(), routing, s, deterministic, ws.data<float>(), nullptr);
+  }
   VT_CUDA_CHECK(cudaDeviceSynchronize());
   Result res{out.to_vector(), lse.to_vector(), heads_part(dqkv, p, 0).to_vector(),
              heads_part(dqkv, p, 1).to_vector(), heads_part(dqkv, p, 2).to_vector(), {}, {}};
@@ -216,12 +238,16 @@ std::string name_of(const Config& c) {
   return buf;
 }
 
-void check_config(const Config& c, uint32_t seed) {
-  const std::string what = name_of(c);
+const char* family_name(Family f) {
+  return f == Family::masked ? "masked flash" : f == Family::expert_atomics ? "per expert" : "per expert, deterministic";
+}
+
+void check_config(const Config& c, uint32_t seed, Family family = Family::masked, int64_t B = 2, int64_t H = 2) {
+  const std::string what = name_of(c) + " " + family_name(family);
   SCOPED_TRACE(what);
-  const Problem p = make_problem(c, seed);
+  const Problem p = make_problem(c, seed, B, H);
   const Result plain = mita_cpu<float>(p, round_bf16), ref = mita_cpu<double>(p, identity);
-  const Result ours = run_kernels(p);
+  const Result ours = run_kernels(p, family);
   auto rule = [&](const std::vector<double>& o, const std::vector<double>& pl, const std::vector<double>& rf,
                   const char* name, double floor) {
     expect_bf16_rule(as_tensor(o), as_tensor(pl), as_tensor(rf), (what + " " + name).c_str(), floor);
@@ -248,6 +274,14 @@ void check_head_dim(int64_t d) {
       for (bool shared : {true, false}) check_config({N, m, std::min(k, N), d, shared}, seed += 10);
 }
 
+// The per-expert kernels take the shared branch only (route-only stays on the CUDA-core kernels).
+void check_expert_head_dim(int64_t d, Family family) {
+  uint32_t seed = static_cast<uint32_t>(100 * d + 7);
+  for (int64_t N : {197, 50, 5})
+    for (auto [m, k] : {std::pair<int64_t, int64_t>{25, 25}, {4, 7}, {4, N}, {70, 3}})
+      check_config({N, m, std::min(k, N), d, true}, seed += 10, family);
+}
+
 TEST(MitaFlashCuda, MatchesReferenceHeadDim64) {
   VT_REQUIRE_DEVICE();
   check_head_dim(64);
@@ -262,6 +296,40 @@ TEST(MitaFlashCuda, MatchesReferenceHeadDim128AndLongerN) {
   VT_REQUIRE_DEVICE();
   check_config({1025, 49, 49, 128, true}, 7);
   check_config({1025, 49, 49, 64, false}, 8);
+}
+
+TEST(MitaExpertCuda, MatchesReferenceHeadDim64) {
+  VT_REQUIRE_DEVICE();
+  check_expert_head_dim(64, Family::expert_atomics);
+  check_expert_head_dim(64, Family::expert_deterministic);
+}
+
+TEST(MitaExpertCuda, MatchesReferenceHeadDim32And128) {
+  VT_REQUIRE_DEVICE();
+  check_expert_head_dim(32, Family::expert_atomics);
+  check_expert_head_dim(128, Family::expert_deterministic);
+}
+
+// The Long Range Arena setting m = k = 128 (256 slots: more than an expert's slots in shared memory) at
+// N = 1K-4K, and a 64K sequence: experts with many queries (several 64-query tiles) and slots in several tiles.
+TEST(MitaExpertCuda, ManySlotsAndLongSequences) {
+  VT_REQUIRE_DEVICE();
+  for (int64_t N : {1024, 2048, 4096}) {
+    check_config({N, 128, 128, 32, true}, static_cast<uint32_t>(N), Family::expert_atomics);
+    check_config({N, 128, 128, 64, true}, static_cast<uint32_t>(N + 1), Family::expert_deterministic);
+  }
+  check_config({65536, 128, 128, 64, true}, 65536, Family::expert_atomics, 1, 1);
+}
+
+TEST(MitaExpertCuda, DeterministicBackwardGivesTheSameBitsTwice) {
+  VT_REQUIRE_DEVICE();
+  const Problem p = make_problem({1024, 128, 128, 64, true}, 21);
+  const Result a = run_kernels(p, Family::expert_deterministic), b = run_kernels(p, Family::expert_deterministic);
+  EXPECT_EQ(a.dq, b.dq);
+  EXPECT_EQ(a.dk, b.dk);
+  EXPECT_EQ(a.dv, b.dv);
+  EXPECT_EQ(a.dr, b.dr);
+  EXPECT_EQ(a.dvh, b.dvh);
 }
 
 // The test's f64 reference against the CPU MiTA kernels (f64) on the same inputs and routing: runs without a GPU.
@@ -357,6 +425,79 @@ TEST(MitaFlashCuda, DISABLED_Timing) {
   std::printf("  mita_flash      fwd %.3f  fwd+bwd %.3f\n", flash_f, flash_fb);
   std::printf("  mita_attention  fwd %.3f  fwd+bwd %.3f (atomics)  %.3f (deterministic)\n", joint_f, joint_fb,
               joint_fb_det);
+}
+
+// Per layer, ms: the joint attention's kernel families against dense flash attention at the same shape (q, k, v
+// contiguous [B, H, N, d]; routing from mita_route; the shared branch's V̂ and the routing are not timed).
+// DeiT-S (B 256, H 6, N 197, d 64, m = k = 25), Segmenter ViT-S 512² (B 8, N 1025, m = k = 49) and the LRA shapes
+// (B 32, H 2, d 32, m = k = 128, N 1K-4K). Run with --gtest_also_run_disabled_tests.
+TEST(MitaExpertCuda, DISABLED_TimingAgainstDense) {
+  VT_REQUIRE_DEVICE();
+  struct Case {
+    const char* name;
+    int64_t B, H, N, d, m, k;
+  };
+  for (const Case& c : {Case{"deit_s", 256, 6, 197, 64, 25, 25}, Case{"segmenter_s", 8, 6, 1025, 64, 49, 49},
+                        Case{"lra_1k", 32, 2, 1024, 32, 128, 128}, Case{"lra_2k", 32, 2, 2048, 32, 128, 128},
+                        Case{"lra_4k", 32, 2, 4096, 32, 128, 128}, Case{"long_64k", 1, 2, 65536, 64, 128, 128}}) {
+    const int64_t B = c.B, H = c.H, N = c.N, d = c.d, m = c.m, kk = c.k;
+    Tensor q = randn_cpu({B, H, N, d}, 1, DType::bf16).to(kGpu), k = randn_cpu({B, H, N, d}, 2, DType::bf16).to(kGpu);
+    Tensor v = randn_cpu({B, H, N, d}, 3, DType::bf16).to(kGpu), dout = randn_cpu({B, H, N, d}, 4, DType::bf16).to(kGpu);
+    Tensor r = randn_cpu({B, H, m, d}, 5, DType::bf16).to(kGpu), vh = randn_cpu({B, H, m, d}, 6, DType::bf16).to(kGpu);
+    const ops::MitaRouting routing = ops::mita_route(q, k, r, kk);
+    const kc::MitaRoutingArrays ra{routing.expert_keys.data<int32_t>(), routing.experts.data<int32_t>(),
+                                   routing.order.data<int32_t>(), routing.offsets.data<int32_t>()};
+    const float scale = 1.f / std::sqrt(static_cast<float>(d));
+    const kc::MitaShape s{B, H, N, m, kk, d, scale, scale, true};
+    Tensor out = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), lse = Tensor::empty({B, H, N}, DType::f32, kGpu);
+    Tensor dq = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), dk = Tensor::empty({B, H, N, d}, DType::bf16, kGpu);
+    Tensor dv = Tensor::empty({B, H, N, d}, DType::bf16, kGpu);
+    Tensor dr = Tensor::empty({B, H, m, d}, DType::f32, kGpu), dvh = Tensor::empty({B, H, m, d}, DType::f32, kGpu);
+    const kc::AttentionShape dense_shape{B, H, N, d, scale};
+    const bool masked = kc::mita_flash_supported(s);
+    const int64_t ws_size = std::max({masked ? kc::mita_flash_workspace(s) : 0, kc::mita_expert_backward_workspace(s, true),
+                                      kc::mita_expert_backward_workspace(s, false),
+                                      kc::flash_attention_backward_workspace(dense_shape)});
+    Tensor ws = Tensor::empty({ws_size}, DType::f32, kGpu);
+    auto expert_fwd = [&] {
+      kc::mita_joint_forward_mma(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
+                                 view_of(vh), ra, s, nullptr);
+    };
+    auto expert_bwd = [&](bool det) {
+      kc::mita_expert_backward(view_of(dq), view_of(dk), view_of(dv), dr.data<float>(), dvh.data<float>(),
+                               view_of(dout), view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh),
+                               view_of(out), lse.data<float>(), ra, s, det, ws.data<float>(), nullptr);
+    };
+    auto dense_fwd = [&] {
+      kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), dense_shape,
+                                  nullptr);
+    };
+    auto dense_bwd = [&] {
+      kc::flash_attention_backward(view_of(dq), view_of(dk), view_of(dv), view_of(dout), view_of(q), view_of(k),
+                                   view_of(v), view_of(out), lse.data<float>(), ws.data<float>(), dense_shape, nullptr);
+    };
+    const double e_f = mean_ms(expert_fwd), e_fb = mean_ms([&] { expert_fwd(), expert_bwd(false); });
+    const double e_fb_det = mean_ms([&] { expert_fwd(), expert_bwd(true); });
+    const double d_f = mean_ms(dense_fwd), d_fb = mean_ms([&] { dense_fwd(), dense_bwd(); });
+    double m_f = -1, m_fb = -1;
+    if (masked) {
+      auto masked_fwd = [&] {
+        kc::mita_flash_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
+                               view_of(vh), ra, s, ws.data<float>(), nullptr);
+      };
+      m_f = mean_ms(masked_fwd);
+      m_fb = mean_ms([&] {
+        masked_fwd();
+        kc::mita_flash_backward(view_of(dq), view_of(dk), view_of(dv), dr.data<float>(), dvh.data<float>(),
+                                view_of(dout), view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh),
+                                view_of(out), lse.data<float>(), ra, s, ws.data<float>(), nullptr);
+      });
+    }
+    std::printf("joint_timing %s B=%ld H=%ld N=%ld d=%ld m=%ld k=%ld | ms fwd / fwd+bwd: expert %.3f / %.3f (det %.3f)"
+                " | masked %.3f / %.3f | dense flash %.3f / %.3f | dense/expert fwd+bwd %.2fx\n",
+                c.name, static_cast<long>(B), static_cast<long>(H), static_cast<long>(N), static_cast<long>(d),
+                static_cast<long>(m), static_cast<long>(kk), e_f, e_fb, e_fb_det, m_f, m_fb, d_f, d_fb, d_fb / e_fb);
+  }
 }
 
 }  // namespace
