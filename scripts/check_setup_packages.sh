@@ -3,8 +3,8 @@
 # scripts/setup.sh provides, so that a fresh Debian machine could not configure or build what this one did.
 # Usage: check_setup_packages.sh BUILD_DIR [SETUP_SH]   (SETUP_SH defaults to the setup.sh next to this script)
 #
-# What the build used, read from BUILD_DIR after a build:
-#   headers:   the compiler's dependency records (`ninja -t deps`; *.d files for other generators)
+# What the build used, read from BUILD_DIR (a Ninja build; others: exit 77, skipped) after a build:
+#   headers:   the compiler's dependency records (`ninja -t deps`)
 #   libraries: the absolute .so/.a paths and the -l names of the link commands
 #   package files: the *Config.cmake of every <Pkg>_DIR and the .pc file of every pkg_check_modules module
 # Each file is mapped to its Debian package with `dpkg -S` and compared with the closure of setup.sh's list: the
@@ -26,13 +26,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Compile and link commands, and the headers the compiler read (paths relative to the build dir).
-if [[ -f "$build/build.ninja" ]]; then
-  ninja -C "$build" -t deps | sed -n 's/^  *//p' > "$tmp/headers"
-  ninja -C "$build" -t commands > "$tmp/commands"
-else
-  find "$build" -name '*.d' -exec cat {} + | tr ' \\' '\n\n' | grep -v -e ':$' -e '^$' > "$tmp/headers" || true
-  find "$build" -name link.txt -exec cat {} + > "$tmp/commands"
+if [[ ! -f "$build/build.ninja" ]]; then
+  echo "check_setup_packages: skipped, $build is not a Ninja build (configure with -G Ninja, as scripts/build.sh does)"
+  exit 77
 fi
+ninja -C "$build" -t deps | sed -n 's/^  *//p' > "$tmp/headers"
+ninja -C "$build" -t commands > "$tmp/commands"
 [[ -s "$tmp/headers" ]] || { echo "check_setup_packages: nothing has been built in $build yet" >&2; exit 2; }
 
 {
