@@ -10,9 +10,15 @@ pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 
 # OpenBLAS, the OpenMP build: it shares our OpenMP thread pool. The pthread build spins its own threads
 # against ours and, measured on 2 cores, made a training step 5x slower. Linked by full path (with an RPATH),
-# so Debian's libblas alternative does not matter.
-find_path(OPENBLAS_INCLUDE_DIR cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-openmp NO_DEFAULT_PATH REQUIRED)
-find_library(OPENBLAS_LIB openblas PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp NO_DEFAULT_PATH REQUIRED)
+# so Debian's libblas alternative does not matter. Debian puts it in the multiarch folders
+# (x86_64-linux-gnu, aarch64-linux-gnu, ...), which CMake names CMAKE_LIBRARY_ARCHITECTURE.
+if(NOT CMAKE_LIBRARY_ARCHITECTURE)
+  message(FATAL_ERROR "No multiarch triplet (CMAKE_LIBRARY_ARCHITECTURE) to find Debian's OpenBLAS (OpenMP) with")
+endif()
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp
+          NO_DEFAULT_PATH REQUIRED)
+find_library(OPENBLAS_LIB openblas PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp
+             NO_DEFAULT_PATH REQUIRED)
 add_library(vt_openblas INTERFACE)
 target_include_directories(vt_openblas INTERFACE ${OPENBLAS_INCLUDE_DIR})
 target_link_libraries(vt_openblas INTERFACE ${OPENBLAS_LIB})
