@@ -88,6 +88,8 @@ Chosen choose_state_dict(const PyValue& root, const std::string& label, TorchPic
     const PyValue* v = entry(root, k);
     wrapper = wrapper || (v && v->kind != K::tensor);
   }
+  VT_CHECK(wrapper || pick != TorchPick::ema, "[torch] ", label,
+           ": no EMA weights ('model_ema' or 'state_dict_ema'): the file is a bare state dict");
   Chosen out;
   const PyValue* dict = &root;
   if (wrapper) {
