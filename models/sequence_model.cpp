@@ -1,8 +1,11 @@
-// SequenceTransformer (Figure 5): a stack of the ViT's Block over given tokens, plus the MiTA budget rule.
+// SequenceTransformer (Figure 5): a stack of the ViT's Block over given tokens, plus the MiTA budget rule;
+// SequenceClassifier: its mean-pooled features through a linear head.
 #include "models/sequence_model.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "ops/ops.h"
 
 namespace vt::models {
 
@@ -59,6 +62,17 @@ Tensor SequenceTransformer::forward(const Tensor& x) const {
   Tensor h = x;
   for (const auto& b : blocks) h = b->forward(h);
   return norm->forward(h);
+}
+
+SequenceClassifier::SequenceClassifier(const SequenceConfig& cfg, int64_t num_classes) {
+  VT_CHECK(num_classes > 0, "[model] sequence classifier: num_classes must be positive, got ", num_classes);
+  encoder = register_module("encoder", std::make_shared<SequenceTransformer>(cfg));
+  Generator gen(cfg.seed + 1);
+  head = register_module("head", std::make_shared<nn::Linear>(cfg.dim, num_classes, true, gen));
+}
+
+Tensor SequenceClassifier::forward(const Tensor& x) const {
+  return head->forward(ops::mean(encoder->forward(x), {1}));
 }
 
 }  // namespace vt::models

@@ -1,6 +1,7 @@
 // The paper's Figure 5 long-sequence model: already-embedded tokens x [B, N, D] (no CLS token, no position
 // embedding) → `depth` pre-norm ViT blocks (models::Block) → a final LayerNorm. Its MiTA variant pools all N
 // tokens 1-D into m landmarks (landmark_pool "sequence"), with the budget m·k ≈ N/4 of figure5_mita_budget.
+// SequenceClassifier adds what a training benchmark needs (as LRA's classifiers): mean pooling and a linear head.
 #pragma once
 #include <memory>
 #include <string>
@@ -42,6 +43,16 @@ class SequenceTransformer : public nn::Module {
 
  private:
   SequenceConfig cfg_;
+};
+
+/// SequenceTransformer → mean over the N tokens → linear head: x [B, N, D] → logits [B, num_classes].
+class SequenceClassifier : public nn::Module {
+ public:
+  SequenceClassifier(const SequenceConfig& cfg, int64_t num_classes);
+  Tensor forward(const Tensor& x) const;
+
+  std::shared_ptr<SequenceTransformer> encoder;
+  std::shared_ptr<nn::Linear> head;
 };
 
 }  // namespace vt::models

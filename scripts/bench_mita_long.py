@@ -7,7 +7,10 @@ SDPA, proj), forward and forward + backward, at C=128/H=2 with B = max(1, 262144
 (C 384, H 6, N 197, B 256).
 
 Timing: one set-up call, then warm-up (cut short once a call is slower than --target-s), then as many calls as fit in --target-s
-(1..--iters) between two CUDA events; a warm-up call slower than 4 × --target-s is the measurement itself.
+(1..--iters) between two CUDA events; a warm-up call slower than 4 × --target-s is the measurement itself. With
+--repeats R that window is timed R times (ms_per_batch: the median; runs_ms: each, ';'-separated), and a call slower
+than 4 × --target-s is timed alone R times (the warm-up call and R - 1 more). --backends runs everything once per
+SDPA backend (the CSV's backend column).
 Out of memory at one N becomes a CSV row with the error; the run goes on. The CSV has the columns
 bench_mita_long writes (impl = torch).
 
@@ -15,8 +18,8 @@ On the GPU machine run it with the machine's own libraries:
   env -u LD_LIBRARY_PATH python3 scripts/bench_mita_long.py --csv out/torch_model.csv
 """
 import argparse
-import contextlib
 import gc
+import statistics
 import sys
 import time
 
@@ -25,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 COLUMNS = ("impl,mode,kind,shape,N,batch,m,k,iters,ms_per_batch,samples_per_s,tokens_per_s,peak_mem_gib,"
-           "error").split(",")
+           "error,backend,runs_ms").split(",")
 
 
 class Attention(nn.Module):
@@ -57,9 +60,9 @@ class Block(nn.Module):
 
 
 class SequenceTransformer(nn.Module):
-    def __init__(self, dim=128, depth=3, heads=2):
+    def __init__(self, dim=128, depth=3, heads=2, mlp_ratio=4.0):
         super().__init__()
-        self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
+        self.blocks = nn.Sequential(*[Block(dim, heads, mlp_ratio) for _ in range(depth)])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
 
     def forward(self, x):
@@ -78,23 +81,26 @@ def host_ms(fn):
 
 
 def time_calls(fn, args):
-    """Returns (iters, ms per call)."""
+    """Returns (iters, [ms per call of each timed window])."""
     torch.cuda.synchronize()
     last = host_ms(fn)  # the first call pays one-time set-up (kernel selection, allocator growth)
     for _ in range(max(1, args.warmup)):
         last = host_ms(fn)
         if last > 4e3 * args.target_s:  # a call of many seconds is its own measurement (as bench_mita_long)
-            return 1, last
+            return 1, [last] + [host_ms(fn) for _ in range(args.repeats - 1)]
         if last > 1e3 * args.target_s:
             break
     iters = max(1, min(args.iters, int(1e3 * args.target_s / max(last, 1e-3))))
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return iters, start.elapsed_time(stop) / iters
+    runs = []
+    for _ in range(args.repeats):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        stop.record()
+        stop.synchronize()
+        runs.append(start.elapsed_time(stop) / iters)
+    return iters, runs
 
 
 class Report:
@@ -128,13 +134,16 @@ def fresh_memory():
 
 def measure(report, args, row, setup):
     """setup() builds the module and input and returns the call to time; errors become the row's."""
-    row = dict(impl="torch", m=0, k=0, iters=0, ms_per_batch=0.0, peak_mem_gib=0.0, error="", **row)
+    row = dict(impl="torch", m=0, k=0, iters=0, ms_per_batch=0.0, peak_mem_gib=0.0, error="", runs_ms="",
+               backend=args.current_backend, **row)
     fn = None
     try:
         fresh_memory()
         fn = setup()
         torch.cuda.reset_peak_memory_stats()
-        row["iters"], row["ms_per_batch"] = time_calls(fn, args)
+        row["iters"], runs = time_calls(fn, args)
+        row["ms_per_batch"] = statistics.median(runs)
+        row["runs_ms"] = ";".join(f"{v:.6g}" for v in runs)
         row["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 1024**3
     except (torch.cuda.OutOfMemoryError, RuntimeError) as e:
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -202,8 +211,10 @@ def main():
     p.add_argument("--layer", action="store_true", help="time the attention layer alone")
     p.add_argument("--layer-tokens", type=int, default=262144, help="--layer: batch = max(1, this / N)")
     p.add_argument("--no-deit", action="store_true", help="--layer: skip the DeiT-S shape")
-    p.add_argument("--backend", default="auto", choices=["auto", "flash", "efficient", "cudnn", "math"],
-                   help="force one SDPA backend (auto: PyTorch's choice)")
+    p.add_argument("--repeats", type=int, default=1, help="timed windows per measurement (ms_per_batch: median)")
+    p.add_argument("--backend", "--backends", dest="backends", default="default",
+                   help="SDPA backends to run in turn, comma-separated: default (PyTorch's choice), flash, "
+                        "efficient, cudnn, math")
     args = p.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_mita_long.py: needs a CUDA GPU")
@@ -211,23 +222,24 @@ def main():
         args.ns = ("197,1024,4096,16384,65536,262144,1048576" if args.layer
                    else "1024,4096,16384,65536,262144,1048576")
     torch.backends.cuda.matmul.allow_tf32 = True
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, bf16 autocast, SDPA backend {args.backend}, "
-          f"{'attention layer alone' if args.layer else '3-block sequence model, inference'}", flush=True)
+    from bench_timm import SDPA_BACKENDS, sdpa_backend
+    backends = [b.strip() for b in args.backends.replace("auto", "default").split(",") if b.strip()]
+    for b in backends:
+        if b not in SDPA_BACKENDS:
+            sys.exit(f"bench_mita_long.py: unknown SDPA backend '{b}' (choose from {', '.join(SDPA_BACKENDS)})")
     report = Report(args.csv)
-    if args.backend == "auto":
-        ctx = contextlib.nullcontext()
-    else:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        ctx = sdpa_kernel({"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-                           "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[args.backend])
-    with ctx:
-        if args.layer:
-            for N in int_list(args.ns):
-                run_layer(report, args, "C128H2", 128, 2, N, max(1, args.layer_tokens // N))
-            if not args.no_deit:
-                run_layer(report, args, "deit_s", 384, 6, 197, 256)
-        else:
-            run_model(report, args)
+    for backend in backends:
+        print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, bf16 autocast, SDPA backend {backend}, "
+              f"{'attention layer alone' if args.layer else '3-block sequence model, inference'}", flush=True)
+        args.current_backend = backend
+        with sdpa_backend(backend):
+            if args.layer:
+                for N in int_list(args.ns):
+                    run_layer(report, args, "C128H2", 128, 2, N, max(1, args.layer_tokens // N))
+                if not args.no_deit:
+                    run_layer(report, args, "deit_s", 384, 6, 197, 256)
+            else:
+                run_model(report, args)
 
 
 if __name__ == "__main__":

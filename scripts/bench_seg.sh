@@ -30,6 +30,10 @@ done
 python3 - "$jsonl" <<'PY' | tee "$out/seg_bench.md"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for r in rows:
+    if r.get("error"):
+        print(f"{r['impl']} ({'bf16' if r['amp'] else 'f32'}) failed: {r['error']}")
+rows = [r for r in rows if not r.get("error")]
 def key(r):
     return ("bf16" if r["amp"] else "f32")
 dense = {key(r): r for r in rows if r["impl"] == "vitrain" and r["attention"] == "dense"}

@@ -10,7 +10,9 @@ backward, SGD Nesterov (momentum 0.9, lr 1e-3, no weight decay); evaluation is e
 (logits at the crop size) under no_grad (and autocast with --amp). Inputs: random normal images and label maps
 like `vitrain bench`'s (every 7th pixel 255). Timing synchronizes only at the ends of the timed region; peak
 memory is torch.cuda.max_memory_allocated of each phase. TF32 stays off (torch's default; our f32 GEMMs are full
-f32) unless --tf32.
+f32) unless --tf32. --repeats times that many windows of --steps steps (figures: the median window; train_runs /
+infer_runs list each); --sdpa-backends restricts timm's scaled_dot_product_attention to each backend in turn, and a
+backend that fails (e.g. flash in f32) becomes that line's "error".
 
 One JSON line per mode (eager, torch.compile) goes to stdout and, with --out, is appended to that file, with the
 keys `vitrain bench` writes (impl torch_eager / torch_compile, model, task, batch_size, amp, train_img_per_s,
@@ -21,12 +23,14 @@ On the GPU machine, from the repo root:
       --batch 8 [--amp] --out seg_torch.jsonl
 """
 import argparse
+import statistics
 
 import timm
 import torch
 import torch.nn.functional as F
 
-from bench_timm import emit, fresh_memory, gib, timed  # the classification peer's timing, memory and output rules
+# The classification peer's timing, memory, backend and output rules.
+from bench_timm import SDPA_BACKENDS, emit, first_line, fresh_memory, gib, sdpa_backend, timed_windows
 from segmenter_torch import CbtDecoder, Segmenter, check_encoder, encoder_norm_layer
 
 IGNORE = 255
@@ -69,11 +73,11 @@ def bench_train(mode, args, x, y):
         last["loss"] = loss
 
     warmup = args.warmup + (args.compile_warmup if mode == "compile" else 0)
-    seconds = timed(step, warmup, args.steps)
+    runs = [args.batch * args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
     peak = torch.cuda.max_memory_allocated()
     last_loss = last["loss"].item()
     del model, opt, run, last
-    return args.batch * args.steps / seconds, 1e3 * seconds / args.steps, gib(peak), params, last_loss
+    return runs, gib(peak), params, last_loss
 
 
 def bench_infer(mode, args, x):
@@ -87,10 +91,10 @@ def bench_infer(mode, args, x):
             run(x)
 
     warmup = args.warmup + (args.compile_warmup if mode == "compile" else 0)
-    seconds = timed(step, warmup, args.steps)
+    runs = [args.batch * args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
     peak = torch.cuda.max_memory_allocated()
     del model, run
-    return args.batch * args.steps / seconds, 1e3 * seconds / args.steps, gib(peak)
+    return runs, gib(peak)
 
 
 def main():
@@ -109,6 +113,9 @@ def main():
     p.add_argument("--modes", nargs="+", default=["eager", "compile"], choices=["eager", "compile"])
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=1, help="timed windows of --steps steps (figures: the median)")
+    p.add_argument("--sdpa-backends", nargs="+", default=["default"], choices=SDPA_BACKENDS,
+                   help="run each measurement with SDPA restricted to each of these backends")
     p.add_argument("--compile-warmup", type=int, default=3, help="extra warm-up steps for torch.compile")
     p.add_argument("--no-infer", dest="infer", action="store_false")
     p.add_argument("--out", help="append the JSON lines to this file")
@@ -120,27 +127,44 @@ def main():
     B, S = args.batch, args.img
     x = torch.randn(B, 3, S, S, device="cuda", generator=torch.Generator("cuda").manual_seed(0))
     y = synthetic_labels(B, S, args.num_classes)
+    failed = False
     for mode in args.modes:
-        train_ips, step_ms, train_peak, params, last_loss = bench_train(mode, args, x, y)
-        infer_ips, infer_ms, infer_peak = bench_infer(mode, args, x) if args.infer else (None, None, None)
-        line = {
-            "impl": f"torch_{mode}", "model": args.backbone, "task": "segmentation", "attention": "dense",
-            "decoder": "cbt", "img_size": S, "num_classes": args.num_classes, "batch_size": B, "steps": args.steps,
-            "warmup": args.warmup, "amp": args.amp, "tf32": args.tf32, "device": "cuda:0", "params": params,
-            "gpus": 1,
-            "train_img_per_s": round(train_ips, 2), "train_step_ms": round(step_ms, 3),
-            "train_peak_mem_gib": round(train_peak, 3),
-            "infer_img_per_s": None if infer_ips is None else round(infer_ips, 2),
-            "infer_batch_ms": None if infer_ms is None else round(infer_ms, 3),
-            "infer_peak_mem_gib": None if infer_peak is None else round(infer_peak, 3),
-            "last_loss": round(last_loss, 6),
-            "decoder_dims": {"layers": args.dec_layers, "heads": args.dec_heads, "head_dim": args.dec_head_dim,
-                             "reps_grid": args.reps_grid},
-            "drop_path": args.drop_path, "torch": torch.__version__, "timm": timm.__version__,
-            "gpu": torch.cuda.get_device_name(0),
-        }
-        emit(line, args.out)
-
+        for backend in args.sdpa_backends:
+            line = {
+                "impl": f"torch_{mode}", "model": args.backbone, "task": "segmentation", "attention": "dense",
+                "decoder": "cbt", "img_size": S, "num_classes": args.num_classes, "batch_size": B,
+                "steps": args.steps, "warmup": args.warmup, "repeats": args.repeats, "amp": args.amp,
+                "tf32": args.tf32, "device": "cuda:0", "gpus": 1, "sdpa_backend": backend, "error": "",
+                "decoder_dims": {"layers": args.dec_layers, "heads": args.dec_heads, "head_dim": args.dec_head_dim,
+                                 "reps_grid": args.reps_grid},
+                "drop_path": args.drop_path, "torch": torch.__version__, "timm": timm.__version__,
+                "gpu": torch.cuda.get_device_name(0),
+            }
+            try:
+                with sdpa_backend(backend):
+                    train_runs, train_peak, params, last_loss = bench_train(mode, args, x, y)
+                    infer_runs, infer_peak = bench_infer(mode, args, x) if args.infer else (None, None)
+            except Exception as e:  # noqa: BLE001 -- one failed measurement must not stop the others
+                line["error"] = first_line(e)
+                failed = True
+                emit(line, args.out)
+                torch._dynamo.reset()
+                fresh_memory()
+                continue
+            train_ips = statistics.median(train_runs)
+            infer_ips = None if infer_runs is None else statistics.median(infer_runs)
+            line.update({
+                "params": params, "train_img_per_s": round(train_ips, 2), "train_step_ms": round(1e3 * B / train_ips, 3),
+                "train_peak_mem_gib": round(train_peak, 3), "train_runs": [round(v, 2) for v in train_runs],
+                "infer_img_per_s": None if infer_ips is None else round(infer_ips, 2),
+                "infer_batch_ms": None if infer_ips is None else round(1e3 * B / infer_ips, 3),
+                "infer_peak_mem_gib": None if infer_peak is None else round(infer_peak, 3),
+                "infer_runs": None if infer_runs is None else [round(v, 2) for v in infer_runs],
+                "last_loss": round(last_loss, 6),
+            })
+            emit(line, args.out)
+    if failed:
+        raise SystemExit(1)
 
 if __name__ == "__main__":
     main()

@@ -4,16 +4,22 @@
 For each model and mode (eager, torch.compile): a training step is forward + label-smoothed cross-entropy under
 bf16 autocast, zero_grad, backward, AdamW (timm's create_optimizer_v2: no weight decay on 1-D params, torch's
 default foreach implementation, fused=False unless --fused-adamw); inference is eval mode under no_grad and
-autocast. Timing synchronizes only at the ends of the timed region. One JSON line per (model, mode) goes to
-stdout and, with --out, is appended to that file, with the keys `vitrain bench` writes (impl, model, batch_size,
-amp, device, train_img_per_s, train_step_ms, train_peak_mem_gib, infer_img_per_s, infer_peak_mem_gib).
+autocast. Timing synchronizes only at the ends of each timed window (--repeats windows of --steps steps after the
+warm-up; the figures are the median window, train_runs / infer_runs list each). One JSON line per (model, mode,
+SDPA backend) goes to stdout and, with --out, is appended to that file, with the keys `vitrain bench` writes (impl,
+model, batch_size, amp, device, train_img_per_s, train_step_ms, train_peak_mem_gib, infer_img_per_s,
+infer_peak_mem_gib). --sdpa-backends flash efficient cudnn runs each measurement with PyTorch's
+scaled_dot_product_attention restricted to that backend (timm's attention calls it); a failure there (a backend
+that does not take these inputs) becomes the line's "error" and the run goes on.
 
 On the GPU machine run it with the machine's own libraries:
   env -u LD_LIBRARY_PATH python3 scripts/bench_timm.py --models deit_tiny_patch16_224 deit_small_patch16_224
 """
 import argparse
+import contextlib
 import gc
 import json
+import statistics
 import time
 
 import timm
@@ -26,14 +32,39 @@ def gib(nbytes):
 
 
 def timed(fn, warmup, steps):
+    return timed_windows(fn, warmup, steps, 1)[0]
+
+
+def timed_windows(fn, warmup, steps, windows):
+    """fn() `warmup` times, then `windows` windows of `steps` calls, synchronized at each window's ends: seconds."""
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    torch.cuda.synchronize()
-    return time.perf_counter() - t0
+    seconds = []
+    for _ in range(windows):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - t0)
+    return seconds
+
+
+def sdpa_backend(name):
+    """A context restricting F.scaled_dot_product_attention to one backend; 'default' leaves PyTorch's choice."""
+    if name in (None, "", "default"):
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel({"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                        "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[name])
+
+
+SDPA_BACKENDS = ["default", "flash", "efficient", "cudnn", "math"]
+
+
+def first_line(e):
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
 
 
 def emit(line, out):
@@ -68,10 +99,10 @@ def bench_train(name, mode, args, x, y):
         opt.step()
 
     warmup = args.warmup + (args.compile_warmup if mode == "compile" else 0)
-    seconds = timed(step, warmup, args.steps)
+    runs = [args.batch_size * args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
     peak = torch.cuda.max_memory_allocated()
     del model, opt, run
-    return args.batch_size * args.steps / seconds, 1e3 * seconds / args.steps, gib(peak)
+    return runs, gib(peak)
 
 
 def bench_infer(name, mode, args, x):
@@ -86,10 +117,10 @@ def bench_infer(name, mode, args, x):
             run(x)
 
     warmup = args.warmup + (args.compile_warmup if mode == "compile" else 0)
-    seconds = timed(step, warmup, args.steps)
+    runs = [args.batch_size * args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
     peak = torch.cuda.max_memory_allocated()
     del model, run
-    return args.batch_size * args.steps / seconds, gib(peak)
+    return runs, gib(peak)
 
 
 def main():
@@ -99,6 +130,9 @@ def main():
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=1, help="timed windows of --steps steps (figures: the median)")
+    p.add_argument("--sdpa-backends", nargs="+", default=["default"], choices=SDPA_BACKENDS,
+                   help="run each measurement with SDPA restricted to each of these backends")
     p.add_argument("--compile-warmup", type=int, default=5, help="extra warm-up steps for torch.compile")
     p.add_argument("--no-amp", dest="amp", action="store_false", help="f32 instead of bf16 autocast")
     p.add_argument("--fused-adamw", action="store_true", help="torch's fused AdamW (timm's default is not fused)")
@@ -111,22 +145,37 @@ def main():
     B = args.batch_size
     x = torch.randn(B, 3, 224, 224, device="cuda", generator=torch.Generator("cuda").manual_seed(0))
     y = torch.arange(B, device="cuda") % 1000
+    failed = False
     for name in args.models:
         for mode in args.modes:
-            train_ips, step_ms, train_peak = bench_train(name, mode, args, x, y)
-            infer_ips, infer_peak = bench_infer(name, mode, args, x) if args.infer else (None, None)
-            line = {
-                "impl": f"timm_{mode}", "model": name, "batch_size": B, "steps": args.steps,
-                "warmup": args.warmup, "amp": args.amp, "device": "cuda:0",
-                "train_img_per_s": round(train_ips, 1), "train_step_ms": round(step_ms, 3),
-                "train_peak_mem_gib": round(train_peak, 3),
-                "infer_img_per_s": None if infer_ips is None else round(infer_ips, 1),
-                "infer_peak_mem_gib": None if infer_peak is None else round(infer_peak, 3),
-                "fused_adamw": args.fused_adamw, "torch": torch.__version__, "timm": timm.__version__,
-                "gpu": torch.cuda.get_device_name(0),
-            }
-            emit(line, args.out)
-
+            for backend in args.sdpa_backends:
+                line = {"impl": f"timm_{mode}", "model": name, "batch_size": B, "steps": args.steps,
+                        "warmup": args.warmup, "repeats": args.repeats, "amp": args.amp, "device": "cuda:0",
+                        "sdpa_backend": backend, "fused_adamw": args.fused_adamw, "torch": torch.__version__,
+                        "timm": timm.__version__, "gpu": torch.cuda.get_device_name(0), "error": ""}
+                try:
+                    with sdpa_backend(backend):
+                        train_runs, train_peak = bench_train(name, mode, args, x, y)
+                        infer_runs, infer_peak = bench_infer(name, mode, args, x) if args.infer else (None, None)
+                except Exception as e:  # noqa: BLE001 -- one failed measurement must not stop the others
+                    line["error"] = first_line(e)
+                    failed = True
+                    emit(line, args.out)
+                    torch._dynamo.reset()
+                    fresh_memory()
+                    continue
+                train_ips = statistics.median(train_runs)
+                infer_ips = None if infer_runs is None else statistics.median(infer_runs)
+                line.update({
+                    "train_img_per_s": round(train_ips, 1), "train_step_ms": round(1e3 * B / train_ips, 3),
+                    "train_peak_mem_gib": round(train_peak, 3), "train_runs": [round(v, 1) for v in train_runs],
+                    "infer_img_per_s": None if infer_ips is None else round(infer_ips, 1),
+                    "infer_peak_mem_gib": None if infer_peak is None else round(infer_peak, 3),
+                    "infer_runs": None if infer_runs is None else [round(v, 1) for v in infer_runs],
+                })
+                emit(line, args.out)
+    if failed:
+        raise SystemExit(1)
 
 if __name__ == "__main__":
     main()

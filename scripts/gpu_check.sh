@@ -10,7 +10,8 @@
 #   summary.txt  GPU, bundle manifest, one status line per binary;  tests.log  all test output;
 #   gtest.json   every binary's --gtest_output=json merged into one object;  extra.log  the extra command.
 # Carry .gpu-data/fashion-mnist too (a subset; see docs/gpu.md) for the tests that train.
-# Env: VT_GPU_TESTS="test_cuda test_ops" runs only those binaries; GTEST_FILTER is honoured by gtest itself;
+# Env: VT_GPU_TESTS="test_cuda test_ops" runs only those binaries (none: no tests, only the extra command);
+#      GTEST_FILTER is honoured by gtest itself;
 #      VT_TEST_TIMEOUT seconds per binary (default 300).
 set -uo pipefail
 
@@ -72,7 +73,9 @@ if [ ! -e "$fmnist" ] && [ -d "$ROOT/.gpu-data/fashion-mnist" ]; then
 fi
 
 # ---- tests ----
-if [ -n "${VT_GPU_TESTS:-}" ]; then
+if [ "${VT_GPU_TESTS:-}" = none ]; then
+  tests=()
+elif [ -n "${VT_GPU_TESTS:-}" ]; then
   tests=()
   for t in $VT_GPU_TESTS; do tests+=("$BUNDLE/bin/$t"); done
 else

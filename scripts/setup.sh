@@ -14,7 +14,7 @@ packages=(
   libgtest-dev googletest
   libopenblas-openmp-dev
   dataset-fashion-mnist
-  xz-utils
+  xz-utils python3
 )
 
 if [[ "${1:-}" == --list ]]; then

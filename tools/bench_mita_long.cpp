@@ -3,8 +3,10 @@
 // attention layer alone (forward, and forward + backward) at C=128/H=2 and at the DeiT-S shape. One line per
 // (kind, N, batch) on stdout and, with --csv, one CSV row in the columns scripts/bench_mita_long.py writes too.
 // A failure at one N (out of memory, an unsupported option) becomes a row with the error; the run goes on.
+// --repeats R times each measurement's window R times (ms_per_batch: the median, runs_ms: each).
 //   bench_mita_long [--kinds dense,mita] [--ns 1024,...] [--batch-dense 64,...] [--batch-mita 64,...]
-//                   [--iters 20] [--warmup 2] [--target-s 1] [--csv out.csv] [--layer] [--device cuda:0]
+//                   [--iters 20] [--warmup 2] [--target-s 1] [--repeats 1] [--csv out.csv] [--layer]
+//                   [--device cuda:0]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -33,7 +35,7 @@ struct Options {
   std::vector<std::string> kinds = {"dense", "mita"};
   std::vector<int64_t> ns = {1024, 4096, 16384, 65536, 262144, 1048576};
   std::vector<int64_t> batch_dense = {64, 16, 4, 1, 1, 1}, batch_mita = {64, 16, 8, 4, 2, 1};
-  int64_t iters = 20, warmup = 2, layer_tokens = 262144;
+  int64_t iters = 20, warmup = 2, layer_tokens = 262144, repeats = 1;
   double target_s = 1.0;
   bool deterministic = false, layer = false, no_deit = false;
 };
@@ -42,6 +44,7 @@ struct Row {
   std::string mode, kind, shape;
   int64_t N = 0, batch = 0, m = 0, k = 0, iters = 0;
   double ms_per_batch = 0, peak_gib = 0;
+  std::vector<double> runs_ms;  ///< each timed window's ms per call
   std::string error;
 };
 
@@ -54,7 +57,7 @@ Row make_row(const std::string& mode, const std::string& kind, const std::string
 }
 
 const char* kCsvHeader =
-    "impl,mode,kind,shape,N,batch,m,k,iters,ms_per_batch,samples_per_s,tokens_per_s,peak_mem_gib,error";
+    "impl,mode,kind,shape,N,batch,m,k,iters,ms_per_batch,samples_per_s,tokens_per_s,peak_mem_gib,error,backend,runs_ms";
 
 std::string csv_safe(std::string s) {
   std::replace(s.begin(), s.end(), ',', ';');
@@ -88,13 +91,26 @@ class Report {
                   static_cast<long long>(r.batch), static_cast<long long>(r.m), static_cast<long long>(r.k),
                   static_cast<long long>(r.iters), r.error.empty() ? r.ms_per_batch : 0.0, sps,
                   sps * static_cast<double>(r.N), r.peak_gib);
-    csv_ << "vitrain," << r.mode << ',' << r.kind << ',' << r.shape << ',' << nums << ',' << csv_safe(r.error) << '\n';
+    std::string runs;
+    for (double v : r.runs_ms) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%s%.6g", runs.empty() ? "" : ";", v);
+      runs += buf;
+    }
+    csv_ << "vitrain," << r.mode << ',' << r.kind << ',' << r.shape << ',' << nums << ',' << csv_safe(r.error)
+         << ",," << runs << '\n';
     csv_.flush();
   }
 
  private:
   std::ofstream csv_;
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 double host_ms(const std::function<void()>& fn, Device dev) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -104,34 +120,41 @@ double host_ms(const std::function<void()>& fn, Device dev) {
 }
 
 // Warm-up (cut short once one call takes longer than target_s), then as many timed calls as fit in target_s
-// (1..iters), between two CUDA events recorded after a synchronize. Fills r.iters and r.ms_per_batch.
-// A warm-up call slower than 4 × target_s (dense attention at 1M tokens) is the measurement itself (host clock
-// around a synchronized call, iters 1): repeating a call of many seconds would not change the figure.
+// (1..iters), between two CUDA events recorded after a synchronize, in o.repeats windows. Fills r.iters, r.runs_ms
+// and r.ms_per_batch (the median window). A warm-up call slower than 4 × target_s (dense attention at 1M tokens) is
+// a measurement itself (host clock around a synchronized call, iters 1), followed by repeats - 1 more such calls:
+// repeating a call of many seconds within a window would not change the figure.
 void time_calls(const Options& o, Device dev, const std::function<void()>& fn, Row& r) {
   engine::synchronize(dev);
   double last_ms = host_ms(fn, dev);  // the first call pays one-time set-up (allocations, algorithm choice)
   for (int64_t i = 0; i < std::max<int64_t>(1, o.warmup); ++i) {
     last_ms = host_ms(fn, dev);
     if (last_ms > 4e3 * o.target_s) {
-      r.iters = 1, r.ms_per_batch = last_ms;
+      r.iters = 1;
+      r.runs_ms = {last_ms};
+      for (int64_t w = 1; w < o.repeats; ++w) r.runs_ms.push_back(host_ms(fn, dev));
+      r.ms_per_batch = median(r.runs_ms);
       return;
     }
     if (last_ms > 1e3 * o.target_s) break;
   }
   r.iters = std::clamp<int64_t>(static_cast<int64_t>(1e3 * o.target_s / std::max(last_ms, 1e-3)), 1, o.iters);
-  double total_ms = 0;
+  for (int64_t w = 0; w < o.repeats; ++w) {
+    double total_ms = 0;
 #ifdef VT_WITH_CUDA
-  if (dev.is_cuda()) {
-    kernels::cuda::CudaEvent start, stop;
-    start.record(kernels::cuda::current_stream());
-    for (int64_t i = 0; i < r.iters; ++i) fn();
-    stop.record(kernels::cuda::current_stream());
-    total_ms = stop.elapsed_ms_since(start);
-  }
+    if (dev.is_cuda()) {
+      kernels::cuda::CudaEvent start, stop;
+      start.record(kernels::cuda::current_stream());
+      for (int64_t i = 0; i < r.iters; ++i) fn();
+      stop.record(kernels::cuda::current_stream());
+      total_ms = stop.elapsed_ms_since(start);
+    }
 #endif
-  if (!dev.is_cuda())
-    total_ms = host_ms([&] { for (int64_t i = 0; i < r.iters; ++i) fn(); }, dev);
-  r.ms_per_batch = total_ms / static_cast<double>(r.iters);
+    if (!dev.is_cuda())
+      total_ms = host_ms([&] { for (int64_t i = 0; i < r.iters; ++i) fn(); }, dev);
+    r.runs_ms.push_back(total_ms / static_cast<double>(r.iters));
+  }
+  r.ms_per_batch = median(r.runs_ms);
 }
 
 // Runs one measurement: `setup` builds the model and input and returns the call to time. Errors become the row's.
@@ -255,6 +278,8 @@ int main(int argc, char** argv) {
                  "one slower than 4x --target-s is the measurement)")
       ->capture_default_str();
   app.add_option("--target-s", o.target_s, "seconds of timed calls to aim for per measurement")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "timed windows per measurement (the figure is their median)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--impl", o.impl, "MiTA implementation: fused | reference")->capture_default_str();
   app.add_flag("--deterministic", o.deterministic, "MiTA backward without float atomics");
   app.add_option("--csv", o.csv, "write the rows to this CSV file");

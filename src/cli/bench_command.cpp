@@ -5,6 +5,7 @@
 
 #include "cli/command_support.h"
 #include "core/error.h"
+#include "models/mita_attention.h"
 
 namespace vt::cli {
 
@@ -20,6 +21,16 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   b->add_option("--set", cmd.sets, "override a key of --config (repeatable)");
   b->add_option("--steps", o.steps, "timed steps")->capture_default_str();
   b->add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
+  b->add_option("--repeats", o.repeats, "timed windows of --steps steps each after the warm-up (each is printed; "
+                "the figure is their median)")->capture_default_str();
+  b->add_option("--sequence", o.sequence_length, "benchmark the sequence model at N tokens instead of --model: "
+                "random token features [B, N, dim] -> pre-norm blocks -> mean pool -> linear head (10 classes), "
+                "cross-entropy, AdamW; MiTA pools all N tokens 1-D");
+  cmd.sequence_shape_options = {
+      b->add_option("--dim", o.sequence.dim, "--sequence: token width")->capture_default_str(),
+      b->add_option("--depth", o.sequence.depth, "--sequence: blocks")->capture_default_str(),
+      b->add_option("--heads", o.sequence.heads, "--sequence: attention heads")->capture_default_str(),
+      b->add_option("--mlp-ratio", o.sequence.mlp_ratio, "--sequence: MLP hidden width / dim")->capture_default_str()};
   b->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   cmd.amp_option =
       b->add_flag("--amp", o.amp, "bf16 autocast on CUDA (timm --amp; with --config: train.amp unless given)");
@@ -46,6 +57,9 @@ namespace {
 // config's batch size and autocast where the command line does not give them.
 engine::BenchOptions options_with_config(const BenchCommand& cmd) {
   engine::BenchOptions o = cmd.options;
+  for (const CLI::Option* opt : cmd.sequence_shape_options)
+    VT_CHECK(o.sequence_length > 0 || opt->count() == 0, "[bench] ", opt->get_name(), " needs --sequence N");
+  VT_CHECK(o.sequence_length >= 0, "[bench] --sequence must be a positive token count, got ", o.sequence_length);
   if (cmd.config_path.empty()) {
     VT_CHECK(cmd.sets.empty(), "[bench] --set needs --config");
     return o;
@@ -62,31 +76,57 @@ engine::BenchOptions options_with_config(const BenchCommand& cmd) {
   return o;
 }
 
+// "; windows: 1,234.5 1,240.1 1,229.8 img/s" when more than one window was timed.
+std::string window_list(const std::vector<double>& runs, const char* unit) {
+  if (runs.size() < 2) return "";
+  std::string s = "; windows:";
+  char buf[32];
+  for (double v : runs) {
+    std::snprintf(buf, sizeof buf, " %.1f", v);
+    s += buf;
+  }
+  return s + " " + unit;
+}
+
 }  // namespace
 
 void run_bench_command(const BenchCommand& cmd) {
   const engine::BenchOptions o = options_with_config(cmd);
+  VT_CHECK(o.sequence_length == 0 || cmd.config_path.empty(), "[bench] --sequence and --config exclude each other");
   o.attention.validate();
   engine::BenchResult r = engine::run_bench(o);
   if (!r.lead) return;  // a launched job reports once, from rank 0
-  const std::string what = o.segmenter ? " + " + o.segmenter->decoder.type + " decoder, segmentation " +
-                                             std::to_string(o.segmenter->backbone.img_size) + "px"
-                                       : std::string();
-  std::printf("model %s%s (%s attention, %.1fM params), batch %lld, %s%s, %lld steps after %lld warm-up\n",
-              o.model.c_str(), what.c_str(), o.attention.type.c_str(), static_cast<double>(r.params) / 1e6,
+  std::string model = o.model, what;
+  if (o.segmenter)
+    what = " + " + o.segmenter->decoder.type + " decoder, segmentation " +
+           std::to_string(o.segmenter->backbone.img_size) + "px";
+  if (o.sequence_length > 0) {
+    char shape[160];
+    std::snprintf(shape, sizeof shape, "sequence model N=%lld (dim %lld, depth %lld, %lld heads, MLP x%g)",
+                  static_cast<long long>(o.sequence_length), static_cast<long long>(o.sequence.dim),
+                  static_cast<long long>(o.sequence.depth), static_cast<long long>(o.sequence.heads),
+                  o.sequence.mlp_ratio);
+    model = shape;
+  }
+  if (o.attention.is_mita())
+    what += ", m=" + std::to_string(o.attention.m) + " k=" + std::to_string(models::mita_options(o.attention, 1).k);
+  std::printf("model %s%s (%s attention, %.1fM params), batch %lld, %s%s, %lld steps after %lld warm-up%s\n",
+              model.c_str(), what.c_str(), o.attention.type.c_str(), static_cast<double>(r.params) / 1e6,
               static_cast<long long>(o.batch_size), r.device.c_str(), r.amp ? " bf16 autocast" : " f32",
-              static_cast<long long>(o.steps), static_cast<long long>(o.warmup));
-  std::printf("train: %.1f img/s, %.2f ms/step, peak memory %s\n", r.train_img_per_s, r.train_step_ms,
-              engine::describe_peak_memory(r.train_peak).c_str());
+              static_cast<long long>(o.steps), static_cast<long long>(o.warmup),
+              o.repeats > 1 ? (", " + std::to_string(o.repeats) + " timed windows").c_str() : "");
+  const char* unit = o.sequence_length > 0 ? "seq/s" : "img/s";
+  std::printf("train: %.1f %s, %.2f ms/step, peak memory %s%s\n", r.train_img_per_s, unit, r.train_step_ms,
+              engine::describe_peak_memory(r.train_peak).c_str(), window_list(r.train_runs, unit).c_str());
   if (r.graph_nodes > 0) std::printf("CUDA graph: the step replayed as one graph of %zu nodes\n", r.graph_nodes);
   if (r.world > 1)
     std::printf("data parallel: %d GPUs (%s, %lld per GPU); one gradient all-reduce alone %.2f ms, bus %.0f GB/s\n",
                 r.world, o.zero1 ? "ZeRO-1" : "DDP", static_cast<long long>(o.batch_size), r.allreduce_ms,
                 r.allreduce_busbw_gbps);
   if (r.has_infer)
-    std::printf("%s: %.1f img/s, %.2f ms/batch, peak memory %s\n", o.segmenter ? "eval windows" : "infer",
-                r.infer_img_per_s, r.infer_batch_ms,
-                engine::describe_peak_memory(r.infer_peak).c_str());
+    std::printf("%s: %.1f %s, %.2f ms/batch, peak memory %s%s\n", o.segmenter ? "eval windows" : "infer",
+                r.infer_img_per_s, unit, r.infer_batch_ms, engine::describe_peak_memory(r.infer_peak).c_str(),
+                window_list(r.infer_runs, unit).c_str());
   const std::string line = engine::bench_json(o, r);
   std::printf("%s\n", line.c_str());
   if (!cmd.json_path.empty()) {

@@ -16,6 +16,7 @@ struct BenchCommand {
   std::vector<std::string> sets;  ///< --set overrides of that config
   CLI::Option* batch_size_option = nullptr;  ///< to tell an explicit --batch-size from the default
   CLI::Option* amp_option = nullptr;         ///< likewise for --amp
+  std::vector<CLI::Option*> sequence_shape_options;  ///< --dim, --depth, ...: only meaningful with --sequence
 };
 
 /// Registers `bench` and its options on `app`; returns the subcommand (true when it was given).

@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "engine/graph_step.h"
 #include "engine/process_group.h"
 #include "io/json.h"
+#include "models/mita_attention.h"
 #include "models/registry.h"
 #include "nn/autocast.h"
 #include "ops/ops.h"
@@ -32,15 +34,38 @@ using Clock = std::chrono::steady_clock;
 // --cuda-graph: eager steps before the capture (lazy state, GEMM autotuning), all inside the warm-up.
 constexpr int64_t kEagerSteps = 2;
 
-// Runs fn() `warmup` times, then `steps` times between two device synchronizations; returns the seconds.
+// Runs fn() `warmup` times, then `windows` windows of `steps` calls each with the device synchronized at both ends
+// of every window; returns each window's seconds.
+template <typename Fn>
+std::vector<double> timed_windows(Device device, int64_t warmup, int64_t steps, int64_t windows, Fn&& fn) {
+  for (int64_t i = 0; i < warmup; ++i) fn();
+  std::vector<double> seconds;
+  for (int64_t w = 0; w < windows; ++w) {
+    synchronize(device);
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < steps; ++i) fn();
+    synchronize(device);
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return seconds;
+}
+
 template <typename Fn>
 double timed(Device device, int64_t warmup, int64_t steps, Fn&& fn) {
-  for (int64_t i = 0; i < warmup; ++i) fn();
-  synchronize(device);
-  const auto t0 = Clock::now();
-  for (int64_t i = 0; i < steps; ++i) fn();
-  synchronize(device);
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  return timed_windows(device, warmup, steps, 1, fn).front();
+}
+
+// Items per second of each window (`items` per window).
+std::vector<double> rates(double items, const std::vector<double>& seconds) {
+  std::vector<double> r;
+  for (double s : seconds) r.push_back(items / s);
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string json_number(double v) {
@@ -48,6 +73,15 @@ std::string json_number(double v) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
+}
+
+std::string json_list(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) s += ',';
+    s += json_number(v[i]);
+  }
+  return s + "]";
 }
 
 std::string json_gib(const std::optional<PeakMemory>& m) {
@@ -100,10 +134,11 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
       w.optimizer.apply_step();
       if (dp) dp->after_step();
     });
-    const double seconds = timed(device, opt.warmup, opt.steps, [&] { step.run(); });
+    r.train_runs = rates(static_cast<double>(B * opt.steps),
+                         timed_windows(device, opt.warmup, opt.steps, opt.repeats, [&] { step.run(); }));
     r.graph_nodes = step.graph_nodes();
-    r.train_step_ms = 1e3 * seconds / static_cast<double>(opt.steps);
-    r.train_img_per_s = static_cast<double>(B * opt.steps) / seconds;
+    r.train_img_per_s = median(r.train_runs);
+    r.train_step_ms = 1e3 * static_cast<double>(B) / r.train_img_per_s;
     r.train_peak = peak_memory(device);
     r.last_loss = loss.item();
     w.optimizer.zero_grad();  // drops the gradients before inference is measured
@@ -123,10 +158,11 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
       out = Tensor();
       out = w.infer();
     });
-    const double seconds = timed(device, opt.warmup, opt.steps, [&] { step.run(); });
+    r.infer_runs = rates(static_cast<double>(B * opt.steps),
+                         timed_windows(device, opt.warmup, opt.steps, opt.repeats, [&] { step.run(); }));
     r.has_infer = true;
-    r.infer_batch_ms = 1e3 * seconds / static_cast<double>(opt.steps);
-    r.infer_img_per_s = static_cast<double>(B * opt.steps) / seconds;
+    r.infer_img_per_s = median(r.infer_runs);
+    r.infer_batch_ms = 1e3 * static_cast<double>(B) / r.infer_img_per_s;
     r.infer_peak = peak_memory(device);
   }
 }
@@ -154,6 +190,7 @@ BenchResult run_bench(const BenchOptions& opt) {
            " (eager steps and the capture are not timed), got ", opt.warmup);
   VT_CHECK(opt.batch_size > 0 && opt.steps > 0 && opt.warmup >= 0, "[bench] need batch size > 0, steps > 0 and "
            "warmup >= 0, got ", opt.batch_size, ", ", opt.steps, ", ", opt.warmup);
+  VT_CHECK(opt.repeats >= 1, "[bench] --repeats must be at least 1, got ", opt.repeats);
   if (opt.threads > 0) {
     omp_set_num_threads(opt.threads);
     openblas_set_num_threads(opt.threads);
@@ -186,6 +223,34 @@ BenchResult run_bench(const BenchOptions& opt) {
     return r;
   }
 
+  if (opt.sequence_length > 0) {
+    const int64_t N = opt.sequence_length;
+    models::SequenceConfig cfg = opt.sequence;
+    cfg.attention = opt.attention;
+    if (cfg.attention.is_mita()) {
+      cfg.attention.landmark_pool = "sequence";  // no CLS token and no patch grid: pool all N tokens 1-D
+      const int64_t k = models::mita_options(cfg.attention, cfg.heads).k;
+      VT_CHECK(cfg.attention.m <= N && k <= N, "[bench] --sequence ", N, " is shorter than MiTA's --m ",
+               cfg.attention.m, " or --k ", k);
+    }
+    models::SequenceClassifier model(cfg, opt.sequence_classes);
+    r.params = model.num_parameters();
+    model.to(device);
+    Tensor tokens = Tensor::empty({B, N, cfg.dim});  // random token features: the input is already embedded
+    Generator gen(0);
+    ops::normal_(tokens, 0, 1, gen);
+    tokens = tokens.to(device);
+    std::vector<double> label_values(static_cast<size_t>(B));
+    for (int64_t i = 0; i < B; ++i) label_values[static_cast<size_t>(i)] = static_cast<double>(i % opt.sequence_classes);
+    const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
+    optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
+    measure(opt, group, amp,
+            {model, adamw, [&] { return ops::cross_entropy(model.forward(tokens), labels, opt.smoothing); },
+             [&] { return model.forward(tokens); }},
+            r);
+    return r;
+  }
+
   models::ViTConfig cfg = models::preset(opt.model);
   cfg.attention = opt.attention;
   models::VisionTransformer model(cfg);
@@ -206,12 +271,25 @@ BenchResult run_bench(const BenchOptions& opt) {
 std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
   std::string s = "{\"impl\":\"vitrain\"";
   auto add = [&s](const char* key, const std::string& json_value) { s += std::string(",\"") + key + "\":" + json_value; };
-  add("model", io::json_quote(opt.model));
-  add("task", io::json_quote(opt.segmenter ? "segmentation" : "classification"));
+  const bool sequence = opt.sequence_length > 0;
+  add("model", io::json_quote(sequence ? "sequence" : opt.model));
+  add("task", io::json_quote(opt.segmenter ? "segmentation" : sequence ? "sequence" : "classification"));
   add("attention", io::json_quote(opt.attention.type));
+  if (opt.attention.is_mita()) {
+    add("m", std::to_string(opt.attention.m));
+    add("k", std::to_string(models::mita_options(opt.attention, 1).k));
+  }
+  if (sequence) {
+    add("seq_len", std::to_string(opt.sequence_length));
+    add("dim", std::to_string(opt.sequence.dim));
+    add("depth", std::to_string(opt.sequence.depth));
+    add("heads", std::to_string(opt.sequence.heads));
+    add("mlp_ratio", json_number(opt.sequence.mlp_ratio));
+  }
   add("batch_size", std::to_string(opt.batch_size));
   add("steps", std::to_string(opt.steps));
   add("warmup", std::to_string(opt.warmup));
+  add("repeats", std::to_string(opt.repeats));
   add("amp", r.amp ? "true" : "false");
   add("device", io::json_quote(r.device));
   add("params", std::to_string(r.params));
@@ -228,6 +306,8 @@ std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
   add("infer_img_per_s", r.has_infer ? json_number(r.infer_img_per_s) : "null");
   add("infer_batch_ms", r.has_infer ? json_number(r.infer_batch_ms) : "null");
   add("infer_peak_mem_gib", r.has_infer ? json_gib(r.infer_peak) : "null");
+  add("train_runs", json_list(r.train_runs));
+  add("infer_runs", r.has_infer ? json_list(r.infer_runs) : "null");
   add("last_loss", json_number(r.last_loss));
   add("cuda_graph", opt.cuda_graph && r.graph_nodes > 0 ? "true" : "false");
   return s + "}";

@@ -2,17 +2,22 @@
 // optimizer) and optionally inference, timed with the device synchronized only at the ends of each timed region.
 // Classification: a preset ViT, cross-entropy, AdamW. Segmentation (options.segmenter set): the Segmenter of a
 // segmentation config, pixel cross-entropy on the upsampled logits against random labels (some 255), SGD Nesterov
-// as spec §5, and evaluation windows (forward of crop-sized images) as the inference phase.
+// as spec §5, and evaluation windows (forward of crop-sized images) as the inference phase. Sequence
+// (options.sequence_length > 0): models::SequenceClassifier on random token features [B, N, dim], cross-entropy,
+// AdamW (img/s then counts sequences).
+// With repeats > 1 the same process times that many windows of `steps` steps each after one warm-up.
 // Under `vitrain launch -n N` every rank trains its own batch with data-parallel gradients (DDP buckets, or ZeRO-1),
 // img/s counts all ranks, and the all-reduce of one gradient's worth of f32 is timed alone afterwards.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/device.h"
 #include "models/attention.h"
 #include "models/segmenter.h"
+#include "models/sequence_model.h"
 
 namespace vt::engine {
 
@@ -22,6 +27,7 @@ struct BenchOptions {
   int64_t batch_size = 256;
   int64_t steps = 50;   ///< timed steps
   int64_t warmup = 10;  ///< untimed steps before them
+  int64_t repeats = 1;  ///< timed windows of `steps` steps each (the reported figure is their median)
   std::string device = "auto";
   bool amp = false;     ///< bf16 autocast (CUDA only; ignored on the CPU)
   bool infer = false;   ///< also time inference (eval mode, no grad)
@@ -32,13 +38,18 @@ struct BenchOptions {
   bool cuda_graph = false;  ///< capture the step in a CUDA graph and replay it (engine/graph_step.h; one GPU)
   /// Set: benchmark this Segmenter (model names the config's preset) instead of the classifier `model`.
   std::optional<models::SegmenterConfig> segmenter;
+  /// > 0: benchmark the sequence classifier `sequence` (its attention replaced by `attention`) at this N.
+  int64_t sequence_length = 0;
+  models::SequenceConfig sequence;
+  int64_t sequence_classes = 10;
 };
 
 struct BenchResult {
   std::string device;  ///< "cpu" or "cuda:N"
   bool amp = false;    ///< whether bf16 autocast was in effect
   int64_t params = 0;
-  double train_img_per_s = 0, train_step_ms = 0, last_loss = 0;
+  double train_img_per_s = 0, train_step_ms = 0, last_loss = 0;  ///< img/s and ms: the median window
+  std::vector<double> train_runs, infer_runs;                      ///< img/s of each timed window
   std::optional<PeakMemory> train_peak;
   bool has_infer = false;
   double infer_img_per_s = 0, infer_batch_ms = 0;
@@ -54,7 +65,7 @@ BenchResult run_bench(const BenchOptions& opt);
 
 /// One JSON object on one line with the options and results (keys shared with scripts/bench_timm.py:
 /// impl, model, task, batch_size, amp, device, train_img_per_s, train_step_ms, train_peak_mem_gib, infer_img_per_s,
-/// infer_peak_mem_gib; a value that was not measured is null).
+/// infer_peak_mem_gib; a value that was not measured is null), plus train_runs / infer_runs (img/s per window).
 std::string bench_json(const BenchOptions& opt, const BenchResult& r);
 
 }  // namespace vt::engine

@@ -1,9 +1,12 @@
 // The vitrain binary on bad input: one clear error line naming the file/key/model, a non-zero exit, no crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/run_vitrain.h"
 
@@ -98,6 +101,45 @@ TEST(Cli, BenchOnTheCpuPrintsThroughputAndAJsonLine) {
   ASSERT_TRUE(std::getline(f, line));
   EXPECT_NE(line.find("\"train_img_per_s\":"), std::string::npos) << line;
   EXPECT_NE(line.find("\"train_peak_mem_gib\":null"), std::string::npos) << line;
+}
+
+TEST(Cli, BenchSequenceModeTrainsTheLraShapedModelAndPrintsEachWindow) {
+  const fs::path json = temp_dir() / "bench_sequence.jsonl";
+  fs::remove(json);
+  CliRun r = run_vitrain("bench --sequence 64 --depth 2 --dim 64 --heads 2 --mlp-ratio 2 --attention mita --m 4 "
+                         "--k 4 --batch-size 2 --steps 2 --warmup 1 --repeats 3 --device cpu --threads 1 --json " +
+                         json.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("sequence model N=64 (dim 64, depth 2, 2 heads, MLP x2), m=4 k=4"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("3 timed windows"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; windows: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" seq/s"), std::string::npos) << r.output;
+  std::ifstream f(json);
+  std::string line;
+  ASSERT_TRUE(std::getline(f, line));
+  for (const char* key : {"\"task\":\"sequence\"", "\"attention\":\"mita\"", "\"m\":4,\"k\":4", "\"seq_len\":64",
+                          "\"dim\":64,\"depth\":2,\"heads\":2,\"mlp_ratio\":2", "\"repeats\":3"})
+    EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
+  // Three positive window rates, the reported figure their median.
+  const size_t runs = line.find("\"train_runs\":[");
+  ASSERT_NE(runs, std::string::npos) << line;
+  std::vector<double> v;
+  std::stringstream ss(line.substr(runs + 14, line.find(']', runs) - runs - 14));
+  for (std::string cell; std::getline(ss, cell, ',');) v.push_back(std::stod(cell));
+  ASSERT_EQ(v.size(), 3u) << line;
+  for (double x : v) EXPECT_GT(x, 0.0) << line;
+  std::sort(v.begin(), v.end());
+  const size_t at = line.find("\"train_img_per_s\":");
+  ASSERT_NE(at, std::string::npos) << line;
+  EXPECT_NEAR(std::stod(line.substr(at + 18)), v[1], 1e-3 * v[1]) << line;
+}
+
+TEST(Cli, BenchSequenceShapeOptionsNeedSequence) {
+  expect_clean_failure(run_vitrain("bench --dim 64 --device cpu --steps 1"), "--dim needs --sequence");
+  expect_clean_failure(run_vitrain("bench --sequence 3 --attention mita --m 4 --device cpu --steps 1"),
+                       "--sequence 3 is shorter than MiTA's --m 4");
 }
 
 TEST(Cli, BenchRejectsAnUnknownModel) {

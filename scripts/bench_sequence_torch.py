@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""PyTorch peer of `vitrain bench --sequence N`: training steps/s of the same sequence classifier.
+
+Model (scripts/bench_mita_long.py's blocks): random token features x [B, N, dim] (already embedded, as ours) →
+`depth` pre-norm blocks (qkv Linear, F.scaled_dot_product_attention, proj; LayerNorm eps 1e-6; MLP ×mlp_ratio,
+GELU) → LayerNorm → mean over N → Linear(dim, 10). One training step: forward and label-smoothed (0.1)
+cross-entropy under bf16 autocast, zero_grad, backward, fused AdamW (lr 1e-3, weight decay 0.05): `vitrain
+bench`'s step. Timing: --warmup steps, then --repeats windows of --steps steps, synchronized at each window's ends.
+
+For each N: eager under each of --backends (SDPA restricted to that backend), then, with --compile, torch.compile
+under the backend that was fastest eager at that N. A failure (out of memory, a backend that does not take the
+inputs) becomes that row's error and the run goes on. One JSON line per measurement, in the rows
+scripts/bench_mita_table.py reads (part, model, impl torch-eager / torch-compile, backend, mode train, N, batch,
+runs [steps/s], median, min, max, unit, error).
+
+On the GPU machine: env -u LD_LIBRARY_PATH python3 scripts/bench_sequence_torch.py --part c --model lra \\
+    --dim 64 --depth 2 --heads 2 --mlp-ratio 2 --ns 1024,2048,4096 --batch 32 --compile --out rows.jsonl
+"""
+import argparse
+import statistics
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from bench_mita_long import SequenceTransformer, int_list
+from bench_timm import SDPA_BACKENDS, emit, first_line, fresh_memory, gib, sdpa_backend, timed_windows
+
+CLASSES = 10
+
+
+class SequenceClassifier(nn.Module):
+    def __init__(self, dim, depth, heads, mlp_ratio):
+        super().__init__()
+        self.encoder = SequenceTransformer(dim, depth, heads, mlp_ratio)
+        self.head = nn.Linear(dim, CLASSES)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(dim=1))
+
+
+def bench_train(args, N, compiled):
+    """Steps/s of each timed window and the peak GiB."""
+    fresh_memory()
+    torch.manual_seed(0)
+    model = SequenceClassifier(args.dim, args.depth, args.heads, args.mlp_ratio).cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05, fused=True)
+    run = torch.compile(model) if compiled else model
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(args.batch, N, args.dim, device="cuda", generator=g)
+    y = torch.arange(args.batch, device="cuda") % CLASSES
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(run(x), y, label_smoothing=0.1)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    warmup = args.warmup + (args.compile_warmup if compiled else 0)
+    runs = [args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
+    peak = gib(torch.cuda.max_memory_allocated())
+    del model, opt, run, x, y
+    return runs, peak
+
+
+def measure(args, N, backend, compiled):
+    row = {"part": args.part, "model": args.model, "impl": "torch-compile" if compiled else "torch-eager",
+           "backend": backend, "mode": "train", "N": N, "batch": args.batch, "runs": [], "median": None,
+           "min": None, "max": None, "unit": "steps/s", "error": "", "precision": "bf16",
+           "shape": f"dim {args.dim}, depth {args.depth}, {args.heads} heads, MLP x{args.mlp_ratio:g}"}
+    try:
+        with sdpa_backend(backend):
+            runs, peak = bench_train(args, N, compiled)
+        row.update(runs=[round(v, 4) for v in runs], median=round(statistics.median(runs), 4),
+                   min=round(min(runs), 4), max=round(max(runs), 4), peak_gib=round(peak, 3))
+    except Exception as e:  # noqa: BLE001 -- one failed measurement must not stop the others
+        row["error"] = first_line(e)
+        if compiled:
+            torch._dynamo.reset()
+        fresh_memory()
+    emit(row, args.out)
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--part", default="c", help="the benchmark part the rows belong to")
+    p.add_argument("--model", default="lra", help="the rows' model name")
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--depth", type=int, default=2)
+    p.add_argument("--heads", type=int, default=2)
+    p.add_argument("--mlp-ratio", type=float, default=2.0)
+    p.add_argument("--ns", default="1024,2048,4096", help="sequence lengths, comma-separated")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=20, help="steps per timed window")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--compile-warmup", type=int, default=3, help="extra warm-up steps for torch.compile")
+    p.add_argument("--repeats", type=int, default=3, help="timed windows")
+    p.add_argument("--backends", default="flash,efficient,cudnn", help="SDPA backends for the eager runs")
+    p.add_argument("--compile", action="store_true", help="also torch.compile, under the fastest eager backend")
+    p.add_argument("--out", help="append the JSON lines to this file")
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench_sequence_torch.py: needs a CUDA GPU")
+    backends = [b for b in args.backends.split(",") if b]
+    for b in backends:
+        if b not in SDPA_BACKENDS:
+            sys.exit(f"bench_sequence_torch.py: unknown SDPA backend '{b}' (choose from {', '.join(SDPA_BACKENDS)})")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}: sequence classifier training, "
+          f"dim {args.dim}, depth {args.depth}, {args.heads} heads, batch {args.batch}", flush=True)
+    for N in int_list(args.ns):
+        eager = [measure(args, N, b, False) for b in backends]
+        ok = [r for r in eager if not r["error"]]
+        if args.compile:
+            best = max(ok, key=lambda r: r["median"])["backend"] if ok else "default"
+            measure(args, N, best, True)
+
+
+if __name__ == "__main__":
+    main()
