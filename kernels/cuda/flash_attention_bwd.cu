@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
         float* acc = dq_acc + static_cast<int64_t>(row) * D + 2 * t;
 #pragma unroll
         for (int j = 0; j < D / 8; ++j)
-          atomicAdd(reinterpret_cast<float2*>(acc + j * 8), make_float2(dq[j][2 * r], dq[j][2 * r + 1]));
+          atomic_add2(acc + j * 8, dq[j][2 * r], dq[j][2 * r + 1]);
       }
     }
     __syncthreads();  // the next iteration overwrites this tile's buffers and dSᵀ

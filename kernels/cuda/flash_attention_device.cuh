@@ -68,6 +68,16 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/// p[0] += a, p[1] += b atomically (p 8-byte aligned): one vector atomic on sm_90+, two scalar ones before.
+__device__ __forceinline__ void atomic_add2(float* p, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(p), make_float2(a, b));
+#else
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
+#endif
+}
+
 /// Two floats as one bf16x2 register (lo in the low half, as MMA fragments expect).
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
@@ -151,11 +161,11 @@ __device__ __forceinline__ void add_qkt_dovt(float (&s)[kCols / 8][4], float (&d
 }
 
 /// The same with the keys as MMA rows (the dK/dV pass): st += K Qᵀ and dpt += V dOᵀ for the warp's 16 key rows
-/// (k0 .. k0 + 15 of the K, V tiles) against kCols queries.
+/// (k0 .. k0 + 15 of the K, V tiles) against kCols queries; 16-query chunks at or past `valid_cols` are skipped.
 template <int D, int kCols>
 __device__ __forceinline__ void add_kqt_vdot(float (&st)[kCols / 8][4], float (&dpt)[kCols / 8][4], const bf16* k,
                                              const bf16* v, const bf16* q, const bf16* dout, int ld, int k0,
-                                             int lane) {
+                                             int lane, int valid_cols = kCols) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     uint32_t kf[4], vf[4];
@@ -163,6 +173,7 @@ __device__ __forceinline__ void add_kqt_vdot(float (&st)[kCols / 8][4], float (&
     ldmatrix_x4(vf, a_rows(v, ld, k0, kk * 16, lane));
 #pragma unroll
     for (int nn = 0; nn < kCols / 16; ++nn) {
+      if (nn * 16 >= valid_cols) continue;
       uint32_t bq[4], bo[4];
       ldmatrix_x4(bq, b_rows_nk(q, ld, nn * 16, kk * 16, lane));
       ldmatrix_x4(bo, b_rows_nk(dout, ld, nn * 16, kk * 16, lane));
@@ -195,13 +206,15 @@ __device__ __forceinline__ void add_pv(float (&o)[D / 8][4], const float (&pr)[k
 }
 
 /// The dK/dV pass's accumulation over one query tile: dv += Pᵀ dO and dk += dSᵀ Q (Pᵀ, dSᵀ: the warp's 16 keys ×
-/// kCols queries, rounded to bf16; dO, Q rows [kCols][ld]).
+/// kCols queries, rounded to bf16; dO, Q rows [kCols][ld]); 16-query chunks at or past `valid_cols` are skipped
+/// (Pᵀ and dSᵀ are 0 there).
 template <int D, int kCols>
 __device__ __forceinline__ void add_dv_dk(float (&dv)[D / 8][4], float (&dk)[D / 8][4], const float (&pt)[kCols / 8][4],
                                           const float (&dst)[kCols / 8][4], const bf16* dout, const bf16* q, int ld,
-                                          int lane) {
+                                          int lane, int valid_cols = kCols) {
 #pragma unroll
   for (int kk = 0; kk < kCols / 16; ++kk) {
+    if (kk * 16 >= valid_cols) continue;
     uint32_t ap[4], as[4];
     a_fragment(ap, pt[2 * kk], pt[2 * kk + 1]);
     a_fragment(as, dst[2 * kk], dst[2 * kk + 1]);

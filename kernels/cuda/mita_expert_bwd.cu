@@ -9,15 +9,18 @@
 //     with the keys as the MMA's rows (Sᵀ = K Qᵀ, dVᵀ += Pᵀ dO, dK += dSᵀ Q), so each (expert, slot) sum is
 //     finished in one CTA: stored per (expert, slot) and summed per key in a fixed order (deterministic), or added
 //     into per-key f32 accumulators with atomics; mita_routed_store writes dk and dv from either;
-//  4. shared dR/dV̂: the same loop for 64 landmarks over all N queries (no gathers), written as f32.
+//  4. shared dR/dV̂: the same loop for 64 landmarks over the N queries (no gathers), written as f32; long
+//     sequences split the queries over `shared_splits` CTAs whose partial sums a last kernel adds in order.
 // P and dS are rounded to bf16 before their MMAs, as in FlashAttention-2 and the masked flash kernels.
 #include "kernels/cuda/mita_expert.h"
 
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/flash_attention_device.cuh"
 #include "kernels/cuda/mita_tiles.cuh"
 
@@ -41,8 +44,9 @@ struct ExpertBwdParams {
   const float *lse, *dsum;  // [BH, N]
   const int32_t *expert_keys, *order, *offsets;
   float *routed_dk, *routed_dv;  // per_expert: [BH, m, k, D]; else [BH, N, D] accumulators (zeroed)
-  float *dr, *dvh;               // [BH, m, D]
+  float *dr, *dvh;               // [BH, m, D], or [BH, shared_splits, m, D] partial sums when shared_splits > 1
   int H, N, m, k_slots, msh, slot_tiles;  // msh: shared slots (m or 0); slot_tiles: ⌈k / 64⌉
+  int shared_splits, shared_chunk;        // the shared slots' query ranges: chunks of shared_chunk queries
   bool per_expert;
   float shared_scale, routed_scale;  // logit scales (natural log domain)
 };
@@ -168,8 +172,8 @@ __global__ void __launch_bounds__(kThreads) expert_dq_kernel(const ExpertBwdPara
   }
 }
 
-/// kShared: slots blockIdx.x·64 .. of the m landmarks against all N queries; else routed slot tile
-/// blockIdx.x % slot_tiles of expert blockIdx.x / slot_tiles against the expert's queries.
+/// kShared: slots blockIdx.x·64 .. of the m landmarks against queries blockIdx.z·shared_chunk ..; else routed slot
+/// tile blockIdx.x % slot_tiles of expert blockIdx.x / slot_tiles against the expert's queries.
 template <int D, bool kShared>
 __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdParams p) {
   using namespace flash;
@@ -190,6 +194,8 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
   int expert = 0, slot0, first = 0, count = p.N;
   if constexpr (kShared) {
     slot0 = blockIdx.x * kCols;
+    first = blockIdx.z * p.shared_chunk;
+    count = min(p.shared_chunk, p.N - first);
   } else {
     expert = blockIdx.x / p.slot_tiles;
     slot0 = (blockIdx.x % p.slot_tiles) * kCols;
@@ -218,7 +224,7 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
     if (tid < kRows) {
       const int qi = i * kRows + tid;
       int n = -1;
-      if (qi < count) n = kShared ? qi : p.order[bh * p.N + first + qi];
+      if (qi < count) n = kShared ? first + qi : p.order[bh * p.N + first + qi];
       rows_q[buf][tid] = n >= 0 ? p.q.row(b, h, n) : nullptr;
       rows_o[buf][tid] = n >= 0 ? p.dout.row(b, h, n) : nullptr;
       sL[buf * kRows + tid] = n >= 0 ? p.lse[bh * p.N + n] * kLog2e : INFINITY;
@@ -259,7 +265,8 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
       float st[kRows / 8][4], dpt[kRows / 8][4];
       zero(st);
       zero(dpt);
-      add_kqt_vdot<D, kRows>(st, dpt, sK, sV, qt, dot, LD, warp * 16, lane);
+      const int valid_queries = count - i * kRows;  // an expert's last tile is often mostly empty
+      add_kqt_vdot<D, kRows>(st, dpt, sK, sV, qt, dot, LD, warp * 16, lane, valid_queries);
 #pragma unroll
       for (int j = 0; j < kRows / 8; ++j)
 #pragma unroll
@@ -269,7 +276,7 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
           st[j][e] = pr;
           dpt[j][e] = pr * (dpt[j][e] - dst[col]);
         }
-      add_dv_dk<D, kRows>(dv, dk, st, dpt, dot, qt, LD, lane);  // dV += Pᵀ dO, dK += dSᵀ Q
+      add_dv_dk<D, kRows>(dv, dk, st, dpt, dot, qt, LD, lane, valid_queries);  // dV += Pᵀ dO, dK += dSᵀ Q
     }
     __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
@@ -279,7 +286,8 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
     const int slot = slot0 + warp * 16 + g + 8 * r;
     float *gk, *gv;
     if constexpr (kShared) {
-      gk = p.dr + (bh * p.m + slot) * D, gv = p.dvh + (bh * p.m + slot) * D;
+      const int64_t at = ((bh * p.shared_splits + blockIdx.z) * p.m + slot) * D;
+      gk = p.dr + at, gv = p.dvh + at;
     } else if (p.per_expert) {
       const int64_t at = ((bh * p.m + expert) * p.k_slots + slot) * D;
       gk = p.routed_dk + at, gv = p.routed_dv + at;
@@ -287,9 +295,8 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
       const int64_t at = (bh * p.N + ekeys[slot]) * D;
 #pragma unroll
       for (int j = 0; j < D / 8; ++j) {
-        atomicAdd(reinterpret_cast<float2*>(p.routed_dk + at + j * 8 + 2 * t),
-                  make_float2(dk[j][2 * r] * scale, dk[j][2 * r + 1] * scale));
-        atomicAdd(reinterpret_cast<float2*>(p.routed_dv + at + j * 8 + 2 * t), make_float2(dv[j][2 * r], dv[j][2 * r + 1]));
+        atomic_add2(p.routed_dk + at + j * 8 + 2 * t, dk[j][2 * r] * scale, dk[j][2 * r + 1] * scale);
+        atomic_add2(p.routed_dv + at + j * 8 + 2 * t, dv[j][2 * r], dv[j][2 * r + 1]);
       }
       continue;
     }
@@ -299,6 +306,36 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
       *reinterpret_cast<float2*>(gv + j * 8 + 2 * t) = make_float2(dv[j][2 * r], dv[j][2 * r + 1]);
     }
   }
+}
+
+/// dr, dv̂ [rows, D] = the sum over the splits of the partial sums [BH][splits][m][D], in split order.
+__global__ void shared_split_sum_kernel(float* __restrict__ dr, float* __restrict__ dvh, const float* __restrict__ dr_part,
+                                        const float* __restrict__ dvh_part, int64_t m_d, int splits, int64_t total) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int64_t bh = i / m_d, j = i % m_d;
+  float a = 0.f, c = 0.f;
+  for (int z = 0; z < splits; ++z) {
+    const int64_t at = (bh * splits + z) * m_d + j;
+    a += dr_part[at];
+    c += dvh_part[at];
+  }
+  dr[i] = a;
+  dvh[i] = c;
+}
+
+/// The shared slots' query ranges: enough CTAs for about two waves, each range at least 256 queries (4 tiles),
+/// every range non-empty.
+struct SharedSplits {
+  int splits = 1, chunk = 0;
+};
+
+SharedSplits shared_splits(const MitaShape& s) {
+  const int64_t ctas = s.B * s.H * ((s.m + kCols - 1) / kCols);
+  const int64_t want = std::clamp<int64_t>((2 * device::sm_count() + ctas - 1) / ctas, 1,
+                                           std::max<int64_t>(1, s.N / (4 * kRows)));
+  const int64_t chunk = ((s.N + want - 1) / want + kRows - 1) / kRows * kRows;
+  return {static_cast<int>((s.N + chunk - 1) / chunk), static_cast<int>(chunk)};
 }
 
 template <typename Kernel>
@@ -320,7 +357,9 @@ bool mita_expert_supported(const MitaShape& s) {
 
 int64_t mita_expert_backward_workspace(const MitaShape& s, bool deterministic) {
   const int64_t BH = s.B * s.H;
-  return round4(BH * s.N) + 2 * (deterministic ? BH * s.m * s.k * s.d : BH * s.N * s.d);
+  const int splits = s.shared ? shared_splits(s).splits : 1;
+  return round4(BH * s.N) + 2 * (deterministic ? BH * s.m * s.k * s.d : BH * s.N * s.d) +
+         (splits > 1 ? 2 * BH * splits * s.m * s.d : 0);
 }
 
 void mita_expert_backward(const AttentionView& dq, const AttentionView& dk, const AttentionView& dv, float* dr,
@@ -341,6 +380,10 @@ void mita_expert_backward(const AttentionView& dq, const AttentionView& dk, cons
   float* dsum = workspace;
   float* routed_dk = workspace + round4(BH * s.N);
   float* routed_dv = routed_dk + routed;
+  const SharedSplits part = s.shared ? shared_splits(s) : SharedSplits{1, static_cast<int>(s.N)};
+  const int splits = part.splits;
+  float* dr_part = splits > 1 ? routed_dv + routed : dr;
+  float* dvh_part = splits > 1 ? dr_part + BH * splits * s.m * s.d : dv_hat;
   if (!deterministic) VT_CUDA_CHECK(cudaMemsetAsync(routed_dk, 0, sizeof(float) * 2 * routed, stream));
   const AttentionShape as{s.B, s.H, s.N, s.d, s.scale};
   flash_attention_row_dot(dsum, dout, out, as, stream);
@@ -350,7 +393,8 @@ void mita_expert_backward(const AttentionView& dq, const AttentionView& dk, cons
   p.r = s.shared ? source(r) : source(q), p.vh = s.shared ? source(v_hat) : source(q);
   p.dq = dq, p.lse = lse, p.dsum = dsum;
   p.expert_keys = routing.expert_keys, p.order = routing.order, p.offsets = routing.offsets;
-  p.routed_dk = routed_dk, p.routed_dv = routed_dv, p.dr = dr, p.dvh = dv_hat;
+  p.routed_dk = routed_dk, p.routed_dv = routed_dv, p.dr = dr_part, p.dvh = dvh_part;
+  p.shared_splits = splits, p.shared_chunk = part.chunk;
   p.H = static_cast<int>(s.H), p.N = static_cast<int>(s.N), p.m = static_cast<int>(s.m);
   p.k_slots = static_cast<int>(s.k), p.msh = s.shared ? p.m : 0;
   p.slot_tiles = static_cast<int>((s.k + kCols - 1) / kCols);
@@ -364,13 +408,20 @@ void mita_expert_backward(const AttentionView& dq, const AttentionView& dk, cons
     launch(expert_dkdv_kernel<D, false>, dim3(static_cast<unsigned>(s.m * p.slot_tiles), bh), dkdv_smem_bytes<D>(), p,
            stream);
     if (s.shared)
-      launch(expert_dkdv_kernel<D, true>, dim3(static_cast<unsigned>((s.m + kCols - 1) / kCols), bh),
+      launch(expert_dkdv_kernel<D, true>,
+             dim3(static_cast<unsigned>((s.m + kCols - 1) / kCols), bh, static_cast<unsigned>(splits)),
              dkdv_smem_bytes<D>(), p, stream);
   };
   switch (s.d) {
     case 32: run(std::integral_constant<int, 32>{}); break;
     case 64: run(std::integral_constant<int, 64>{}); break;
     default: run(std::integral_constant<int, 128>{}); break;
+  }
+  if (splits > 1) {
+    const int64_t total = BH * s.m * s.d;
+    shared_split_sum_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(
+        dr, dv_hat, dr_part, dvh_part, s.m * s.d, splits, total);
+    VT_CUDA_CHECK(cudaGetLastError());
   }
   mita_routed_store(DType::bf16, dk, dv, routed_dk, routed_dv, deterministic, routing, s, stream);
 }

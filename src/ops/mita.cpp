@@ -85,8 +85,11 @@ void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev)
 // bf16 with the shared branch runs on tensor cores, in one of two kernel families with the same results:
 //  - masked flash (cuda/mita_flash): every query against all m + N slots with a mask, dense-flash tiles;
 //  - per expert (cuda/mita_expert): an expert's 64-query tiles against its m + k slots, streamed, any m and k.
-// The cost model counts MMA tile work: the masked kernels do ⌈N/64⌉·64 × ⌈(m + N)/64⌉·64 products; the
-// per-expert ones pad each expert's queries to warps of 16 (about N + 8m rows) against ⌈(m + k)/64⌉·64 slots.
+// The choice follows the MMA work: the masked kernels do about N·(m + N) products; the per-expert ones pad each
+// expert's queries to warps of 16 rows (about N + 16m rows) against ⌈(m + k)/64⌉·64 slots, and pay for gathering
+// the slots of every expert, counted as a factor 2 (fitted to the H200 timings of
+// MitaExpertCuda.DISABLED_TimingAgainstDense: masked wins at DeiT's N = 197, m = k = 25, and at N = 1024,
+// m = k = 128; per expert at N = 1025, m = k = 49 and from N = 2048 at m = k = 128).
 // VT_MITA_JOINT=masked|expert overrides the choice (benchmarks). Route-only keeps the CUDA-core kernels: there, with
 // all of a row's mass on k slots, rounding P and dS to bf16 before their MMAs (as FlashAttention-2 does) gave
 // dk/dq errors 2.1× the rounded f64 answer's on the H200, over the bf16 rule's 2×
@@ -103,7 +106,7 @@ JointKernel choose_joint_kernel(const JointSaved& sv, const kc::MitaShape& s) {
   if (!expert) return masked ? JointKernel::masked_flash : JointKernel::cuda_cores;
   if (!masked) return JointKernel::expert;
   auto up64 = [](int64_t x) { return (x + 63) / 64 * 64; };
-  const int64_t masked_work = up64(s.N) * up64(s.m + s.N), expert_work = (s.N + 8 * s.m) * up64(s.m + s.k);
+  const int64_t masked_work = s.N * (s.m + s.N), expert_work = 2 * (s.N + 16 * s.m) * up64(s.m + s.k);
   return expert_work < masked_work ? JointKernel::expert : JointKernel::masked_flash;
 }
 #endif
