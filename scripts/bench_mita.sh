@@ -23,6 +23,7 @@
 # RAW_COPY=benchmarks/raw copies the raw files into RAW_COPY/<date>-<commit>/ (both also possible later with
 # scripts/bench_mita_table.py report).
 # Env: QUICK (0), PARTS ("a b c e d"), BUDGET_S (500; QUICK 230), SDPA_BACKENDS ("flash efficient cudnn"),
+#      SEG_PRECISIONS, LRA_NS, LONG_NS (space-separated), FIG5_NS (comma-separated): the sizes of parts b-e,
 #      TIMM_COMPILE (0), VITRAIN_ARGS (extra `vitrain bench` options for parts a-c and e, e.g. --cuda-graph).
 set -uo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
@@ -44,13 +45,13 @@ TIMM_COMPILE=${TIMM_COMPILE:-0}
 if [ "$QUICK" = 1 ]; then
   BUDGET_S=${BUDGET_S:-230}
   WARMUP=3 STEPS=10 SEG_STEPS=5 SEQ_STEPS=20
-  SEG_PRECISIONS="bf16" LRA_NS="1024 4096" LONG_NS="65536"
-  FIG5_NS=1024,16384,262144 FIG5_TARGET=0.2
+  SEG_PRECISIONS=${SEG_PRECISIONS:-bf16} LRA_NS=${LRA_NS:-"1024 4096"} LONG_NS=${LONG_NS:-65536}
+  FIG5_NS=${FIG5_NS:-1024,16384,262144} FIG5_TARGET=0.2
 else
   BUDGET_S=${BUDGET_S:-500}
   WARMUP=10 STEPS=30 SEG_STEPS=15 SEQ_STEPS=50
-  SEG_PRECISIONS="bf16 f32" LRA_NS="1024 2048 4096" LONG_NS="65536 262144"
-  FIG5_NS=1024,4096,16384,65536,262144,1048576 FIG5_TARGET=0.3
+  SEG_PRECISIONS=${SEG_PRECISIONS:-"bf16 f32"} LRA_NS=${LRA_NS:-"1024 2048 4096"} LONG_NS=${LONG_NS:-"65536 262144"}
+  FIG5_NS=${FIG5_NS:-1024,4096,16384,65536,262144,1048576} FIG5_TARGET=0.3
 fi
 REPEATS=3
 # Seconds of the budget each part may use (plus what the parts before it left).

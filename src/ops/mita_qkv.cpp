@@ -1,11 +1,12 @@
 // ops::mita_qkv_attention (mita.h): fused MiTA on the packed qkv(g), with the DWC and the gate when asked, as one
 // backward node for the whole layer core. The shared branch V̂ = softmax(scale·R·Kᵀ)·V and its gradients run as
 //  - flash: CUDA bf16, the landmarks as the m query rows of a flash attention over the N keys (forward and
-//    backward on tensor cores, any N; the joint backward's f32 dR and dV̂ feed it);
+//    backward on tensor cores; the joint backward's f32 dR and dV̂ feed it), unless each of a few CTAs would
+//    stream a long sequence (B·H·⌈m/64⌉ < SMs/4 and N ≥ 16K: 4 CTAs over 64K keys took 3.8 ms a layer on the H200);
 //  - fused: CUDA f32 or bf16, one CUDA-core kernel each way (kernels/cuda/mita_shared.h) while the [m, N] logits of
 //    one (b, h) fit in shared memory;
 //  - composite: f32 ops (the CPU, and shapes neither kernel takes).
-// VT_MITA_SHARED=fused|composite overrides the first choice (benchmarks).
+// VT_MITA_SHARED=flash|fused|composite overrides the choice where that kind applies (tests, benchmarks).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -58,6 +59,10 @@ kc::MitaShape shared_shape(const JointSaved& sv) {
 enum class SharedBranch { composite, fused, flash };
 
 #ifdef VT_WITH_CUDA
+kc::AttentionShape landmark_queries(const kc::MitaShape& s) {  // the m landmarks against the N keys
+  return {s.B, s.H, s.m, s.d, s.scale, s.N};
+}
+
 SharedBranch choose_shared_branch(const JointSaved& sv) {
   if (!sv.q.device().is_cuda()) return SharedBranch::composite;
   const kc::MitaShape s = shared_shape(sv);
@@ -68,12 +73,11 @@ SharedBranch choose_shared_branch(const JointSaved& sv) {
     flash = flash && kc::flash_attention_aligned(head_view(*t));
   const bool fused = kc::mita_shared_supported(s);
   if (force && std::strcmp(force, "fused") == 0 && fused) return SharedBranch::fused;
-  return flash ? SharedBranch::flash : fused ? SharedBranch::fused : SharedBranch::composite;
+  if (force && std::strcmp(force, "flash") == 0 && flash) return SharedBranch::flash;
+  if (flash && kc::flash_attention_fills_device(landmark_queries(s))) return SharedBranch::flash;
+  return fused ? SharedBranch::fused : SharedBranch::composite;
 }
 
-kc::AttentionShape landmark_queries(const kc::MitaShape& s) {  // the m landmarks against the N keys
-  return {s.B, s.H, s.m, s.d, s.scale, s.N};
-}
 #endif
 
 // V̂ = softmax(scale·R·Kᵀ)·V on tensor cores; lse [B, H, m] (its softmax's log-normaliser) for the backward.

@@ -407,7 +407,7 @@ TEST(MitaCuda, PackedQkvPathMatchesTheCpuAndTheSlicePath) {
 
 
 // The packed training path under each choice of kernels for bf16 (ops/mita.cpp: masked flash or per-expert joint
-// attention; ops/mita_qkv.cpp: the shared branch as a flash attention or the fused CUDA-core kernel) against the
+// attention; ops/mita_qkv.cpp: the shared branch as a flash attention, the fused CUDA-core kernel or f32 ops) against the
 // f64 CPU path, by the bf16 rule with the slice path (mita_attention + the composite V̂ in f32) as the plain bf16
 // implementation; and the LRA's m = k = 128 with 1-D pooling, which only the per-expert kernels take.
 TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
@@ -418,7 +418,7 @@ TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
   uint32_t seed = 1500;
   for (const Case& c : {kCases[0], kCases[1], Case{2048, 128, 128, "sequence"}})
     for (const Choice& ch : {Choice{"masked", "fused"}, Choice{"masked", "flash"}, Choice{"expert", "fused"},
-                             Choice{"expert", "flash"}}) {
+                             Choice{"expert", "flash"}, Choice{"expert", "composite"}}) {
       const std::string what = name_of(c, DType::bf16) + " joint " + ch.joint + ", shared " + ch.shared;
       models::MitaOptions o;
       o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
