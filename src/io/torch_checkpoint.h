@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "io/torch_state_dict.h"
 
 namespace vt::io {
 
-/// Which state dict of a training checkpoint to take.
-enum class TorchPick { weights, ema };
+// TorchPick (weights | ema: which state dict of a training checkpoint to take) is in io/torch_state_dict.h.
 
 struct TorchCheckpoint {
   NamedTensors tensors;                 // the chosen state dict: dotted names in file order, CPU tensors, "module." stripped
