@@ -49,7 +49,9 @@ models::AttentionConfig attention_of(const io::NamedTensors& w, models::ViTConfi
     cfg.num_heads = an->size(0);
   } else if (find(w, ".attn.q_norm.weight")) {
     a.type = "linear";
-    if (!find(w, ".attn.proj.weight")) cfg.num_heads = 1;  // one head: the official module has no to_out
+    // Only a one-head module lacks the output projection (official: to_out = Identity); any other count has it.
+    if (!find(w, ".attn.proj.weight")) cfg.num_heads = 1;
+    else if (cfg.num_heads == 1) cfg.num_heads = 2;
   }
   return a;
 }
