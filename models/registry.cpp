@@ -8,6 +8,7 @@ namespace {
 struct Preset {
   const char* name;
   int64_t img, patch, dim, depth, heads;
+  bool distilled = false;
 };
 // name, img_size, patch_size, embed_dim, depth, num_heads
 constexpr Preset kPresets[] = {
@@ -15,6 +16,12 @@ constexpr Preset kPresets[] = {
     {"deit_tiny_patch16_224", 224, 16, 192, 12, 3},
     {"deit_small_patch16_224", 224, 16, 384, 12, 6},
     {"deit_base_patch16_224", 224, 16, 768, 12, 12},
+    {"deit_base_patch16_384", 384, 16, 768, 12, 12},
+    // DeiT with the distillation token and head (timm's VisionTransformerDistilled).
+    {"deit_tiny_distilled_patch16_224", 224, 16, 192, 12, 3, true},
+    {"deit_small_distilled_patch16_224", 224, 16, 384, 12, 6, true},
+    {"deit_base_distilled_patch16_224", 224, 16, 768, 12, 12, true},
+    {"deit_base_distilled_patch16_384", 384, 16, 768, 12, 12, true},
     {"vit_tiny_patch16_224", 224, 16, 192, 12, 3},
     {"vit_small_patch16_224", 224, 16, 384, 12, 6},
     {"vit_base_patch16_224", 224, 16, 768, 12, 12},
@@ -27,7 +34,9 @@ constexpr Preset kPresets[] = {
 };
 }  // namespace
 
-ViTConfig preset(const std::string& name) {
+ViTConfig preset(const std::string& tagged_name) {
+  // "deit_small_patch16_224.fb_in1k": the architecture is the part before timm's pretrained tag.
+  const std::string name = tagged_name.substr(0, tagged_name.find('.'));
   for (const auto& p : kPresets) {
     if (name != p.name) continue;
     ViTConfig c;
@@ -36,6 +45,7 @@ ViTConfig preset(const std::string& name) {
     c.embed_dim = p.dim;
     c.depth = p.depth;
     c.num_heads = p.heads;
+    c.distilled = p.distilled;
     if (name == "vit_micro") {
       c.in_chans = 1;
       c.num_classes = 10;

@@ -9,7 +9,8 @@
 
 namespace vt::models {
 
-/// The preset's architecture (dims, depth, heads, patch, image size); throws naming `name` if unknown.
+/// The preset's architecture (dims, depth, heads, patch, image size); throws naming `name` if unknown. A timm
+/// pretrained tag after a dot ("deit_small_patch16_224.fb_in1k") is ignored here (engine/pretrained_cfg).
 ViTConfig preset(const std::string& name);
 std::vector<std::string> preset_names();
 

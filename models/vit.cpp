@@ -21,7 +21,7 @@ Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path
   // The token count lets make_attention check the shape-dependent settings (model.attention.m, k, ...) now;
   // 0 (unknown) without a patch grid (patch_size 0: models/sequence_model's blocks see any N).
   const int64_t grid = cfg.patch_size > 0 ? cfg.img_size / cfg.patch_size : 0;
-  const int64_t tokens = grid > 0 ? 1 + grid * grid : 0;
+  const int64_t tokens = grid > 0 ? cfg.num_prefix_tokens() + grid * grid : 0;
   attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen, tokens));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(D, static_cast<int64_t>(D * cfg.mlp_ratio), cfg.drop_rate, gen));
@@ -41,15 +41,22 @@ std::pair<Tensor, Tensor> Block::forward_normed(const Tensor& x, const Tensor& n
 VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
   VT_CHECK(cfg.embed_dim > 0 && cfg.depth > 0 && cfg.num_heads > 0 && cfg.num_classes >= 0,
            "[model] embed_dim, depth and num_heads must be positive and num_classes not negative");
+  VT_CHECK(!cfg.distilled || cfg.attention.type == "dense", "[model] a distilled DeiT (dist_token) needs dense "
+           "attention; model.attention.type is '", cfg.attention.type, "'");
   Generator gen(cfg.seed);
   const int64_t D = cfg.embed_dim;
   patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(cfg.img_size, cfg.patch_size,
                                                                                    cfg.in_chans, D, gen));
   cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
-  pos_embed = register_parameter("pos_embed", Tensor::empty({1, 1 + patch_embed->num_patches(), D}));
+  pos_embed = register_parameter("pos_embed",
+                                 Tensor::empty({1, cfg.num_prefix_tokens() + patch_embed->num_patches(), D}));
   // timm 0.4.12, which DeiT and MiTA train with: trunc_normal(0.02) for both (newer timm uses std 1e-6 for cls).
   nn::init::trunc_normal(cls_token, 0.02, gen);
   nn::init::trunc_normal(pos_embed, 0.02, gen);
+  if (cfg.distilled) {
+    dist_token = register_parameter("dist_token", Tensor::empty({1, 1, D}));
+    nn::init::trunc_normal(dist_token, 0.02, gen);
+  }
   auto list = register_module("blocks", std::make_shared<BlockList>());
   for (int64_t i = 0; i < cfg.depth; ++i) {
     // Stochastic depth rises linearly from 0 to drop_path_rate over the blocks (timm).
@@ -60,6 +67,8 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
   norm = register_module("norm", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
   // num_classes 0: no classifier (timm's nn.Identity head), e.g. a segmentation backbone.
   if (cfg.num_classes > 0) head = register_module("head", std::make_shared<nn::Linear>(D, cfg.num_classes, true, gen));
+  if (cfg.num_classes > 0 && cfg.distilled)
+    head_dist = register_module("head_dist", std::make_shared<nn::Linear>(D, cfg.num_classes, true, gen));
 }
 
 Tensor VisionTransformer::forward_features(const Tensor& images) const {
@@ -67,7 +76,10 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
   const int64_t B = x.size(0);
   // The residual stream is in the parameters' dtype (f32), as torch.cat promotes under timm's AMP.
   if (x.dtype() != cls_token.dtype()) x = x.to(cls_token.dtype());
-  x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
+  if (cfg_.distilled)
+    x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), dist_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
+  else
+    x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
   x = ops::dropout(x + pos_embed, cfg_.drop_rate, training());
   Tensor normed = blocks[0]->norm1->forward(x);  // then each block hands on the next norm's input, fused
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -80,6 +92,12 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
 Tensor VisionTransformer::forward(const Tensor& images) const {
   Tensor x = forward_features(images);
   Tensor cls = x.slice(1, 0, 1).squeeze(1);  // [B, D]
+  if (cfg_.distilled) {
+    Tensor dist = x.slice(1, 1, 2).squeeze(1);
+    if (!head) return (cls + dist) * 0.5;  // timm's pre-logits of the distilled model
+    return (head->forward(ops::dropout(cls, cfg_.drop_rate, training())) +
+            head_dist->forward(ops::dropout(dist, cfg_.drop_rate, training()))) * 0.5;
+  }
   if (!head) return cls;  // pre-logits features [B, D]
   return head->forward(ops::dropout(cls, cfg_.drop_rate, training()));
 }

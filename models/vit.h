@@ -13,8 +13,14 @@ struct ViTConfig {
   int64_t img_size = 224, patch_size = 16, in_chans = 3, num_classes = 1000;
   int64_t embed_dim = 192, depth = 12, num_heads = 3;
   double mlp_ratio = 4.0, drop_rate = 0.0, drop_path_rate = 0.0, layer_norm_eps = 1e-6;
+  /// DeiT's distillation token (timm's VisionTransformerDistilled): `dist_token` after CLS, pos_embed over both,
+  /// and a second classifier `head_dist` on it; the logits are (head(x_cls) + head_dist(x_dist)) / 2, as timm
+  /// returns outside distilled training. Dense attention only.
+  bool distilled = false;
   AttentionConfig attention;
   uint64_t seed = 0;  // initialisation stream
+  /// Tokens before the patch tokens: CLS, plus the distillation token.
+  int64_t num_prefix_tokens() const { return distilled ? 2 : 1; }
 };
 
 /// x + drop_path(attn(norm1(x))); x + drop_path(mlp(norm2(x))).
@@ -38,15 +44,17 @@ class VisionTransformer : public nn::Module {
   explicit VisionTransformer(const ViTConfig& cfg);
   /// [B, C, H, W] → logits [B, num_classes]; with num_classes 0 (no head) the CLS features [B, D].
   Tensor forward(const Tensor& images) const;
-  /// Tokens after the final norm, [B, 1 + N, D].
+  /// Tokens after the final norm, [B, prefix + N, D] (prefix: CLS, then dist_token when distilled).
   Tensor forward_features(const Tensor& images) const;
   const ViTConfig& config() const { return cfg_; }
 
   Tensor cls_token, pos_embed;
+  Tensor dist_token;  ///< undefined unless distilled
   std::shared_ptr<nn::PatchEmbed> patch_embed;
   std::vector<std::shared_ptr<Block>> blocks;
   std::shared_ptr<nn::LayerNorm> norm;
-  std::shared_ptr<nn::Linear> head;  ///< null when num_classes is 0
+  std::shared_ptr<nn::Linear> head;       ///< null when num_classes is 0
+  std::shared_ptr<nn::Linear> head_dist;  ///< distilled models with classes only
 
  private:
   ViTConfig cfg_;

@@ -14,13 +14,24 @@ io::Config load_command_config(const std::string& path, std::vector<std::string>
   return cfg;
 }
 
+engine::WeightsLoadOptions RunOptions::weights_options() const {
+  return {ema ? engine::WeightsPick::ema : engine::WeightsPick::weights, !non_strict};
+}
+
 io::Config RunOptions::load() const { return load_command_config(config, sets, device); }
 
 void add_run_options(CLI::App& cmd, RunOptions& o, const RunOptionsSpec& spec) {
   auto* config = cmd.add_option("-c,--config", o.config, spec.config_help)->check(CLI::ExistingFile);
   if (spec.config_required) config->required();
-  if (spec.weights)
-    cmd.add_option("-w,--weights", o.weights, "weights (.safetensors)")->required()->check(CLI::ExistingFile);
+  if (spec.weights) {
+    cmd.add_option("-w,--weights", o.weights,
+                   "weights: .safetensors (timm, ours, a training checkpoint) or a PyTorch .pth/.pt/.bin")
+        ->required()
+        ->check(CLI::ExistingFile);
+    cmd.add_flag("--ema", o.ema, "a training checkpoint's EMA weights (ours: ema.*; DeiT's model_ema)");
+    cmd.add_flag("--non-strict", o.non_strict,
+                 "load weights with missing or unexpected tensors (listed in a warning) instead of failing");
+  }
   cmd.add_option("--set", o.sets, "override a config key, e.g. --set optim.lr=1e-3 (repeatable)");
   if (spec.device) cmd.add_option("--device", o.device, "cuda:0 | cpu | auto (overrides train.device)");
 }

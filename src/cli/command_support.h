@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/weights_load.h"
 #include "io/config.h"
 
 namespace vt::cli {
@@ -18,19 +19,23 @@ io::Config load_command_config(const std::string& path, std::vector<std::string>
 struct RunOptions {
   std::string config, weights, device;
   std::vector<std::string> sets;
+  bool ema = false, non_strict = false;  ///< with weights: --ema, --non-strict
   /// load_command_config(config, sets, device).
   io::Config load() const;
+  /// How --weights loads: --ema picks the EMA weights, --non-strict allows missing / unexpected tensors.
+  engine::WeightsLoadOptions weights_options() const;
 };
 
 /// Which of the shared options a subcommand takes and how it describes --config.
 struct RunOptionsSpec {
   const char* config_help = "YAML config file";
   bool config_required = false;
-  bool weights = false;  ///< -w/--weights: a required, existing .safetensors file
+  bool weights = false;  ///< -w/--weights (a required, existing weights file), --ema, --non-strict
   bool device = true;    ///< --device (a command that runs no model has none)
 };
 
-/// Registers -c/--config (an existing file), -w/--weights (per spec), --set (repeatable) and --device on `cmd`,
+/// Registers -c/--config (an existing file), -w/--weights with --ema and --non-strict (per spec), --set
+/// (repeatable) and --device on `cmd`,
 /// writing into `o` (which must outlive the parse).
 void add_run_options(CLI::App& cmd, RunOptions& o, const RunOptionsSpec& spec = {});
 

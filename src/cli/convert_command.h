@@ -1,5 +1,7 @@
-// `vitrain convert --in A --out B [--model NAME] [--img-size S] [--num-classes K]`: timm-named safetensors in,
-// timm-loadable safetensors out (pos_embed resampled, head dropped or replaced, f32), no .pth involved.
+// `vitrain convert --in A --out B [--ema] [--layout official|vitrain] [--non-strict] [--model NAME]
+// [--img-size S] [--num-classes K]`: any weights file in (safetensors, our training checkpoint, torch .pth), the
+// model's weights out as safetensors or a torch state dict (by --out's extension) that timm's or the official
+// MiTA modules' load_state_dict(strict=True) accepts (pos_embed resampled, head dropped or replaced, f32).
 // Registered on the main CLI11 app by one call from main().
 #pragma once
 

@@ -15,9 +15,9 @@ void add_eval_output_options(CLI::App& eval, EvalOutputOptions& options) {
 
 void print_eval_results(const engine::EvalResultsRow& row, const EvalOutputOptions& options) {
   std::printf("%s\n", engine::eval_summary_line(row).c_str());
-  std::printf("%s: top-1 %.3f%%  top-5 %.3f%%  loss %.4f  (%lld images, %.0f img/s, %.2fM params)\n",
+  std::printf("%s: top-1 %.3f%%  top-5 %.3f%%  loss %.4f  (%lld images, %.0f img/s, %.2fM params, %s)\n",
               row.model.c_str(), row.top1, row.top5, row.loss, static_cast<long long>(row.images), row.img_per_s,
-              static_cast<double>(row.param_count) / 1e6);
+              static_cast<double>(row.param_count) / 1e6, row.amp ? "bf16 autocast" : "f32");
   if (options.json) std::printf("%s\n", engine::eval_results_json(row, 0).c_str());
   if (!options.results_file.empty()) {
     engine::write_eval_results(options.results_file, row);

@@ -1,6 +1,6 @@
 // eval-sweep and eval-swap (see eval_sweep_command.h). Each cell is one engine::evaluate_weights call: the model
 // is rebuilt with the cell's attention settings and the frozen weights are loaded into it
-// (load_weights_compatible), so any attention kind the config names can be swept.
+// non-strictly (load_weights_compatible), so any attention kind the config names can be swept.
 #include "cli/eval_sweep_command.h"
 
 #include <cmath>
@@ -26,7 +26,11 @@ namespace fs = std::filesystem;
 engine::EvalResult evaluate_cell(const io::Config& cfg, const std::string& weights, const std::string& what) {
   std::printf("evaluating %s ...\n", what.c_str());
   std::fflush(stdout);
-  const engine::EvalResult r = engine::evaluate_weights(cfg, weights);
+  // Cells evaluate weights trained with another kind or (m, k): tensors one kind has and another lacks are
+  // expected here, so the load is non-strict (the skipped tensors are still listed in a warning).
+  engine::EvalOptions options;
+  options.load.strict = false;
+  const engine::EvalResult r = engine::evaluate_weights(cfg, weights, options);
   std::printf("  %s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%lld images)\n", what.c_str(), r.top1, r.top5, r.loss,
               static_cast<long long>(r.count));
   std::fflush(stdout);

@@ -18,6 +18,7 @@
 #include "cli/seg_command.h"
 #include "cli/viz_command.h"
 #include "engine/imagenet_data.h"
+#include "engine/pretrained_cfg.h"
 #include "engine/seg_trainer.h"
 #include "engine/trainer.h"
 #include "io/config.h"
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
   vt::cli::add_run_options(*eval, eval_opts, {.weights = true});
   vt::cli::EvalOutputOptions eval_out;
   vt::cli::add_eval_output_options(*eval, eval_out);
+  bool eval_amp = false;
+  eval->add_flag("--amp", eval_amp, "evaluate under bf16 autocast (timm validate.py --amp); default f32");
 
   vt::cli::BenchCommand bench_cmd;
   auto* bench = vt::cli::add_bench_command(app, bench_cmd);
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
     if (!resume.empty()) sets.push_back("train.resume=" + resume);
     const std::string& weights = opts.weights;
     vt::io::Config cfg = vt::cli::load_command_config(opts.config, sets, opts.device);
+    if (*eval) vt::engine::apply_pretrained_cfg(cfg);  // a model.name tag's mean/std/crop/size/classes
     if (*train && !cfg.model.decoder.type.empty()) {  // segmentation: Segmenter + decoder (engine/seg_trainer.h)
       std::printf("%s\n", vt::engine::seg_train_report(vt::engine::train_segmentation(cfg)).c_str());
     } else if (*train) {
@@ -75,14 +79,17 @@ int main(int argc, char** argv) {
       std::printf("log: %s\nmetrics: %s\nweights: %s\n", s.log_path.c_str(), s.metrics_path.c_str(),
                   s.weights_path.c_str());
     } else if (*eval && !cfg.model.decoder.type.empty()) {  // segmentation config: seg-eval's protocol and table
-      return vt::cli::run_seg_eval(cfg, weights, eval_out.results_file, eval_out.json);
+      return vt::cli::run_seg_eval(cfg, weights, opts.weights_options(), eval_out.results_file, eval_out.json);
     } else if (*eval) {
-      auto r = vt::engine::evaluate_weights(cfg, weights);
+      vt::engine::EvalOptions options;
+      options.load = opts.weights_options();
+      options.amp = eval_amp;
+      auto r = vt::engine::evaluate_weights(cfg, weights, options);
       const int64_t img_size = vt::engine::vit_config(cfg).img_size;
       // validate.py's row: Fashion-MNIST is evaluated uncropped; ImageFolder with data.crop_pct, bicubic.
       const bool folder = vt::engine::uses_image_folder(cfg);
       vt::cli::print_eval_results({cfg.model.name, r.top1, r.top5, r.loss, r.params, img_size,
-                                   folder ? cfg.data.crop_pct : 1.0, "bicubic", r.count, r.img_per_s},
+                                   folder ? cfg.data.crop_pct : 1.0, "bicubic", r.count, r.img_per_s, eval_amp},
                                   eval_out);
     }
   } catch (const std::exception& e) {

@@ -45,8 +45,9 @@ void draw_classes(engine::RgbImage& out, int x0, const cv::Mat& classes) {
 
 }  // namespace
 
-int run_seg_eval(const io::Config& cfg, const std::string& weights, const std::string& json_path, bool print_json) {
-  const engine::SegEvalResult r = engine::evaluate_segmentation_weights(cfg, weights);
+int run_seg_eval(const io::Config& cfg, const std::string& weights, const engine::WeightsLoadOptions& load,
+                 const std::string& json_path, bool print_json) {
+  const engine::SegEvalResult r = engine::evaluate_segmentation_weights(cfg, weights, load);
   const std::vector<std::string> names = class_names(static_cast<int64_t>(r.scores.iou.size()));
   std::printf("%s", engine::seg_scores_table(r.scores, names).c_str());
   std::printf("%s  (%lld images, %.2f img/s, %s)\n", engine::seg_summary_line(r.scores).c_str(),
@@ -80,7 +81,7 @@ void add_seg_eval_command(CLI::App& app) {
   cmd->add_option("--json", opts->json, "also write the scores (with per-class IoU/Acc) to this JSON file");
   cmd->callback([opts] {
     finish_command([&] {
-      return run_seg_eval(opts->run.load(), opts->run.weights, opts->json);
+      return run_seg_eval(opts->run.load(), opts->run.weights, opts->run.weights_options(), opts->json);
     });
   });
 }
@@ -112,7 +113,7 @@ void add_viz_seg_command(CLI::App& viz) {
         if (eval.reduce_zero_label) data::reduce_zero_label(label);
       }
       const Device device = engine::resolve_device(cfg.train.device);
-      const auto model = engine::load_segmenter_weights(cfg, opts->run.weights, device);
+      const auto model = engine::load_segmenter_weights(cfg, opts->run.weights, device, opts->run.weights_options());
       const cv::Mat pred = engine::predict_segmentation(*model, image, eval, device);
       constexpr int kGap = 8;
       const int panels = label.empty() ? 2 : 3;

@@ -81,6 +81,15 @@ Checkpoint load_checkpoint(const std::string& path) {
   } catch (const Error& e) {
     VT_FAIL("[checkpoint] cannot read '", path, "' (truncated, damaged or not a safetensors file): ", e.what());
   }
+  return load_checkpoint(std::move(file), path);
+}
+
+bool is_training_checkpoint(const std::map<std::string, std::string>& metadata) {
+  auto f = metadata.find("format");
+  return f != metadata.end() && f->second == kFormat;
+}
+
+Checkpoint load_checkpoint(io::SafetensorsFile file, const std::string& path) {
   auto f = file.metadata.find("format");
   VT_CHECK(f != file.metadata.end() && f->second == kFormat, "[checkpoint] '", path,
            "' is not a vitrain training checkpoint (no __metadata__.format = ", kFormat,

@@ -42,6 +42,12 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
 /// foreign file is rejected with a vt::Error naming the path and the problem.
 Checkpoint load_checkpoint(const std::string& path);
 
+/// load_checkpoint for a file already read (`path` names it in errors).
+Checkpoint load_checkpoint(io::SafetensorsFile file, const std::string& path);
+
+/// True when a safetensors file's metadata marks it as a training checkpoint of save_checkpoint.
+bool is_training_checkpoint(const std::map<std::string, std::string>& metadata);
+
 /// The global update count stored in a checkpoint (reads the whole file and validates it).
 int64_t checkpoint_global_step(const std::string& path);
 

@@ -44,7 +44,8 @@ std::vector<Field> fields(const EvalResultsRow& r) {
           {"interpolation", r.interpolation, true},
           {"loss", py_float(r.loss, 4)},
           {"images", std::to_string(r.images)},
-          {"img_per_s", py_float(r.img_per_s, 1)}};
+          {"img_per_s", py_float(r.img_per_s, 1)},
+          {"amp", r.amp ? "true" : "false"}};
 }
 
 // A CSV cell: quoted only when it holds a separator, quote or newline (Python's csv module's minimal quoting).

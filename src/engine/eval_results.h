@@ -17,13 +17,14 @@ struct EvalResultsRow {
   std::string interpolation = "bicubic";
   int64_t images = 0;
   double img_per_s = 0;
+  bool amp = false;  ///< bf16 autocast (validate.py --amp); false: f32
 };
 
 /// validate.py's summary: " * Acc@1 72.172 (27.828) Acc@5 91.114 (8.886)".
 std::string eval_summary_line(const EvalResultsRow& row);
 
 /// The row as a JSON object with timm's keys first, in timm's order and rounding (4 decimals; param_count in
-/// millions to 2), then ours: loss, images, img_per_s. `indent` > 0 pretty-prints like json.dumps(indent=4).
+/// millions to 2), then ours: loss, images, img_per_s, amp (true / false). `indent` > 0 pretty-prints like json.dumps(indent=4).
 std::string eval_results_json(const EvalResultsRow& row, int indent = 4);
 
 /// The row as validate.py's CSV: a header line and one value line (same keys as the JSON).

@@ -248,48 +248,23 @@ SegEvalResult evaluate_segmentation(const models::Segmenter& model, const std::v
 }
 
 std::unique_ptr<models::Segmenter> load_segmenter_weights(const io::Config& cfg, const std::string& weights_path,
-                                                          Device device) {
+                                                          Device device, const WeightsLoadOptions& options) {
   VT_CHECK(!cfg.model.decoder.type.empty(), "[seg-eval] the config has no model.decoder: not a segmentation model");
   auto model = std::make_unique<models::Segmenter>(models::segmenter_config(cfg.model, static_cast<uint64_t>(cfg.train.seed)));
-  io::NamedTensors weights;
-  try {
-    weights = io::load_safetensors(weights_path);
-  } catch (const std::exception& e) {
-    throw Error(std::string("[seg-eval] cannot load weights ") + weights_path + ": " + e.what());
-  }
-  // A training checkpoint also holds the optimizer state and EMA weights; only the model's tensors matter here.
-  int64_t skipped = 0;
-  for (auto it = weights.begin(); it != weights.end();) {
-    const std::string& name = it->first;
-    if (name.rfind("ema.", 0) == 0 || name.rfind("optim.", 0) == 0) {
-      it = weights.erase(it);
-      ++skipped;
-    } else {
-      ++it;
-    }
-  }
-  if (skipped > 0) spdlog::info("{}: a checkpoint; {} optimizer/EMA tensor(s) skipped", weights_path, skipped);
-  WeightLoadReport report;
-  try {
-    report = load_weights_compatible(*model, weights);
-  } catch (const std::exception& e) {
-    throw Error(std::string("[seg-eval] ") + weights_path + " does not fit the configured model: " + e.what());
-  }
-  if (!report.ignored.empty())
-    spdlog::warn("{}: ignoring {} tensor(s) the model has no use for (first: {})", weights_path,
-                 report.ignored.size(), report.ignored.front());
+  load_segmenter_file(*model, weights_path, options);
   model->to(device);
   model->eval();
   return model;
 }
 
-SegEvalResult evaluate_segmentation_weights(const io::Config& cfg, const std::string& weights_path) {
+SegEvalResult evaluate_segmentation_weights(const io::Config& cfg, const std::string& weights_path,
+                                            const WeightsLoadOptions& options) {
   set_threads(cfg.train.threads);
   const Device device = resolve_device(cfg.train.device);
   VT_CHECK(cfg.data.dataset == "ade20k", "[seg-eval] data.dataset must be ade20k, got '", cfg.data.dataset, "'");
   // The data first: a wrong folder fails before the model is built and the weights read.
   const std::vector<data::SegmentationPair> pairs = data::ade20k(cfg.data.data_dir, "validation");
-  const auto model = load_segmenter_weights(cfg, weights_path, device);
+  const auto model = load_segmenter_weights(cfg, weights_path, device, options);
   return evaluate_segmentation(*model, pairs, seg_eval_options(cfg), device);
 }
 

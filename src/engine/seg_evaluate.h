@@ -15,6 +15,7 @@
 #include "core/device.h"
 #include "data/datasets.h"
 #include "engine/seg_metrics.h"
+#include "engine/weights_load.h"
 #include "io/config.h"
 #include "models/segmenter.h"
 
@@ -67,13 +68,15 @@ cv::Mat predict_segmentation(const models::Segmenter& model, const cv::Mat& rgb,
 Tensor sliding_window_logits(const models::Segmenter& model, const Tensor& x, const SegEvalOptions& opt);
 
 /// The configured Segmenter (model.*, model.decoder) with `weights_path` loaded, on `device`, in eval mode.
-/// The file may be a Segmenter's weights or a training checkpoint (its ema.* / optim.* tensors are skipped);
-/// other attention kinds load through load_weights_compatible. Errors name the file.
+/// The file may be a Segmenter's weights, one of our training checkpoints (raw or EMA weights per options.pick)
+/// or the official MiTA-Segmenter checkpoint.pth (load_segmenter_file: strict unless options say otherwise;
+/// non-strict, other attention kinds load through load_weights_compatible). Errors name the file.
 std::unique_ptr<models::Segmenter> load_segmenter_weights(const io::Config& cfg, const std::string& weights_path,
-                                                          Device device);
+                                                          Device device, const WeightsLoadOptions& options = {});
 
 /// `vitrain seg-eval`: load_segmenter_weights on cfg.train.device, then evaluate_segmentation over the validation
 /// split of data.data_dir (ADE20K layout) with seg_eval_options(cfg).
-SegEvalResult evaluate_segmentation_weights(const io::Config& cfg, const std::string& weights_path);
+SegEvalResult evaluate_segmentation_weights(const io::Config& cfg, const std::string& weights_path,
+                                            const WeightsLoadOptions& options = {});
 
 }  // namespace vt::engine

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "engine/weights_load.h"
+
 namespace vt::engine {
 
 namespace {
@@ -176,30 +178,37 @@ std::vector<std::string> adapt_timm_weights(io::NamedTensors& weights, const mod
     }
   if (!cast.empty()) notes.push_back(std::to_string(cast.size()) + " tensor(s) cast to f32, e.g. " + cast.front());
 
+  const int64_t prefix = target.num_prefix_tokens();
   for (auto& [name, t] : weights) {
     if (name != "pos_embed") continue;
-    VT_CHECK(t.dim() == 3 && t.size(0) == 1 && t.size(1) >= 1, "[timm] pos_embed must be [1, 1 + N, C], got ",
-             to_string(t.shape()));
+    VT_CHECK(t.dim() == 3 && t.size(0) == 1 && t.size(1) >= prefix, "[timm] pos_embed must be [1, ", prefix,
+             " + N, C], got ", to_string(t.shape()));
     VT_CHECK(target.patch_size > 0 && target.img_size % target.patch_size == 0, "[timm] image size ",
              target.img_size, " is not a multiple of the patch size ", target.patch_size);
-    const int64_t old_side = square_side(t.size(1) - 1, "pos_embed");
+    const int64_t old_side = square_side(t.size(1) - prefix, "pos_embed");
     const int64_t new_side = target.img_size / target.patch_size;
     if (old_side == new_side) continue;
-    t = resample_pos_embed(t, old_side, old_side, new_side, new_side, 1, options.resize);
+    t = resample_pos_embed(t, old_side, old_side, new_side, new_side, prefix, options.resize);
     notes.push_back("pos_embed: grid " + std::to_string(old_side) + "x" + std::to_string(old_side) + " -> " +
                     std::to_string(new_side) + "x" + std::to_string(new_side) + " (" + resize_name(options.resize) +
-                    ", CLS kept)");
+                    (prefix > 1 ? ", CLS and dist_token kept)" : ", CLS kept)"));
   }
+  if (!options.adapt_head) return notes;
 
   const Tensor* head = find(weights, "head.weight");
   const int64_t old_classes = head && head->dim() == 2 ? head->size(0) : 0;
   if (head && old_classes != target.num_classes) {
     VT_CHECK(head->dim() == 2, "[timm] head.weight must be [classes, C], got ", to_string(head->shape()));
     const int64_t C = head->size(1);
-    std::erase_if(weights, [](const auto& nt) { return starts_with(nt.first, "head."); });
+    std::erase_if(weights, [](const auto& nt) {
+      return starts_with(nt.first, "head.") || starts_with(nt.first, "head_dist.");
+    });
     if (target.num_classes > 0 && options.zero_new_head) {
-      weights.emplace_back("head.weight", Tensor::zeros({target.num_classes, C}, DType::f32));
-      weights.emplace_back("head.bias", Tensor::zeros({target.num_classes}, DType::f32));
+      for (const std::string h : {"head", "head_dist"}) {
+        if (h == "head_dist" && !target.distilled) continue;
+        weights.emplace_back(h + ".weight", Tensor::zeros({target.num_classes, C}, DType::f32));
+        weights.emplace_back(h + ".bias", Tensor::zeros({target.num_classes}, DType::f32));
+      }
       notes.push_back("head: " + std::to_string(old_classes) + " classes -> " + std::to_string(target.num_classes) +
                       ", replaced by a zero head");
     } else {
@@ -223,7 +232,8 @@ models::ViTConfig infer_vit_config(const io::NamedTensors& weights) {
   cfg.embed_dim = proj.size(0);
   cfg.in_chans = proj.size(1);
   cfg.patch_size = proj.size(2);
-  cfg.img_size = square_side(pos.size(1) - 1, "pos_embed") * cfg.patch_size;
+  cfg.distilled = find(weights, "dist_token") != nullptr;
+  cfg.img_size = square_side(pos.size(1) - cfg.num_prefix_tokens(), "pos_embed") * cfg.patch_size;
   cfg.depth = 0;
   while (find(weights, "blocks." + std::to_string(cfg.depth) + ".norm1.weight")) ++cfg.depth;
   VT_CHECK(cfg.depth > 0, "[timm] the weights have no 'blocks.0.norm1.weight'");
@@ -240,7 +250,7 @@ std::vector<std::pair<std::string, Shape>> timm_state_dict_spec(const models::Vi
   const int64_t grid = cfg.img_size / cfg.patch_size;
   std::vector<std::pair<std::string, Shape>> spec = {
       {"cls_token", {1, 1, C}},
-      {"pos_embed", {1, 1 + grid * grid, C}},
+      {"pos_embed", {1, cfg.num_prefix_tokens() + grid * grid, C}},
       {"patch_embed.proj.weight", {C, cfg.in_chans, cfg.patch_size, cfg.patch_size}},
       {"patch_embed.proj.bias", {C}}};
   for (int64_t i = 0; i < cfg.depth; ++i) {
@@ -264,6 +274,13 @@ std::vector<std::pair<std::string, Shape>> timm_state_dict_spec(const models::Vi
   if (cfg.num_classes > 0) {
     spec.push_back({"head.weight", {cfg.num_classes, C}});
     spec.push_back({"head.bias", {cfg.num_classes}});
+  }
+  if (cfg.distilled) {  // VisionTransformerDistilled registers these after the base model's
+    spec.push_back({"dist_token", {1, 1, C}});
+    if (cfg.num_classes > 0) {
+      spec.push_back({"head_dist.weight", {cfg.num_classes, C}});
+      spec.push_back({"head_dist.bias", {cfg.num_classes}});
+    }
   }
   return spec;
 }
@@ -292,7 +309,8 @@ TimmLoadReport load_timm_weights(models::VisionTransformer& model, io::NamedTens
   if (!find(weights, "head.weight") && model.config().num_classes > 0) {
     // The classifier was dropped (or never there): the model keeps its own freshly initialised head.
     for (const auto& [name, t] : model.state_dict())
-      if (starts_with(name, "head.")) weights.emplace_back(name, t.detach().to(cpu()));
+      if (starts_with(name, "head.") || starts_with(name, "head_dist."))
+        weights.emplace_back(name, t.detach().to(cpu()));
     report.adapted.push_back("head: the model's own initial head (" + std::to_string(model.config().num_classes) +
                              " classes) is kept");
   }
@@ -322,7 +340,7 @@ TimmLoadReport load_timm_weights(models::VisionTransformer& model, io::NamedTens
 WeightLoadReport load_segmenter_backbone(models::Segmenter& seg, const std::string& path) {
   io::NamedTensors weights;
   try {
-    weights = io::load_safetensors(path);
+    weights = read_model_weights(path);
   } catch (const Error& e) {
     VT_FAIL("[timm] cannot read the backbone weights '", path, "': ", e.what());
   }

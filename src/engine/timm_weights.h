@@ -29,20 +29,23 @@ Tensor resample_pos_embed(const Tensor& pos_embed, int64_t old_h, int64_t old_w,
 struct TimmAdaptOptions {
   PosEmbedResize resize = PosEmbedResize::timm;
   bool zero_new_head = false;  ///< another class count: a zero head [K, C] (true) instead of no head (false)
+  bool adapt_head = true;      ///< false: leave head.* / head_dist.* as they are (strict loading names a mismatch)
 };
 
 /// Adapts timm-named weights in place to `target`: floating tensors cast to f32; pos_embed resampled from its
-/// (square) grid to target's; head.* dropped or zero-replaced when the class count differs (target.num_classes 0:
-/// always dropped). Returns one human-readable line per change ("pos_embed: grid 14x14 -> 16x16 (timm bicubic)").
+/// (square) grid to target's, the prefix tokens (CLS, dist_token) kept; head.* and head_dist.* dropped or
+/// zero-replaced when the class count differs (target.num_classes 0: always dropped). Returns one human-readable line per change ("pos_embed: grid 14x14 -> 16x16 (timm bicubic)").
 std::vector<std::string> adapt_timm_weights(io::NamedTensors& weights, const models::ViTConfig& target,
                                             const TimmAdaptOptions& options = {});
 
 /// The architecture that timm-named weights describe (embed dim, depth, patch, channels, square image size,
-/// classes, MLP ratio; num_heads = embed_dim / 64 as in timm's presets, since weights do not fix it).
+/// classes, MLP ratio, distilled when dist_token is there; num_heads = embed_dim / 64 as in timm's presets, since
+/// weights do not fix it).
 models::ViTConfig infer_vit_config(const io::NamedTensors& weights);
 
 /// Names and shapes of timm's VisionTransformer(cfg).state_dict() (class token, no register tokens, token
-/// pooling, dense attention), in timm's order; no head.* when cfg.num_classes is 0.
+/// pooling, dense attention; VisionTransformerDistilled's dist_token and head_dist when cfg.distilled), in timm's
+/// order; no head.* when cfg.num_classes is 0.
 std::vector<std::pair<std::string, Shape>> timm_state_dict_spec(const models::ViTConfig& cfg);
 
 /// Throws, naming the tensor, unless `weights` hold exactly timm_state_dict_spec(cfg): same names and shapes,

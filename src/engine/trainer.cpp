@@ -17,6 +17,7 @@
 #include "engine/device.h"
 #include "engine/ema.h"
 #include "engine/graph_step.h"
+#include "engine/pretrained_cfg.h"
 #include "engine/process_group.h"
 #include "engine/imagenet_data.h"
 #include "engine/recipe.h"
@@ -62,6 +63,7 @@ std::optional<DType> amp_dtype(const io::Config& cfg) {
 }
 
 models::ViTConfig vit_config(const io::Config& cfg) {
+  find_pretrained_cfg(cfg.model.name);  // an unknown pretrained tag is an error
   return models::vit_config(cfg.model, static_cast<uint64_t>(cfg.train.seed));
 }
 
@@ -205,7 +207,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
     log->info("--resume auto: no checkpoint in {}, starting from scratch", cfg.train.output);
   }
   if (resumed.model.empty() && !cfg.model.initial_checkpoint.empty())  // timm --initial-checkpoint (fine-tuning)
-    load_timm_weights(model, io::load_safetensors(cfg.model.initial_checkpoint));
+    load_timm_weights(model, read_model_weights(cfg.model.initial_checkpoint));
   default_generator().set_state(state.rng_seed, state.rng_offset);
   model.to(device);
   std::optional<ModelEma> ema;
@@ -466,23 +468,12 @@ WeightLoadReport load_weights_compatible(nn::Module& model, const io::NamedTenso
   return report;
 }
 
-EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_path) {
+EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_path, const EvalOptions& options) {
   set_threads(cfg.train.threads);
   const Device device = resolve_device(cfg.train.device);
   models::VisionTransformer model(vit_config(cfg));
-  // timm/DeiT weights at another resolution or class count are adapted (pos_embed resized, head dropped).
-  const WeightLoadReport loaded = load_timm_weights(model, io::load_safetensors(weights_path)).load;
-  auto joined = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  };
-  if (!loaded.adapted.empty())
-    spdlog::info("{}: {} tensor(s) taken from the gate projection: {}", weights_path, loaded.adapted.size(),
-                 joined(loaded.adapted));
-  if (!loaded.ignored.empty())
-    spdlog::warn("{}: ignoring {} tensor(s) that a {} attention model has no use for: {}", weights_path,
-                 loaded.ignored.size(), cfg.model.attention.type, joined(loaded.ignored));
+  load_vit_weights(model, weights_path, options.load);
+  const std::optional<DType> amp = options.amp ? std::optional<DType>(DType::bf16) : std::nullopt;
   model.to(device);
   model.eval();
   EvalResult r;
@@ -492,14 +483,14 @@ EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_pa
     VT_CHECK(val.num_classes() <= vit_config(cfg).num_classes, "[data] ", cfg.data.data_dir, "/val has ",
              val.num_classes(), " class folders, more than the model's ", vit_config(cfg).num_classes, " classes");
     start = std::chrono::steady_clock::now();
-    r = evaluate_batches(model, [&](const auto& fn) { val.for_each_eval_batch(fn); }, device, amp_dtype(cfg));
+    r = evaluate_batches(model, [&](const auto& fn) { val.for_each_eval_batch(fn); }, device, amp);
   } else {
     VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset, "'");
     data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);
     data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit),
                                     cfg.eval.batch_size, false, 0.0, kFashionMean, kFashionStd, 0);
     start = std::chrono::steady_clock::now();
-    r = evaluate(model, test_batches, device, amp_dtype(cfg));
+    r = evaluate(model, test_batches, device, amp);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.img_per_s = seconds > 0 ? static_cast<double>(r.count) / seconds : 0.0;

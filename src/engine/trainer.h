@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "data/image_batches.h"
+#include "engine/weights_load.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "models/vit.h"
@@ -82,8 +83,14 @@ struct WeightLoadReport {
 /// naming the tensor.
 WeightLoadReport load_weights_compatible(nn::Module& model, const io::NamedTensors& weights);
 
-/// Loads weights (safetensors) into the configured model and evaluates the test split on cfg.train.device. The weights may come from
-/// another attention kind (load_weights_compatible; ignored tensors are logged as a warning).
-EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_path);
+/// How `vitrain eval` loads and runs: which weights, how strictly, in which precision.
+struct EvalOptions {
+  WeightsLoadOptions load;  ///< strict by default; --non-strict lets weights of another kind or class count in
+  bool amp = false;         ///< bf16 autocast (validate.py --amp); default f32, whatever train.amp says
+};
+
+/// Loads a weights file (safetensors or torch, engine/weights_load) into the configured model and evaluates the
+/// test split on cfg.train.device.
+EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_path, const EvalOptions& options = {});
 
 }  // namespace vt::engine

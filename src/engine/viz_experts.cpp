@@ -15,6 +15,7 @@
 #include "data/sources.h"
 #include "engine/device.h"
 #include "engine/timm_weights.h"
+#include "engine/weights_load.h"
 #include "engine/trainer.h"
 #include "io/safetensors.h"
 #include "models/mita_attention.h"
@@ -244,7 +245,7 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
   c.model.attention.impl = "fused";  // the routing tap sees the fused path only; both paths route alike
   const Device device = resolve_device(c.train.device);
   models::VisionTransformer model(vit_config(c));
-  load_timm_weights(model, io::load_safetensors(options.weights));
+  load_timm_weights(model, read_model_weights(options.weights));
   model.to(device);
   model.eval();
   const VizInput in = load_viz_input(c, options.image);

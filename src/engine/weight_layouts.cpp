@@ -1,0 +1,56 @@
+#include "engine/weight_layouts.h"
+
+#include <algorithm>
+#include <set>
+
+namespace vt::engine {
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+// Replaces the dotted segment(s) `from` (e.g. ".attn.to_out.0.") by `to` once; false when absent.
+bool replace_part(std::string& name, const std::string& from, const std::string& to) {
+  const size_t at = name.find(from);
+  if (at == std::string::npos) return false;
+  name.replace(at, from.size(), to);
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> from_official_layout(io::NamedTensors& weights) {
+  std::vector<std::string> notes;
+  int64_t renamed = 0;
+  for (auto& [name, t] : weights)
+    if (replace_part(name, ".attn.to_qkv.", ".attn.qkv.") || replace_part(name, ".attn.to_out.0.", ".attn.proj."))
+      ++renamed;
+  if (renamed > 0)
+    notes.push_back(std::to_string(renamed) + " linear-attention tensor(s) renamed from the official to_qkv / "
+                    "to_out.0 to qkv / proj");
+
+  const bool segmenter = std::any_of(weights.begin(), weights.end(),
+                                     [](const auto& nt) { return starts_with(nt.first, "decoder."); });
+  const auto dropped = std::erase_if(weights, [&](const auto& nt) {
+    return starts_with(nt.first, "pre_logits.") || (segmenter && starts_with(nt.first, "encoder.head."));
+  });
+  if (dropped > 0)
+    notes.push_back(std::to_string(dropped) + " tensor(s) the official model never uses dropped " +
+                    (segmenter ? "(the Segmenter encoder's ImageNet head encoder.head.*)" : "(pre_logits.*)"));
+  return notes;
+}
+
+void to_official_layout(io::NamedTensors& weights) {
+  // Blocks whose attention is the linear kind: the ones with a q_norm (no other kind has one).
+  std::set<std::string> linear_blocks;
+  for (const auto& [name, t] : weights)
+    if (const size_t at = name.find(".attn.q_norm.weight"); at != std::string::npos)
+      linear_blocks.insert(name.substr(0, at));
+  for (auto& [name, t] : weights) {
+    const size_t at = name.find(".attn.");
+    if (at == std::string::npos || !linear_blocks.count(name.substr(0, at))) continue;
+    if (!replace_part(name, ".attn.qkv.", ".attn.to_qkv.")) replace_part(name, ".attn.proj.", ".attn.to_out.0.");
+  }
+}
+
+}  // namespace vt::engine
