@@ -5,6 +5,7 @@
 
 #include "cli/command_support.h"
 #include "core/error.h"
+#include "engine/trainer.h"
 #include "models/mita_attention.h"
 
 namespace vt::cli {
@@ -53,7 +54,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
 
 namespace {
 
-// The options with --config applied: model name and attention, the Segmenter for a segmentation config, and the
+// The options with --config applied: the classifier or the Segmenter the config describes, and the
 // config's batch size and autocast where the command line does not give them.
 engine::BenchOptions options_with_config(const BenchCommand& cmd) {
   engine::BenchOptions o = cmd.options;
@@ -70,6 +71,8 @@ engine::BenchOptions options_with_config(const BenchCommand& cmd) {
   if (!cfg.model.decoder.type.empty()) {
     o.segmenter = models::segmenter_config(cfg.model, static_cast<uint64_t>(cfg.train.seed));
     o.infer = true;  // the evaluation windows are half of what a segmentation benchmark is for
+  } else {
+    o.vit = engine::vit_config(cfg);  // every model key of the config (img_size, depth, ...), not just the preset
   }
   if (!cmd.batch_size_option || cmd.batch_size_option->count() == 0) o.batch_size = cfg.train.batch_size;
   if (!cmd.amp_option || cmd.amp_option->count() == 0) o.amp = cfg.train.amp;

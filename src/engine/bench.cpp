@@ -251,7 +251,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     return r;
   }
 
-  models::ViTConfig cfg = models::preset(opt.model);
+  models::ViTConfig cfg = opt.vit ? *opt.vit : models::preset(opt.model);
   cfg.attention = opt.attention;
   models::VisionTransformer model(cfg);
   r.params = model.num_parameters();

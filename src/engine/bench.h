@@ -36,6 +36,9 @@ struct BenchOptions {
   bool zero1 = false;       ///< data parallel: ZeRO-1 (classification, AdamW) instead of DDP
   double bucket_mb = 25.0;  ///< data parallel: gradient bucket size
   bool cuda_graph = false;  ///< capture the step in a CUDA graph and replay it (engine/graph_step.h; one GPU)
+  /// Set (from --config): benchmark this classifier (image size, depth, ... of the config) instead of the preset
+  /// `model`; its attention is still `attention`.
+  std::optional<models::ViTConfig> vit;
   /// Set: benchmark this Segmenter (model names the config's preset) instead of the classifier `model`.
   std::optional<models::SegmenterConfig> segmenter;
   /// > 0: benchmark the sequence classifier `sequence` (its attention replaced by `attention`) at this N.

@@ -142,6 +142,22 @@ TEST(Cli, BenchSequenceShapeOptionsNeedSequence) {
                        "--sequence 3 is shorter than MiTA's --m 4");
 }
 
+// With --config the classifier is the config's model, every key of it: a larger img_size adds position embeddings.
+TEST(Cli, BenchWithAConfigBuildsTheConfigsModel) {
+  auto params = [](const std::string& sets) {
+    const std::string config = std::string(VT_SOURCE_DIR) + "/configs/fashion_mnist_vit.yaml";
+    CliRun r = run_vitrain("bench -c " + config + " --set model.attention.type=dense --set model.attention.dwc=false" +
+                           sets + " --batch-size 2 --steps 1 --warmup 0 --device cpu --threads 1");
+    EXPECT_EQ(r.code, 0) << r.output;
+    const size_t at = r.output.find("\"params\":");
+    EXPECT_NE(at, std::string::npos) << r.output;
+    return at == std::string::npos ? -1L : std::stol(r.output.substr(at + 9));
+  };
+  const long small = params(""), large = params(" --set model.img_size=56");
+  // vit_micro: patch 7, dim 96; 28² → 16 patches, 56² → 64: 48 more position embeddings of 96 values.
+  EXPECT_EQ(large - small, 48L * 96) << small << " vs " << large;
+}
+
 TEST(Cli, BenchRejectsAnUnknownModel) {
   expect_clean_failure(run_vitrain("bench --model deit_gigantic --device cpu --steps 1"), "deit_gigantic");
 }
