@@ -27,6 +27,11 @@ struct AttentionShape {
 /// True when the fused kernels handle head dim d (32, 64, 128).
 bool flash_attention_supports(int64_t d);
 
+/// False when the forward would run few CTAs that each stream a long key sequence (fewer 64-query blocks than a
+/// quarter of the SMs, 16K keys or more: the landmarks of MiTA's shared branch at long N), which wants a split over
+/// the keys this kernel does not make.
+bool flash_attention_fills_device(const AttentionShape& shape);
+
 /// True when `view` meets the kernels' 16-byte alignment needs (pointer and all three strides).
 bool flash_attention_aligned(const AttentionView& view);
 

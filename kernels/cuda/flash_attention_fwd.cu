@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/flash_attention_device.cuh"
 
@@ -117,6 +118,11 @@ void launch_forward(const FwdParams& p, int64_t blocks, cudaStream_t stream) {
 // ---- launchers ----
 
 bool flash_attention_supports(int64_t d) { return d == 32 || d == 64 || d == 128; }
+
+bool flash_attention_fills_device(const AttentionShape& s) {
+  const int64_t blocks = s.B * s.H * ((s.N + kBlockM - 1) / kBlockM);
+  return 4 * blocks >= device::sm_count() || s.kv_rows() < 16384;
+}
 
 bool flash_attention_aligned(const AttentionView& view) {
   return reinterpret_cast<uintptr_t>(view.data) % 16 == 0 && view.batch_stride % 8 == 0 &&

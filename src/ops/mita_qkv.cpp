@@ -1,9 +1,8 @@
 // ops::mita_qkv_attention (mita.h): fused MiTA on the packed qkv(g), with the DWC and the gate when asked, as one
 // backward node for the whole layer core. The shared branch V̂ = softmax(scale·R·Kᵀ)·V and its gradients run as
 //  - flash: CUDA bf16, the landmarks as the m query rows of a flash attention over the N keys (forward and
-//    backward on tensor cores; the joint backward's f32 dR and dV̂ feed it). At long N with few (b, h) it runs few
-//    CTAs that each stream all N keys (4 CTAs over 64K keys: 3.8 ms a layer on the H200) and wants a split over the
-//    keys; still, the f32 ops were slower there (a Figure 5 training step at N = 64K, batch 1: 24.7 against 19.0 ms);
+//    backward on tensor cores; the joint backward's f32 dR and dV̂ feed it), unless each of a few CTAs would
+//    stream a long sequence (B·H·⌈m/64⌉ < SMs/4 and N ≥ 16K: 4 CTAs over 64K keys took 3.8 ms a layer on the H200);
 //  - fused: CUDA f32 or bf16, one CUDA-core kernel each way (kernels/cuda/mita_shared.h) while the [m, N] logits of
 //    one (b, h) fit in shared memory;
 //  - composite: f32 ops (the CPU, and shapes neither kernel takes).
@@ -75,7 +74,8 @@ SharedBranch choose_shared_branch(const JointSaved& sv) {
   const bool fused = kc::mita_shared_supported(s);
   if (force && std::strcmp(force, "fused") == 0 && fused) return SharedBranch::fused;
   if (force && std::strcmp(force, "flash") == 0 && flash) return SharedBranch::flash;
-  return flash ? SharedBranch::flash : fused ? SharedBranch::fused : SharedBranch::composite;
+  if (flash && kc::flash_attention_fills_device(landmark_queries(s))) return SharedBranch::flash;
+  return fused ? SharedBranch::fused : SharedBranch::composite;
 }
 
 #endif
