@@ -2,7 +2,10 @@
 // backward node for the whole layer core. The shared branch V̂ = softmax(scale·R·Kᵀ)·V and its gradients run as
 //  - flash: CUDA bf16, the landmarks as the m query rows of a flash attention over the N keys (forward and
 //    backward on tensor cores; the joint backward's f32 dR and dV̂ feed it), unless each of a few CTAs would
-//    stream a long sequence (B·H·⌈m/64⌉ < SMs/4 and N ≥ 16K: 4 CTAs over 64K keys took 3.8 ms a layer on the H200);
+//    stream a long sequence (B·H·⌈m/64⌉ < SMs/4 and N ≥ 16K: 4 CTAs over 64K keys took 3.8 ms a layer on the
+//    H200). Which of flash and f32 ops is faster there is not settled: the Figure 5 model at N = 64K, batch 1
+//    trained at 52.7 (43.7–60.5) steps/s with flash in a short run and 40.4 (35.3–45.7) with the f32 ops; the
+//    fix is a flash pass split over the keys;
 //  - fused: CUDA f32 or bf16, one CUDA-core kernel each way (kernels/cuda/mita_shared.h) while the [m, N] logits of
 //    one (b, h) fit in shared memory;
 //  - composite: f32 ops (the CPU, and shapes neither kernel takes).
