@@ -12,6 +12,7 @@
 
 #include "test_util.h"
 #include "engine/checkpoint.h"
+#include "engine/resume.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 #include "io/safetensors.h"
