@@ -130,7 +130,7 @@ RunSummary RunStart::summary() const {
 bool RunStart::finished(const io::Config& cfg) const {
   if (resume_path.empty() || resumed.state.position.epoch < cfg.train.epochs) return false;
   const CheckpointState& s = resumed.state;
-  log->info("the run in {} is finished: {} resumes after epoch {} of train.epochs = {} ({} updates){}; nothing to "
+  log->info("the run in {} is finished: {} holds epoch {} of train.epochs = {} ({} updates){}; nothing to "
             "train (raise train.epochs to train longer)",
             cfg.train.output, resume_path, s.position.epoch, cfg.train.epochs, s.position.global_step,
             s.best_epoch >= 0 ? fmt::format("; best {} {:.4f} (epoch {})", cfg.eval.best_metric, s.best_metric,
