@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
   std::string resume;
   auto* train = app.add_subcommand("train", "train a model from a YAML config, evaluating after each epoch");
   vt::cli::add_run_options(*train, train_opts);
-  train->add_option("--resume", resume, "checkpoint to resume from, or 'auto' (the newest of last/recovery in "
-                                        "train.output); overrides train.resume");
+  train->add_option("--resume", resume, "checkpoint to resume from, or 'auto' (the newest checkpoint in train.output "
+                                        "that loads: last, recovery, checkpoint-<epoch>); overrides train.resume");
 
   auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split");
   vt::cli::add_run_options(*eval, eval_opts, {.weights = true});
