@@ -317,8 +317,6 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
 }
 
 std::string seg_train_report(const SegTrainSummary& s) {
-  if (s.stopped_at_max_steps)
-    return fmt::format("stopped after {} updates (train.max_steps); resume with --resume auto", s.steps);
   return fmt::format("validation {} ({} images); best mIoU {:.2f} (epoch {})\ntraining speed {:.1f} img/s over "
                      "{:.1f} s\nlog: {}\nmetrics: {}\nweights: {}",
                      seg_summary_line(s.test.scores), s.test.images, s.best_metric, s.best_epoch,
