@@ -92,7 +92,8 @@ std::string describe(int status) {
   return "stopped with wait status " + std::to_string(status);
 }
 
-// Catches SIGINT/SIGTERM into g_signal while it lives (no SA_RESTART: the polling loop sees the flag in 20 ms).
+// Catches SIGINT/SIGTERM/SIGUSR1 into g_signal while it lives (no SA_RESTART: the polling loop sees the flag in
+// 20 ms); wait_all forwards it to every rank.
 class SignalCapture {
  public:
   SignalCapture() {
@@ -101,14 +102,16 @@ class SignalCapture {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGUSR1, &sa, &old_usr1_);
   }
   ~SignalCapture() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGUSR1, &old_usr1_, nullptr);
   }
 
  private:
-  struct sigaction old_int_ = {}, old_term_ = {};
+  struct sigaction old_int_ = {}, old_term_ = {}, old_usr1_ = {};
 };
 
 class Ranks {
@@ -157,6 +160,9 @@ class Ranks {
       // A launcher killed outright (SIGKILL, OOM) takes its ranks with it instead of leaving them hung in NCCL.
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(1);
+      // Its own process group: a Ctrl-C at the terminal reaches the ranks once, forwarded by the launcher, not
+      // also directly (two SIGINTs would abort a rank instead of letting it write its recovery checkpoint).
+      ::setpgid(0, 0);
       ::execvpe(program.c_str(), c_argv.data(), c_env.data());
       (void)!::write(2, exec_failed.data(), exec_failed.size());
       ::_exit(127);

@@ -5,6 +5,7 @@
 // Every error surfaces here as one line and a non-zero exit code.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
 #include "cli/command_support.h"
 #include "cli/bench_command.h"
@@ -19,9 +20,35 @@
 #include "cli/viz_command.h"
 #include "engine/imagenet_data.h"
 #include "engine/pretrained_cfg.h"
+#include "engine/run_stop.h"
 #include "engine/seg_trainer.h"
 #include "engine/trainer.h"
 #include "io/config.h"
+
+namespace {
+
+// A training run that ended before its last epoch, or had nothing left to train: its line and exit code (128 +
+// the signal that stopped it, 0 otherwise); nullopt for a run that trained to the end.
+std::optional<int> early_end(const vt::engine::RunSummary& s) {
+  const auto steps = static_cast<long long>(s.steps);
+  if (s.already_finished) {
+    std::printf("the run is already finished (%lld updates); nothing to train. weights: %s\n", steps,
+                s.weights_path.c_str());
+    return 0;
+  }
+  if (s.stop_signal != 0) {
+    std::printf("stopped by %s after %lld updates; resume with --resume auto\n",
+                vt::engine::signal_name(s.stop_signal).c_str(), steps);
+    return 128 + s.stop_signal;
+  }
+  if (s.stopped_at_max_steps) {
+    std::printf("stopped after %lld updates (train.max_steps); resume with --resume auto\n", steps);
+    return 0;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"vitrain: train and evaluate vision transformers (dense and MiTA attention)"};
@@ -31,8 +58,8 @@ int main(int argc, char** argv) {
   std::string resume;
   auto* train = app.add_subcommand("train", "train a model from a YAML config, evaluating after each epoch");
   vt::cli::add_run_options(*train, train_opts);
-  train->add_option("--resume", resume, "checkpoint to resume from, or 'auto' (the newest of last/recovery in "
-                                        "train.output); overrides train.resume");
+  train->add_option("--resume", resume, "checkpoint to resume from, or 'auto' (the newest checkpoint in train.output "
+                                        "that loads: last, recovery, checkpoint-<epoch>); overrides train.resume");
 
   auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split");
   vt::cli::add_run_options(*eval, eval_opts, {.weights = true});
@@ -65,14 +92,12 @@ int main(int argc, char** argv) {
     vt::io::Config cfg = vt::cli::load_command_config(opts.config, sets, opts.device);
     if (*eval) vt::engine::apply_pretrained_cfg(cfg);  // a model.name tag's mean/std/crop/size/classes
     if (*train && !cfg.model.decoder.type.empty()) {  // segmentation: Segmenter + decoder (engine/seg_trainer.h)
-      std::printf("%s\n", vt::engine::seg_train_report(vt::engine::train_segmentation(cfg)).c_str());
+      const auto s = vt::engine::train_segmentation(cfg);
+      if (const auto code = early_end(s)) return *code;
+      std::printf("%s\n", vt::engine::seg_train_report(s).c_str());
     } else if (*train) {
       auto s = vt::engine::train(cfg);
-      if (s.stopped_at_max_steps) {
-        std::printf("stopped after %lld updates (train.max_steps); resume with --resume auto\n",
-                    static_cast<long long>(s.steps));
-        return 0;
-      }
+      if (const auto code = early_end(s)) return *code;
       std::printf("test top-1 %.2f%%  top-5 %.2f%%  (%lld images)\n", s.test.top1, s.test.top5,
                   static_cast<long long>(s.test.count));
       std::printf("training speed %.0f img/s over %.1f s\n", s.train_img_per_s, s.train_seconds);

@@ -125,20 +125,4 @@ Checkpoint load_checkpoint(io::SafetensorsFile file, const std::string& path) {
 
 int64_t checkpoint_global_step(const std::string& path) { return load_checkpoint(path).state.position.global_step; }
 
-std::string find_resume_checkpoint(const std::string& output_dir) {
-  namespace fs = std::filesystem;
-  std::string best;
-  int64_t best_step = -1;
-  for (const char* name : {"last.safetensors", "recovery.safetensors"}) {
-    const std::string p = (fs::path(output_dir) / name).string();
-    if (!fs::exists(p)) continue;
-    const int64_t step = checkpoint_global_step(p);
-    if (step > best_step) {
-      best_step = step;
-      best = p;
-    }
-  }
-  return best;
-}
-
 }  // namespace vt::engine

@@ -51,8 +51,4 @@ bool is_training_checkpoint(const std::map<std::string, std::string>& metadata);
 /// The global update count stored in a checkpoint (reads the whole file and validates it).
 int64_t checkpoint_global_step(const std::string& path);
 
-/// The checkpoint `--resume auto` picks in `output_dir`: the one of last.safetensors / recovery.safetensors
-/// with the most updates, or "" when neither exists.
-std::string find_resume_checkpoint(const std::string& output_dir);
-
 }  // namespace vt::engine

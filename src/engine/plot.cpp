@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <optional>
 #include <iterator>
 #include <memory>
 
@@ -182,6 +183,34 @@ Series collect(const std::vector<MetricRow>& rows, const std::string& x, const s
 
 }  // namespace
 
+std::optional<MetricRow> parse_metrics_line(const std::string& line) {
+  LineParser p{line};
+  MetricRow row;
+  bool ok = p.eat('{');
+  while (ok && !p.eat('}')) {
+    std::string key;
+    ok = p.string(key) && p.eat(':');
+    if (!ok) break;
+    p.ws();
+    if (p.i < line.size() && line[p.i] == '"') {
+      std::string ignored;
+      ok = p.string(ignored);
+    } else if (line.compare(p.i, 4, "null") == 0) {
+      p.i += 4;
+    } else {
+      char* end = nullptr;
+      const double v = std::strtod(line.c_str() + p.i, &end);
+      ok = end != line.c_str() + p.i;
+      p.i = static_cast<size_t>(end - line.c_str());
+      row[key] = v;
+    }
+    if (ok && !p.eat(',')) ok = p.eat('}') && (p.ws(), p.i == line.size());
+    if (ok && p.i == line.size() && line.rfind('}') < p.i) break;
+  }
+  if (!ok) return std::nullopt;
+  return row;
+}
+
 std::vector<MetricRow> read_metrics(const std::string& path) {
   std::ifstream f(path);
   VT_CHECK(f, "[plot] cannot open '", path, "'");
@@ -190,31 +219,9 @@ std::vector<MetricRow> read_metrics(const std::string& path) {
   for (std::string line; std::getline(f, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    LineParser p{line};
-    MetricRow row;
-    bool ok = p.eat('{');
-    while (ok && !p.eat('}')) {
-      std::string key;
-      ok = p.string(key) && p.eat(':');
-      if (!ok) break;
-      p.ws();
-      if (p.i < line.size() && line[p.i] == '"') {
-        std::string ignored;
-        ok = p.string(ignored);
-      } else if (line.compare(p.i, 4, "null") == 0) {
-        p.i += 4;
-      } else {
-        char* end = nullptr;
-        const double v = std::strtod(line.c_str() + p.i, &end);
-        ok = end != line.c_str() + p.i;
-        p.i = static_cast<size_t>(end - line.c_str());
-        row[key] = v;
-      }
-      if (ok && !p.eat(',')) ok = p.eat('}') && (p.ws(), p.i == line.size());
-      if (ok && p.i == line.size() && line.rfind('}') < p.i) break;
-    }
-    VT_CHECK(ok, "[plot] ", path, ":", line_no, ": not a flat JSON object: ", line.substr(0, 80));
-    rows.push_back(std::move(row));
+    std::optional<MetricRow> row = parse_metrics_line(line);
+    VT_CHECK(row, "[plot] ", path, ":", line_no, ": not a flat JSON object: ", line.substr(0, 80));
+    rows.push_back(std::move(*row));
   }
   return rows;
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,9 @@ namespace vt::engine {
 
 /// One metrics.jsonl line: its numeric fields (null, i.e. NaN/Inf, and string fields are skipped).
 using MetricRow = std::map<std::string, double>;
+
+/// One metrics.jsonl line parsed, or nullopt when it is not a flat JSON object (e.g. a line cut by a crash).
+std::optional<MetricRow> parse_metrics_line(const std::string& line);
 
 /// Reads a JSON-lines metrics file written by io::MetricsLog. Throws vt::Error naming the file and line on a
 /// line that is not a flat JSON object.

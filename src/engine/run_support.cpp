@@ -13,6 +13,8 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "engine/resume.h"
+#include "engine/run_stop.h"
 #include "ops/elementwise.h"
 #include "optim/adamw.h"
 #include "optim/param_groups.h"
@@ -32,9 +34,9 @@ void set_threads(int threads) {
   openblas_set_num_threads(threads);
 }
 
-std::shared_ptr<spdlog::logger> make_logger(const std::string& log_path) {
+std::shared_ptr<spdlog::logger> make_logger(const std::string& log_path, bool truncate) {
   auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
-  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_path, true);
+  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_path, truncate);
   auto logger = std::make_shared<spdlog::logger>("vitrain", spdlog::sinks_init_list{console, file});
   logger->set_pattern("[%H:%M:%S] %v");
   logger->flush_on(spdlog::level::info);
@@ -104,6 +106,18 @@ void write_run_checkpoint(const std::string& path, const nn::Module& model, cons
   if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
 }
 
+void log_run_stop(spdlog::logger& log, const io::Config& cfg, int signal, const TrainPosition& pos,
+                  int64_t updates_per_epoch, const std::string& checkpoint) {
+  if (signal == 0) {
+    log.info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
+    return;
+  }
+  log.info("{} received: stopped in epoch {}/{} after update {}/{} of the epoch ({} updates done); recovery "
+           "checkpoint {}; resume with --resume auto",
+           signal_name(signal), pos.epoch + 1, cfg.train.epochs, pos.step_in_epoch, updates_per_epoch,
+           pos.global_step, checkpoint);
+}
+
 RunSummary RunStart::summary() const {
   RunSummary s;
   s.log_path = files.path("train.log");
@@ -113,14 +127,52 @@ RunSummary RunStart::summary() const {
   return s;
 }
 
+bool RunStart::finished(const io::Config& cfg) const {
+  if (resume_path.empty() || resumed.state.position.epoch < cfg.train.epochs) return false;
+  const CheckpointState& s = resumed.state;
+  log->info("the run in {} is finished: {} holds epoch {} of train.epochs = {} ({} updates){}; nothing to "
+            "train (raise train.epochs to train longer)",
+            cfg.train.output, resume_path, s.position.epoch, cfg.train.epochs, s.position.global_step,
+            s.best_epoch >= 0 ? fmt::format("; best {} {:.4f} (epoch {})", cfg.eval.best_metric, s.best_metric,
+                                            s.best_epoch)
+                              : std::string());
+  return true;
+}
+
+namespace {
+
+// train.resume resolved and loaded: "auto" takes the newest checkpoint of the output folder that verifies.
+void load_resume_checkpoint(const io::Config& cfg, RunStart& run) {
+  if (run.resume_path != "auto") {
+    if (!run.resume_path.empty()) run.resumed = load_checkpoint(run.resume_path);
+    return;
+  }
+  ResumeChoice choice = choose_resume_checkpoint(cfg.train.output);
+  for (const std::string& why : choice.skipped) run.log->warn("--resume auto: skipping {}", why);
+  VT_CHECK(!choice.path.empty() || choice.skipped.empty(), "[resume] --resume auto: no checkpoint in ",
+           cfg.train.output, " loads (", choice.skipped.size(), " damaged, named above); resume from a file with "
+           "--resume PATH or move them away to start from scratch");
+  if (!choice.path.empty() && !choice.skipped.empty())
+    run.log->warn("--resume auto: taking {} ({} updates), the newest checkpoint that verifies", choice.path,
+                  choice.checkpoint.state.position.global_step);
+  run.resume_path = choice.path;
+  run.resumed = std::move(choice.checkpoint);
+}
+
+}  // namespace
+
 RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::optional<DType> amp) {
   std::filesystem::create_directories(cfg.train.output);
-  RunStart run{RunFiles{cfg.train.output}, cfg.train.resume, {}, nullptr, io::to_yaml(cfg)};
-  if (run.resume_path == "auto") run.resume_path = find_resume_checkpoint(cfg.train.output);
+  RunStart run{RunFiles{cfg.train.output}, cfg.train.resume, {}, {}, nullptr, io::to_yaml(cfg)};
   // Data parallel: the communicator a test hands in, or NCCL across the processes of a launched job.
   run.group = join_process_group(cfg, given);
   const ProcessGroup& g = run.group;
-  run.log = g.lead() ? make_logger(run.files.path("train.log")) : make_rank_logger(g.rank);
+  run.log = g.lead() ? make_logger(run.files.path("train.log"), cfg.train.resume.empty()) : make_rank_logger(g.rank);
+  load_resume_checkpoint(cfg, run);
+  if (g.lead() && !run.resume_path.empty())
+    if (const int dropped = rewind_metrics(run.summary().metrics_path, run.resumed.state))
+      run.log->info("metrics.jsonl: dropped {} row{} past the checkpoint (they are logged again)", dropped,
+                    dropped == 1 ? "" : "s");
   set_threads(cfg.train.threads);
   if (g.lead()) {
     std::ofstream resolved(run.files.dir / "config.yaml");

@@ -31,8 +31,9 @@ double seconds_since(RunClock::time_point t0);
 /// Sets the OpenMP and OpenBLAS thread counts (train.threads); 0 leaves them as they are.
 void set_threads(int threads);
 
-/// The run's logger "vitrain": the console and `log_path` (truncated), "[HH:MM:SS] message".
-std::shared_ptr<spdlog::logger> make_logger(const std::string& log_path);
+/// The run's logger "vitrain": the console and `log_path` (truncated, or appended to: a resumed run), "[HH:MM:SS]
+/// message".
+std::shared_ptr<spdlog::logger> make_logger(const std::string& log_path, bool truncate = true);
 
 /// optim.opt over the model's timm parameter groups (no decay on 1-D tensors and tokens): adamw, or SGD as
 /// timm's create_optimizer: "sgd" and "nesterov" are Nesterov momentum, "momentum" plain momentum.
@@ -66,6 +67,11 @@ void write_run_checkpoint(const std::string& path, const nn::Module& model, cons
                           optim::Optimizer& opt, dist::DataParallel* dp, CheckpointState state,
                           const std::string& config_yaml, bool lead);
 
+/// The line a run stopping early leaves: `signal` (SIGTERM, ...; 0: train.max_steps) with where it stopped (`pos`:
+/// the next update) and the recovery `checkpoint` it wrote.
+void log_run_stop(spdlog::logger& log, const io::Config& cfg, int signal, const TrainPosition& pos,
+                  int64_t updates_per_epoch, const std::string& checkpoint);
+
 /// Checkpoint file names of one run folder (see checkpoint.h): last, best, recovery, checkpoint-<epoch>.
 struct RunFiles {
   std::filesystem::path dir;
@@ -78,17 +84,21 @@ struct RunFiles {
 };
 
 /// The opening of a training run, the same for every task: the output folder and its files, the checkpoint to
-/// resume from (train.resume with "auto" resolved; "" for a fresh start), the process group (`given`: a test's
+/// resume from (train.resume with "auto" resolved through choose_resume_checkpoint, which logs what it skipped;
+/// "" for a fresh start) loaded, metrics.jsonl cut back to it (rank 0), the process group (`given`: a test's
 /// in-process communicator), the logger (rank 0: console + train.log; other ranks: warnings), the resolved config
 /// written by rank 0 to config.yaml, and the first log lines (data parallel, device with `amp`).
 struct RunStart {
   RunFiles files;
   std::string resume_path;
+  Checkpoint resumed;  ///< the checkpoint at resume_path (empty for a fresh start)
   ProcessGroup group;
   std::shared_ptr<spdlog::logger> log;
   std::string config_yaml;
   /// The summary's file paths (train.log, metrics.jsonl, model.safetensors) and device, the rest at defaults.
   RunSummary summary() const;
+  /// True (after logging that the run is finished) when the resumed checkpoint already completed train.epochs.
+  bool finished(const io::Config& cfg) const;
 };
 RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::optional<DType> amp);
 

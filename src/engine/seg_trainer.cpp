@@ -18,6 +18,7 @@
 #include "engine/checkpoint.h"
 #include "engine/process_group.h"
 #include "engine/recipe.h"
+#include "engine/run_stop.h"
 #include "engine/run_support.h"
 #include "engine/timm_weights.h"
 #include "io/metrics.h"
@@ -70,11 +71,19 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   VT_CHECK(!cfg.model.decoder.type.empty(), "[train] train_segmentation needs model.decoder.type (cbt | linear)");
   check_supported(cfg);
   const std::optional<DType> amp = amp_dtype(cfg);
-  const RunStart run = start_run(cfg, hooks.communicator, amp);
+  const StopSignals stop_signals;  // from here on SIGINT/SIGTERM/SIGUSR1 end the run at the next update
+  RunStart run = start_run(cfg, hooks.communicator, amp);
   const RunFiles& files = run.files;
   const std::string& resume_path = run.resume_path;
   SegTrainSummary summary;
   static_cast<RunSummary&>(summary) = run.summary();
+  if (run.finished(cfg)) {
+    summary.already_finished = true;
+    summary.steps = run.resumed.state.position.global_step;
+    summary.best_metric = run.resumed.state.best_metric;
+    summary.best_epoch = run.resumed.state.best_epoch;
+    return summary;
+  }
   const ProcessGroup& group = run.group;
   const int rank = group.rank, world = group.world;
   const bool lead = group.lead();
@@ -125,9 +134,8 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   CheckpointState state;
   state.data_seed = data_seed;
   state.rng_seed = static_cast<uint64_t>(cfg.train.seed) + 1;  // drop-path stream
-  Checkpoint resumed;
+  Checkpoint resumed = std::move(run.resumed);  // start_run loaded it
   if (!resume_path.empty()) {
-    resumed = load_checkpoint(resume_path);
     VT_CHECK(resumed.state.data_seed == data_seed, "[resume] '", resume_path, "' was written with train.seed ",
              resumed.state.data_seed, ", this run has ", data_seed, ": the data order would differ");
     model.load_state_dict(resumed.model);
@@ -156,9 +164,11 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 
   LossWatch losses(state.position.global_step + 1);
+  StopPoll stopper(cfg, group, hooks.stop_signal);
   auto checkpoint = [&](const std::string& path) {
     losses.require_finite(state.position.global_step);
     write_run_checkpoint(path, model, nullptr, *opt, dp.get(), state, config_yaml, lead);
+    stopper.checkpoint_written();
   };
 
   const auto t_start = RunClock::now();
@@ -182,15 +192,23 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
     double data_wait = 0;
     auto t_window = RunClock::now();
     for (; pos.step_in_epoch < updates_per_epoch; ++pos.step_in_epoch) {
-      if (cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps) {
-        checkpoint(files.path("recovery.safetensors"));
-        log->info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
-        summary.stopped_at_max_steps = true;
+      // Between updates: a signal or train.max_steps stops the run, train.recovery_minutes writes a checkpoint;
+      // every rank polls here, so all act at the same update. `pos` is the next update.
+      const StopPoll::Verdict stop = stopper.poll();
+      const bool at_max_steps = cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps;
+      if (stop.signal != 0 || at_max_steps || stop.recovery_due) checkpoint(files.path("recovery.safetensors"));
+      if (stop.signal != 0 || at_max_steps) {
+        log_run_stop(*log, cfg, stop.signal, pos, updates_per_epoch, files.path("recovery.safetensors"));
+        summary.stopped_at_max_steps = stop.signal == 0;
+        summary.stop_signal = stop.signal;
         summary.steps = pos.global_step;
         summary.best_metric = state.best_metric;
         summary.best_epoch = state.best_epoch;
         return summary;
       }
+      if (stop.recovery_due)
+        log->info("recovery checkpoint ({} min since the last checkpoint): {}, {} updates done",
+                  cfg.train.recovery_minutes, files.path("recovery.safetensors"), pos.global_step);
       opt->lr = lr_plan.lr(pos.global_step, epoch);
       opt->zero_grad();
       const auto t_data = RunClock::now();
@@ -299,8 +317,6 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
 }
 
 std::string seg_train_report(const SegTrainSummary& s) {
-  if (s.stopped_at_max_steps)
-    return fmt::format("stopped after {} updates (train.max_steps); resume with --resume auto", s.steps);
   return fmt::format("validation {} ({} images); best mIoU {:.2f} (epoch {})\ntraining speed {:.1f} img/s over "
                      "{:.1f} s\nlog: {}\nmetrics: {}\nweights: {}",
                      seg_summary_line(s.test.scores), s.test.images, s.best_metric, s.best_epoch,

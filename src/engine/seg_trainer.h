@@ -28,7 +28,7 @@ struct SegTrainSummary : RunSummary {  // best_metric: the best mIoU (eval.best_
 /// the log, metrics, checkpoints (the single-process format) and weights. hooks.on_update sees this rank's loss.
 SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hooks = {});
 
-/// The lines `vitrain train` prints after a segmentation run (scores, speed, file paths).
+/// The lines `vitrain train` prints after a segmentation run that trained to the end (scores, speed, file paths).
 std::string seg_train_report(const SegTrainSummary& s);
 
 }  // namespace vt::engine

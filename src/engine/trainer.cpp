@@ -21,6 +21,7 @@
 #include "engine/process_group.h"
 #include "engine/imagenet_data.h"
 #include "engine/recipe.h"
+#include "engine/run_stop.h"
 #include "engine/run_support.h"
 #include "engine/timm_weights.h"
 #include "io/metrics.h"
@@ -139,11 +140,19 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   check_supported(cfg);
   const bool resuming = !cfg.train.resume.empty();
   const std::optional<DType> amp = amp_dtype(cfg);
-  const RunStart run = start_run(cfg, hooks.communicator, amp);
+  const StopSignals stop_signals;  // from here on SIGINT/SIGTERM/SIGUSR1 end the run at the next update
+  RunStart run = start_run(cfg, hooks.communicator, amp);
   const RunFiles& files = run.files;
   const std::string& resume_path = run.resume_path;
   TrainSummary summary;
   static_cast<RunSummary&>(summary) = run.summary();
+  if (run.finished(cfg)) {
+    summary.already_finished = true;
+    summary.steps = run.resumed.state.position.global_step;
+    summary.best_metric = run.resumed.state.best_metric;
+    summary.best_epoch = run.resumed.state.best_epoch;
+    return summary;
+  }
   const ProcessGroup& group = run.group;
   const int rank = group.rank, world = group.world;
   const bool lead = group.lead();
@@ -190,9 +199,8 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   CheckpointState state;
   state.data_seed = data_seed;
   state.rng_seed = static_cast<uint64_t>(cfg.train.seed) + 1;  // dropout / drop-path stream
-  Checkpoint resumed;
+  Checkpoint resumed = std::move(run.resumed);  // start_run loaded it
   if (!resume_path.empty()) {
-    resumed = load_checkpoint(resume_path);
     VT_CHECK(resumed.state.data_seed == data_seed, "[resume] '", resume_path, "' was written with train.seed ",
              resumed.state.data_seed, ", this run has ", data_seed, ": the data order would differ");
     model.load_state_dict(resumed.model);  // strict: a missing or mis-shaped tensor is named
@@ -272,9 +280,11 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   };
 
   LossWatch losses(state.position.global_step + 1);
+  StopPoll stopper(cfg, group, hooks.stop_signal);
   auto checkpoint = [&](const std::string& path) {
     losses.require_finite(state.position.global_step);
     write_run_checkpoint(path, model, ema ? &ema->shadow() : nullptr, *opt, dp.get(), state, config_yaml, lead);
+    stopper.checkpoint_written();
   };
 
   const auto t_start = Clock::now();
@@ -290,15 +300,23 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
     double data_wait = 0;
     auto t_window = Clock::now();
     for (; pos.step_in_epoch < updates_per_epoch; ++pos.step_in_epoch) {
-      if (cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps) {
-        checkpoint(files.path("recovery.safetensors"));
-        log->info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
-        summary.stopped_at_max_steps = true;
+      // Between updates: a signal or train.max_steps stops the run, train.recovery_minutes writes a checkpoint;
+      // every rank polls here, so all act at the same update. `pos` is the next update.
+      const StopPoll::Verdict stop = stopper.poll();
+      const bool at_max_steps = cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps;
+      if (stop.signal != 0 || at_max_steps || stop.recovery_due) checkpoint(files.path("recovery.safetensors"));
+      if (stop.signal != 0 || at_max_steps) {
+        log_run_stop(*log, cfg, stop.signal, pos, updates_per_epoch, files.path("recovery.safetensors"));
+        summary.stopped_at_max_steps = stop.signal == 0;
+        summary.stop_signal = stop.signal;
         summary.steps = pos.global_step;
         summary.best_metric = state.best_metric;
         summary.best_epoch = state.best_epoch;
         return summary;
       }
+      if (stop.recovery_due)
+        log->info("recovery checkpoint ({} min since the last checkpoint): {}, {} updates done",
+                  cfg.train.recovery_minutes, files.path("recovery.safetensors"), pos.global_step);
       opt->lr = lr_plan.lr(pos.global_step, epoch);
       Tensor update_loss;  // mean over the micro-batches of this update
       if (graph_step) {

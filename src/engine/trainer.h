@@ -30,6 +30,8 @@ struct RunSummary {
   int64_t best_epoch = -1;
   int64_t steps = 0;                  // optimizer updates applied in total (including before a resume)
   bool stopped_at_max_steps = false;  // train.max_steps ended the run (a recovery checkpoint was written)
+  int stop_signal = 0;                // SIGINT/SIGTERM/SIGUSR1 ended the run (a recovery checkpoint was written)
+  bool already_finished = false;      // the resumed checkpoint had completed train.epochs: nothing was trained
   double train_img_per_s = 0, train_seconds = 0;
   std::string device;  // "cpu" or "cuda:N"
   std::string weights_path, metrics_path, log_path;
@@ -59,12 +61,16 @@ struct TrainHooks {
   /// Runs as rank communicator->rank() of a data-parallel job over this communicator (tests: ranks as threads
   /// with a dist::ThreadCommunicator) instead of the job the launch environment describes. Not owned.
   dist::Communicator* communicator = nullptr;
+  /// Polled once per update instead of the process's stop signals (engine/run_stop.h): non-zero asks this rank to
+  /// stop as if that signal had arrived (tests: one rank of threads stops them all).
+  std::function<int()> stop_signal;
 };
 
 /// Trains on the configured dataset on cfg.train.device (bf16 autocast on CUDA when cfg.train.amp), evaluates
 /// every eval.interval epochs (model and EMA), writes the log, metrics.jsonl, checkpoints (last, best,
 /// checkpoint-<epoch>, recovery; see checkpoint.h) and the final weights under cfg.train.output. Resumes from
-/// cfg.train.resume exactly where that checkpoint stopped. Inside a step the host waits for the device only when
+/// cfg.train.resume exactly where that checkpoint stopped. SIGINT, SIGTERM and SIGUSR1 stop it after the current
+/// update with a recovery checkpoint (engine/run_stop.h; summary.stop_signal), as does train.max_steps. Inside a step the host waits for the device only when
 /// a progress line reads the loss. A non-finite loss stops the run with an error before any checkpoint holds it.
 /// In a launched job (dist::launch_env().distributed()) each process trains on cuda:LOCAL_RANK with NCCL data
 /// parallelism (dist/data_parallel.h, dist.* keys): train.batch_size per rank, the ranks' shares of the data,

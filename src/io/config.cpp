@@ -126,6 +126,7 @@ template <class V> void fields(TrainConfig& c, V& v) {
   v("checkpoint_interval", c.checkpoint_interval);
   v("checkpoint_hist", c.checkpoint_hist);
   v("recovery_interval", c.recovery_interval);
+  v("recovery_minutes", c.recovery_minutes);
   v("model_ema", c.model_ema);
   v("model_ema_decay", c.model_ema_decay);
   v("cuda_graph", c.cuda_graph);
@@ -470,6 +471,8 @@ void TrainConfig::validate() const {
           checkpoint_interval);
   require(checkpoint_hist >= 1, "train.checkpoint_hist", ">= 1", checkpoint_hist);
   require(recovery_interval >= 0, "train.recovery_interval", ">= 0 (0: off)", recovery_interval);
+  require(recovery_minutes >= 0 && std::isfinite(recovery_minutes), "train.recovery_minutes", ">= 0 (0: off)",
+          recovery_minutes);
   require(model_ema_decay > 0 && model_ema_decay < 1, "train.model_ema_decay", "in (0, 1)", model_ema_decay);
 }
 

@@ -141,6 +141,7 @@ struct TrainConfig {
   int checkpoint_interval = 1;  ///< epochs between checkpoint-<epoch> files; 0: none (last and best are always kept)
   int checkpoint_hist = 10;     ///< how many checkpoint-<epoch> files to keep (the newest)
   int64_t recovery_interval = 0;  ///< optimizer updates between recovery checkpoints; 0: off
+  double recovery_minutes = 30;   ///< a recovery checkpoint once this long has passed since the last checkpoint; 0: off
   bool model_ema = false;       ///< keep an EMA of the weights (timm ModelEmaV2), updated every update
   double model_ema_decay = 0.99996;
   /// CUDA: capture the training step in a CUDA graph after two eager steps and replay it (one process,

@@ -2,6 +2,7 @@
 // tests that exercise the command line.
 #pragma once
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -23,6 +24,18 @@ inline CliRun run_vitrain(const std::string& args) {
   while (p && fgets(buf.data(), buf.size(), p)) out += buf.data();
   const int status = p ? pclose(p) : -1;
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+/// `vitrain ARGS > OUT_FILE 2>&1` in the background, as its own process (the shell execs it), so a signal sent to
+/// the returned pid reaches vitrain itself; -1 when fork fails.
+inline pid_t start_vitrain(const std::string& args, const std::string& out_file) {
+  const std::string cmd = "exec " + std::string(VT_BINARY_DIR) + "/bin/vitrain " + args + " > " + out_file + " 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
 }
 
 }  // namespace vt::test

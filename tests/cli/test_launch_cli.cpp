@@ -1,11 +1,16 @@
 // `vitrain launch`: each rank gets its torchrun-style variables, and one failing rank stops the others and makes
-// the launcher fail naming it. The ranks run /bin/sh through --exec, so the test needs no GPU and no training.
+// the launcher fail naming it; signals are forwarded to every rank. The ranks run /bin/sh through --exec, so the test needs no GPU and no training.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <thread>
 
 #include "cli/run_vitrain.h"
 
@@ -55,6 +60,27 @@ TEST(Launch, OneFailingRankStopsTheOthersAndIsNamed) {
   // Not a timing test: without SIGTERM working the ranks would live until the SIGKILL after the 60 s grace
   // period; 30 s leaves a loaded machine room to start three processes.
   EXPECT_LT(seconds, 30.0) << "the sleeping ranks were not stopped by SIGTERM";
+}
+
+// SIGUSR1 (SLURM's pre-emption warning) reaches every rank through the launcher, which then exits with 128 + 10.
+TEST(Launch, ForwardsSigusrOneToEveryRank) {
+  const std::string out = "/tmp/vt_launch_usr1_" + std::to_string(::getpid()) + ".out";
+  const pid_t pid = vt::test::start_vitrain(
+      "launch -n 2 --exec /bin/sh -- -c 'trap \"echo rank $RANK got USR1; exit 0\" USR1; echo ready $RANK; "
+      "while :; do sleep 0.05; done'",
+      out);
+  ASSERT_GT(pid, 0);
+  auto text = [&] { std::ifstream f(out); return std::string(std::istreambuf_iterator<char>(f), {}); };
+  for (int i = 0; i < 3000 && !(has(text(), "ready 0") && has(text(), "ready 1")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(has(text(), "ready 0") && has(text(), "ready 1")) << text();
+  kill(pid, SIGUSR1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << text();
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGUSR1) << text();
+  EXPECT_TRUE(has(text(), "rank 0 got USR1") && has(text(), "rank 1 got USR1")) << text();
+  std::remove(out.c_str());
 }
 
 TEST(Launch, NothingToRunIsAnError) {

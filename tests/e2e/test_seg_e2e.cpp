@@ -11,6 +11,8 @@
 // the single-process format, and resume bit for bit; the distributed evaluation alone equals one process's for
 // 2 and 4 ranks (3 images: a rank may have none).
 #include <gtest/gtest.h>
+
+#include <csignal>
 #include <unistd.h>
 
 #include <cmath>
@@ -148,6 +150,30 @@ TEST_F(SegE2E, StoppedAndResumedRunMatchesTheUninterruptedOne) {
     EXPECT_EQ(a[i].first, b[i].first);
     EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << a[i].first;
   }
+}
+
+// A stop signal (SIGUSR1, SLURM's pre-emption warning) after update 3: the loop writes its recovery checkpoint and
+// returns the signal; the resumed run ends with the uninterrupted weights.
+TEST_F(SegE2E, SignalStoppedRunResumesToTheUninterruptedWeights) {
+  auto config = [&](const std::string& out, const std::string& resume) {
+    std::vector<std::string> extra{"train.epochs=2", "data.test_limit=1"};
+    if (!resume.empty()) extra.push_back("train.resume=" + resume);
+    return shrunk("vit_tiny_dense.yaml", out, extra);
+  };
+  engine::train_segmentation(config((dir / "whole").string(), ""));
+  int64_t done = 0;
+  engine::TrainHooks hooks;
+  hooks.on_update = [&](int64_t step, double) { done = step; };
+  hooks.stop_signal = [&] { return done >= 3 ? SIGUSR1 : 0; };
+  const engine::SegTrainSummary stopped = engine::train_segmentation(config((dir / "signal").string(), ""), hooks);
+  EXPECT_EQ(stopped.stop_signal, SIGUSR1);
+  EXPECT_EQ(stopped.steps, 3);
+  EXPECT_FALSE(stopped.stopped_at_max_steps);
+  EXPECT_EQ(engine::train_segmentation(config((dir / "signal").string(), "auto")).stop_signal, 0);
+  const io::NamedTensors a = io::load_safetensors((dir / "whole" / "model.safetensors").string());
+  const io::NamedTensors b = io::load_safetensors((dir / "signal" / "model.safetensors").string());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << a[i].first;
 }
 
 // Same numbers; NaN (an undefined class) equals NaN.

@@ -5,6 +5,7 @@
 // run stopped and resumed gives the same weights bit for bit.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -67,6 +68,36 @@ TEST(DdpTrainer, ZeroOneRunStoppedAndResumedMatchesTheUninterruptedRun) {
   const engine::TrainSummary b = train_ranks(part, 2)[0];
   EXPECT_EQ(max_weight_diff(a.weights_path, b.weights_path), 0.0);
   EXPECT_EQ(a.test.loss, b.test.loss);
+}
+
+// A signal that reaches one rank only (here rank 1, through TrainHooks::stop_signal) stops every rank at the
+// same update; rank 0 writes the recovery checkpoint and the job resumes to the uninterrupted weights.
+TEST(DdpTrainer, ASignalOnOneRankStopsAllRanksAtTheSameUpdate) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  io::Config full = ddp_config(dir.file("full"), 8);
+  full.dist.zero1 = true;
+  const engine::TrainSummary a = train_ranks(full, 2)[0];
+  io::Config part = ddp_config(dir.file("part"), 8);
+  part.dist.zero1 = true;
+  std::vector<engine::TrainSummary> stopped(2);
+  run_ranks(2, [&](dist::ThreadCommunicator& comm) {
+    int64_t done = 0;
+    engine::TrainHooks hooks;
+    hooks.communicator = &comm;
+    hooks.on_update = [&](int64_t step, double) { done = step; };
+    hooks.stop_signal = [&] { return comm.rank() == 1 && done >= 4 ? SIGTERM : 0; };
+    stopped[static_cast<size_t>(comm.rank())] = engine::train(part, hooks);
+  });
+  for (const auto& s : stopped) {
+    EXPECT_EQ(s.stop_signal, SIGTERM);
+    EXPECT_EQ(s.steps, 4);
+  }
+  ASSERT_TRUE(fs::exists(dir.file("part/recovery.safetensors")));
+  part.train.resume = "auto";
+  const engine::TrainSummary b = train_ranks(part, 2)[0];
+  EXPECT_EQ(b.stop_signal, 0);
+  EXPECT_EQ(max_weight_diff(a.weights_path, b.weights_path), 0.0);
 }
 
 // The CPU twin of the CUDA one-rank NCCL test: a job of one rank takes the whole data-parallel path (flat buffers,

@@ -12,6 +12,7 @@
 
 #include "test_util.h"
 #include "engine/checkpoint.h"
+#include "engine/resume.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 #include "io/safetensors.h"
@@ -80,6 +81,66 @@ TEST(TrainingResume, RecoveryCheckpointsResumeExactlyAndAutoPicksTheNewest) {
   EXPECT_EQ(engine::find_resume_checkpoint(dir.file("run")), dir.file("run/last.safetensors"));
   EXPECT_TRUE(fs::exists(dir.file("run/best.safetensors")));
   EXPECT_TRUE(fs::exists(dir.file("run/checkpoint-1.safetensors")));
+}
+
+TEST(TrainingResume, RecoveryMinutesWriteATimedRecoveryCheckpointThatResumesExactly) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  io::Config off = tiny_training_config(dir.file("off"));
+  off.train.recovery_minutes = 0;
+  const auto expected = run_losses(off);
+  EXPECT_FALSE(fs::exists(dir.file("off/recovery.safetensors")));
+  // Due before every update: the last one is written before update 12, the run's last.
+  io::Config cfg = tiny_training_config(dir.file("timed"));
+  cfg.train.recovery_minutes = 1e-9;
+  cfg.train.checkpoint_interval = 0;  // no checkpoint-<epoch> files for --resume auto to prefer
+  run_losses(cfg);
+  ASSERT_EQ(engine::checkpoint_global_step(dir.file("timed/recovery.safetensors")), 11);
+  expect_same_tensors(dir.file("off/model.safetensors"), dir.file("timed/model.safetensors"));
+  // Resumed from it (last removed), the run redoes update 12 with the same loss and weights.
+  fs::remove(dir.file("timed/last.safetensors"));
+  cfg.train.resume = "auto";
+  const auto redone = run_losses(cfg);
+  ASSERT_EQ(redone.size(), 1u);
+  EXPECT_EQ(redone.at(12), expected.at(12));
+  expect_same_tensors(dir.file("off/model.safetensors"), dir.file("timed/model.safetensors"));
+}
+
+TEST(TrainingResume, AutoFallsBackToTheNewestEpochCheckpointWhenLastIsDamaged) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  run_losses(tiny_training_config(dir.file("run")));  // last, checkpoint-1, checkpoint-2; no recovery
+  const std::string last = dir.file("run/last.safetensors");
+  fs::resize_file(last, fs::file_size(last) - 100);
+  const engine::ResumeChoice choice = engine::choose_resume_checkpoint(dir.file("run"));
+  EXPECT_EQ(choice.path, dir.file("run/checkpoint-2.safetensors"));
+  EXPECT_EQ(choice.checkpoint.state.position.global_step, 12);
+  ASSERT_EQ(choice.skipped.size(), 1u);
+  EXPECT_NE(choice.skipped[0].find(last + ": "), std::string::npos) << choice.skipped[0];
+}
+
+TEST(TrainingResume, RewindMetricsDropsTheRowsPastTheCheckpointAndCutLines) {
+  TempDir dir;
+  const std::string path = dir.file("metrics.jsonl");
+  write_bytes(path,
+              "{\"epoch\": 1, \"step\": 5, \"train_loss\": 2.1}\n"
+              "{\"epoch\": 1, \"step\": 6, \"train_loss\": 2}\n"
+              "{\"epoch\": 1, \"step\": 6, \"test_top1\": 10}\n"
+              "{\"epoch\": 2, \"step\": 7, \"train_loss\": 1.9}\n"
+              "{\"epoch\": 2, \"step\": 12, \"test_top1\": 20}\n"
+              "{\"epoch\": 3, \"step\": 13, \"train_lo");
+  engine::CheckpointState at_epoch_end;  // `last` after epoch 1: 6 updates, 1 epoch complete
+  at_epoch_end.position = {1, 0, 6};
+  EXPECT_EQ(engine::rewind_metrics(path, at_epoch_end), 3);
+  EXPECT_EQ(read_file(path),
+            "{\"epoch\": 1, \"step\": 5, \"train_loss\": 2.1}\n"
+            "{\"epoch\": 1, \"step\": 6, \"train_loss\": 2}\n"
+            "{\"epoch\": 1, \"step\": 6, \"test_top1\": 10}\n");
+  engine::CheckpointState before_eval;  // a recovery checkpoint after update 6, before epoch 1's evaluation
+  before_eval.position = {0, 6, 6};
+  EXPECT_EQ(engine::rewind_metrics(path, before_eval), 1);
+  EXPECT_EQ(occurrences(read_file(path), "test_top1"), 0);
+  EXPECT_EQ(engine::rewind_metrics(dir.file("absent.jsonl"), before_eval), 0);
 }
 
 TEST(TrainingResume, GradientAccumulationMatchesTheLargeBatch) {
