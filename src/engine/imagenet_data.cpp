@@ -19,6 +19,7 @@ data::ClassificationTransform train_transform(const io::DataConfig& d, int size)
   t.auto_augment = d.aa;
   t.erasing.probability = d.reprob;
   t.filter = d.train_interpolation == "bilinear" ? data::PilFilter::bilinear : data::PilFilter::bicubic;
+  t.max_image_pixels = d.max_image_pixels;
   return t;
 }
 
@@ -33,14 +34,16 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
   const auto& d = cfg.data;
   data::ClassificationFiles val = data::image_folder(data::find_split_dir(d.data_dir, "val"));
   classes_ = val.classes.size();
-  eval_source_ = std::make_unique<data::ImageFileSource>(std::move(val.samples),
-                                                         data::eval_transform(img_size, d.crop_pct));
+  data::ClassificationTransform eval_t = data::eval_transform(img_size, d.crop_pct);
+  eval_t.max_image_pixels = d.max_image_pixels;
+  eval_source_ = std::make_unique<data::ImageFileSource>(std::move(val.samples), eval_t);
   data::LoaderOptions eo;
   eo.threads = std::max(1, d.workers);
   eo.seed = seed_;
   eo.batch_size = cfg.eval.batch_size;
   eo.drop_last = false;
   eo.max_bad_files = d.max_bad_files;
+  eo.replace_bad = false;  // a bad val/ image is left out of the metrics, not replaced by its neighbour
   const int64_t n_val = eval_source_->size();
   data::DistributedSamplerOptions eval_shard;  // no padding: exact totals once the ranks' sums are added
   eval_shard.rank = rank;
@@ -107,6 +110,8 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
 ImageNetData::~ImageNetData() = default;
 
 int64_t ImageNetData::eval_size() const { return eval_source_->size(); }
+
+int64_t ImageNetData::eval_bad_files() const { return static_cast<int64_t>(eval_loader_->bad_files().size()); }
 
 int64_t ImageNetData::bad_files() const {
   const size_t n = eval_loader_->bad_files().size() + (train_loader_ ? train_loader_->bad_files().size() : 0);

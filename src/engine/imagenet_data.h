@@ -42,8 +42,10 @@ class ImageNetData {
   int64_t eval_size() const;
   /// Distinct unreadable images skipped so far (train and val; each is logged with its path when met).
   int64_t bad_files() const;
-  /// Calls `fn` with each of this rank's val/ batches (host tensors, eval transform, every image once across
-  /// the ranks).
+  /// Distinct unreadable val/ images met so far: left out of the evaluation batches (not replaced).
+  int64_t eval_bad_files() const;
+  /// Calls `fn` with each of this rank's val/ batches (host tensors, eval transform, every good image once across
+  /// the ranks; a bad one is left out, so a batch can be short).
   void for_each_eval_batch(const std::function<void(const data::Batch&)>& fn);
 
  private:
