@@ -32,7 +32,9 @@ bool uses_image_folder(const io::Config& cfg) {
 ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train, int rank, int world)
     : seed_(static_cast<uint64_t>(cfg.train.seed)), epochs_(cfg.train.epochs) {
   const auto& d = cfg.data;
-  data::ClassificationFiles val = data::image_folder(data::find_split_dir(d.data_dir, "val"));
+  val_dir_ = data::find_split_dir(d.data_dir, "val");
+  world_ = world;
+  data::ClassificationFiles val = data::image_folder(val_dir_);
   classes_ = val.classes.size();
   data::ClassificationTransform eval_t = data::eval_transform(img_size, d.crop_pct);
   eval_t.max_image_pixels = d.max_image_pixels;
@@ -147,7 +149,14 @@ data::Batch ImageNetData::train_batch(int64_t epoch, int64_t step) {
 void ImageNetData::for_each_eval_batch(const std::function<void(const data::Batch&)>& fn) {
   eval_loader_->start_epoch(0);
   data::Batch b;
-  while (eval_loader_->next(b)) fn(b);
+  int64_t images = 0;
+  while (eval_loader_->next(b)) {
+    images += b.images.size(0);
+    fn(b);
+  }
+  // With several ranks one rank's share may be all bad; the summed count is what matters there.
+  VT_CHECK(images > 0 || world_ > 1, "[data] ", val_dir_, ": every image is unreadable (", eval_bad_files(),
+           " bad files)");
 }
 
 }  // namespace vt::engine

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "core/device.h"
 #include "data/device_prefetcher.h"
@@ -58,6 +59,8 @@ class ImageNetData {
   int64_t train_batches_ = 0;
   int64_t epochs_ = 0;  // train.epochs: no epoch is started beyond the last
   int64_t epoch_ = -1, next_step_ = 0;
+  std::string val_dir_;
+  int world_ = 1;
 };
 
 }  // namespace vt::engine

@@ -66,6 +66,22 @@ TEST(EvalBadFiles, BadValImagesAreLeftOutAndCounted) {
   EXPECT_DOUBLE_EQ(with_bad.loss, clean.loss);
 }
 
+// A val/ of bad files only is an error, not NaN metrics over zero images.
+TEST(EvalBadFiles, AValSplitOfBadFilesOnlyIsAnError) {
+  EvalSetup s;
+  std::vector<fs::path> good;
+  for (const auto& e : fs::recursive_directory_iterator(s.dir.path() / "val"))
+    if (e.path().extension() == ".jpg" && e.path() != s.bad1) good.push_back(e.path());
+  ASSERT_EQ(good.size(), 6u);
+  for (const fs::path& p : good) fs::remove(p);
+  try {
+    engine::evaluate_weights(s.cfg, s.weights);
+    ADD_FAILURE() << "an evaluation over zero readable images succeeded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(": every image is unreadable (2 bad files)"), std::string::npos) << e.what();
+  }
+}
+
 TEST(EvalBadFiles, VitrainEvalReportsThemInTheSummaryAndTheRow) {
   if (!fs::exists(std::string(VT_BINARY_DIR) + "/bin/vitrain")) GTEST_SKIP() << "vitrain not built";
   EvalSetup s;
