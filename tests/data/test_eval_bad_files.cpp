@@ -35,7 +35,8 @@ struct EvalSetup {
     for (int c = 0; c < 2; ++c) {
       const fs::path cls = dir.path() / "val" / ("class" + std::to_string(c));
       fs::create_directories(cls);
-      for (int i = 0; i < 3; ++i) write_jpeg_rgb((cls / (std::to_string(i) + ".jpg")).string(), pattern_rgb(40, 40, c * 3 + i));
+      for (int i = 0; i < 3; ++i)
+        write_jpeg_rgb((cls / (std::to_string(i) + ".jpg")).string(), pattern_rgb(40, 40, c * 3 + i));
     }
     bad1 = dir.file("val/class0/1b_truncated.jpg");
     write_truncated_jpeg(bad1, 9);

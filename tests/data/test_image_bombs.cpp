@@ -44,7 +44,8 @@ TEST(ImageBombs, PngDeclaring100000SquaredIsRefusedFromItsHeader) {
   EXPECT_EQ(info.width, 100000);
   EXPECT_EQ(info.height, 100000);
   for (const std::string& e : {error_of([&] { data::peek_image(bytes, path); }),
-                               error_of([&] { data::decode_rgb(bytes, path); }), error_of([&] { data::load_rgb(path); })}) {
+                               error_of([&] { data::decode_rgb(bytes, path); }),
+                               error_of([&] { data::load_rgb(path); })}) {
     EXPECT_NE(e.find(path), std::string::npos) << e;
     EXPECT_NE(e.find("100000x100000 = 10000000000 pixels, more than data.max_image_pixels = 89478485"),
               std::string::npos)
