@@ -22,7 +22,7 @@ bool under_annotations(const fs::path& p) {
 
 }  // namespace
 
-DataCheckReport check_images(const std::string& dir, int threads) {
+DataCheckReport check_images(const std::string& dir, int threads, int64_t max_pixels) {
   VT_CHECK(fs::is_directory(dir), "[data] ", dir, " is not a folder");
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink))
@@ -34,13 +34,12 @@ DataCheckReport check_images(const std::string& dir, int threads) {
     for (size_t i; (i = next++) < files.size();) {
       try {
         if (under_annotations(fs::relative(files[i], dir))) {
-          load_label_png(files[i]);
+          load_label_png(files[i], max_pixels);
         } else {
-          load_rgb(files[i]);
+          load_rgb(files[i], max_pixels);
         }
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-        if (errors[i].empty()) errors[i] = "unknown error";
+      } catch (...) {
+        errors[i] = decode_failure_message(files[i]);
       }
     }
   };

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <opencv2/imgproc.hpp>
 
 #include "core/error.h"
@@ -39,6 +40,12 @@ void reset_thread_decompressor() {
   DecompressorHandle& handle = thread_handle();
   if (handle.h) tjDestroy(handle.h);
   handle.h = tjInitDecompress();
+}
+
+void check_pixel_limit(int width, int height, int64_t max_pixels, const std::string& path) {
+  const int64_t pixels = static_cast<int64_t>(width) * height;
+  VT_CHECK(max_pixels <= 0 || pixels <= max_pixels, "[data] ", path, ": ", width, "x", height, " = ", pixels,
+           " pixels, more than data.max_image_pixels = ", max_pixels, " (a decompression bomb?)");
 }
 
 ImageFormat sniff(const std::vector<uint8_t>& b) {
@@ -85,9 +92,11 @@ void check_decompress(int rc, tjhandle tj, const std::string& path) {
   VT_FAIL("[data] ", path, ": corrupt JPEG: ", msg);
 }
 
-cv::Mat decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& path, int min_width, int min_height) {
+cv::Mat decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& path, int min_width, int min_height,
+                    int64_t max_pixels) {
   tjhandle tj = thread_decompressor();
   const JpegHeader h = jpeg_header(tj, bytes, path);
+  check_pixel_limit(h.width, h.height, max_pixels, path);
   const tjscalingfactor f = pick_scale(h.width, h.height, min_width, min_height);
   const int w = TJSCALED(h.width, f), ht = TJSCALED(h.height, f);
   if (h.colorspace == TJCS_CMYK || h.colorspace == TJCS_YCCK) {
@@ -125,9 +134,11 @@ void png_begin(PngImage& p, const std::vector<uint8_t>& bytes, const std::string
     VT_FAIL("[data] ", path, ": bad PNG header: ", p.image.message);
 }
 
-cv::Mat decode_png(const std::vector<uint8_t>& bytes, const std::string& path, uint32_t format, int cv_type) {
+cv::Mat decode_png(const std::vector<uint8_t>& bytes, const std::string& path, uint32_t format, int cv_type,
+                   int64_t max_pixels) {
   PngImage p;
   png_begin(p, bytes, path);
+  check_pixel_limit(static_cast<int>(p.image.width), static_cast<int>(p.image.height), max_pixels, path);
   p.image.format = format;
   cv::Mat out(static_cast<int>(p.image.height), static_cast<int>(p.image.width), cv_type);
   // Alpha is dropped the way Pillow's convert("RGB") does it only for opaque images; a translucent PNG is
@@ -150,7 +161,7 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   return bytes;
 }
 
-ImageInfo peek_image(const std::vector<uint8_t>& bytes, const std::string& path) {
+ImageInfo peek_image(const std::vector<uint8_t>& bytes, const std::string& path, int64_t max_pixels) {
   ImageInfo info;
   info.format = sniff(bytes);
   if (info.format == ImageFormat::jpeg) {
@@ -165,20 +176,24 @@ ImageInfo peek_image(const std::vector<uint8_t>& bytes, const std::string& path)
   } else {
     VT_FAIL("[data] ", path, ": not a JPEG or PNG file (", bytes.size(), " bytes)");
   }
+  check_pixel_limit(info.width, info.height, max_pixels, path);
   return info;
 }
 
-cv::Mat decode_rgb(const std::vector<uint8_t>& bytes, const std::string& path, int min_width, int min_height) {
+cv::Mat decode_rgb(const std::vector<uint8_t>& bytes, const std::string& path, int min_width, int min_height,
+                   int64_t max_pixels) {
   switch (sniff(bytes)) {
-    case ImageFormat::jpeg: return decode_jpeg(bytes, path, min_width, min_height);
-    case ImageFormat::png: return decode_png(bytes, path, PNG_FORMAT_RGB, CV_8UC3);
+    case ImageFormat::jpeg: return decode_jpeg(bytes, path, min_width, min_height, max_pixels);
+    case ImageFormat::png: return decode_png(bytes, path, PNG_FORMAT_RGB, CV_8UC3, max_pixels);
     default: VT_FAIL("[data] ", path, ": not a JPEG or PNG file (", bytes.size(), " bytes)");
   }
 }
 
-cv::Mat load_rgb(const std::string& path) { return decode_rgb(read_file_bytes(path), path); }
+cv::Mat load_rgb(const std::string& path, int64_t max_pixels) {
+  return decode_rgb(read_file_bytes(path), path, 0, 0, max_pixels);
+}
 
-cv::Mat load_label_png(const std::string& path) {
+cv::Mat load_label_png(const std::string& path, int64_t max_pixels) {
   const std::vector<uint8_t> bytes = read_file_bytes(path);
   VT_CHECK(sniff(bytes) == ImageFormat::png, "[data] ", path, ": a label map must be a PNG");
   PngImage p;
@@ -187,7 +202,22 @@ cv::Mat load_label_png(const std::string& path) {
   const bool palette = (p.image.format & PNG_FORMAT_FLAG_COLORMAP) != 0;
   const bool gray = (p.image.format & PNG_FORMAT_FLAG_COLOR) == 0;
   VT_CHECK(!palette && gray, "[data] ", path, ": a label map must be a single-channel gray PNG");
-  return decode_png(bytes, path, PNG_FORMAT_GRAY, CV_8UC1);
+  return decode_png(bytes, path, PNG_FORMAT_GRAY, CV_8UC1, max_pixels);
+}
+
+std::string decode_failure_message(const std::string& path) {
+  std::string what;
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    what = "out of memory while decoding (std::bad_alloc)";
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "unknown exception while decoding";
+  }
+  if (what.find(path) != std::string::npos) return what;
+  return "[data] " + path + ": " + what;
 }
 
 }  // namespace vt::data

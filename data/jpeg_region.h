@@ -20,7 +20,8 @@ struct JpegRegion {
 /// The region of a JPEG of full size width x height covering `box`, decoded at the smallest scale 1/2, 1/4, 1/8
 /// that keeps the crop at least min_side pixels on each side (min_side 0: full scale). Returns empty pixels when
 /// the file should take the whole-image path instead (CMYK/YCCK, or no end-of-image marker: a truncated file must
-/// fail as in Pillow, wherever the crop is). Throws vt::Error naming the file for a corrupt JPEG.
+/// fail as in Pillow, wherever the crop is). Throws vt::Error naming the file for a corrupt JPEG. width and height
+/// are peek_image's, which has already applied the pixel limit.
 JpegRegion decode_jpeg_region(const std::vector<uint8_t>& bytes, const std::string& path, int width, int height,
                               const CropBox& box, int min_side);
 

@@ -7,6 +7,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstring>
 #include <opencv2/core/utility.hpp>
 
 namespace vt::data {
@@ -68,7 +69,7 @@ void Loader::start_epoch(int64_t epoch) {
   for (int t = 0; t < opt_.threads; ++t) threads_.emplace_back([this] { worker(); });
 }
 
-int64_t Loader::load_with_fallback(int64_t position, const SampleOut& out) {
+std::optional<int64_t> Loader::load_with_fallback(int64_t position, const SampleOut& out) {
   SampleRng rng(opt_.seed, epoch_, position, opt_.stream);
   const int64_t n = source_.size();
   int64_t index = order_[static_cast<size_t>(position)];
@@ -84,6 +85,7 @@ int64_t Loader::load_with_fallback(int64_t position, const SampleOut& out) {
       if (bad_.insert(source_.describe(index)).second) spdlog::warn("[data] skipping bad file: {}", e.what());
       VT_CHECK(static_cast<int64_t>(bad_.size()) <= opt_.max_bad_files, "[data] ", bad_.size(),
                " bad files, more than max_bad_files = ", opt_.max_bad_files, "; the last: ", e.what());
+      if (!opt_.replace_bad) return std::nullopt;
       VT_CHECK(attempt < n, "[data] every file of the dataset is bad");
     }
     rng = SampleRng(opt_.seed, epoch_, position, opt_.stream);
@@ -112,6 +114,7 @@ void Loader::worker() {
         slot->images = pixels_ ? Tensor::empty({rows, shape_[1], shape_[2], shape_[0]}, DType::u8)
                                : Tensor::empty({rows, shape_[0], shape_[1], shape_[2]});
         if (pixels_) slot->erasing = Tensor::empty({rows, kErasingColumns}, DType::i64);
+        slot->left_out.assign(static_cast<size_t>(rows), 0);
         slot->labels = per_map ? Tensor::empty({rows, label_map_[0], label_map_[1]}, DType::i64)
                                : Tensor::empty({rows}, DType::i64);
       }
@@ -137,9 +140,14 @@ void Loader::worker() {
           Error(detail::concat("[data] loading sample ", index, " (", source_.describe(index), ") failed: ", what)));
     };
     try {
-      const int64_t label = load_with_fallback(position, out);
+      const std::optional<int64_t> label = load_with_fallback(position, out);
       std::lock_guard<std::mutex> lock(mu_);
-      if (!per_map) slot->labels.data<int64_t>()[position - batch * opt_.batch_size] = label;
+      const int64_t row = position - batch * opt_.batch_size;
+      if (!label) {
+        slot->left_out[static_cast<size_t>(row)] = 1;
+      } else if (!per_map) {
+        slot->labels.data<int64_t>()[row] = *label;
+      }
       if (--slot->remaining == 0) ready_cv_.notify_all();
     } catch (const Error& e) {
       const std::string name = source_.describe(order_[static_cast<size_t>(position)]);
@@ -153,26 +161,47 @@ void Loader::worker() {
   }
 }
 
+namespace {
+
+// The rows of `t` (dim 0) whose `left_out` flag is 0, moved to the front; `kept` of them.
+Tensor keep_rows(const Tensor& t, const std::vector<uint8_t>& left_out, int64_t kept) {
+  if (!t.defined()) return t;
+  const size_t row_bytes = static_cast<size_t>(t.numel()) * dtype_size(t.dtype()) / left_out.size();
+  auto* base = static_cast<uint8_t*>(t.raw_data());
+  size_t to = 0;
+  for (size_t from = 0; from < left_out.size(); ++from)
+    if (!left_out[from]) std::memmove(base + row_bytes * to++, base + row_bytes * from, row_bytes);
+  return t.slice(0, 0, kept).contiguous();
+}
+
+}  // namespace
+
 bool Loader::next(Batch& out) {
   std::unique_lock<std::mutex> lock(mu_);
   VT_CHECK(!threads_.empty() || consumed_ >= num_batches_ || error_, "[data] loader: call start_epoch first");
-  if (consumed_ >= num_batches_ && !error_) return false;
-  Slot& slot = slots_[static_cast<size_t>(consumed_ % opt_.prefetch_batches)];
-  ready_cv_.wait(lock, [&] { return error_ || (slot.batch == consumed_ && slot.remaining == 0); });
-  if (error_) {
-    std::exception_ptr e = error_;
-    lock.unlock();
-    stop_workers();
-    std::rethrow_exception(e);
+  for (;;) {
+    if (consumed_ >= num_batches_ && !error_) return false;
+    Slot& slot = slots_[static_cast<size_t>(consumed_ % opt_.prefetch_batches)];
+    ready_cv_.wait(lock, [&] { return error_ || (slot.batch == consumed_ && slot.remaining == 0); });
+    if (error_) {
+      std::exception_ptr e = error_;
+      lock.unlock();
+      stop_workers();
+      std::rethrow_exception(e);
+    }
+    const int64_t rows = static_cast<int64_t>(slot.left_out.size());
+    const int64_t kept = rows - std::count(slot.left_out.begin(), slot.left_out.end(), uint8_t{1});
+    if (kept > 0) {
+      out.images = kept < rows ? keep_rows(slot.images, slot.left_out, kept) : std::move(slot.images);
+      out.labels = kept < rows ? keep_rows(slot.labels, slot.left_out, kept) : std::move(slot.labels);
+      out.erasing = kept < rows ? keep_rows(slot.erasing, slot.left_out, kept) : std::move(slot.erasing);
+    }
+    slot.images = slot.labels = slot.erasing = Tensor();
+    slot.batch = -1;
+    ++consumed_;
+    work_cv_.notify_all();
+    if (kept > 0) return true;  // else: every row was a bad file, on to the next batch
   }
-  out.images = std::move(slot.images);
-  out.labels = std::move(slot.labels);
-  out.erasing = std::move(slot.erasing);
-  slot.batch = -1;
-  ++consumed_;
-  lock.unlock();
-  work_cv_.notify_all();
-  return true;
 }
 
 std::vector<std::string> Loader::bad_files() const {

@@ -1,7 +1,8 @@
 // The threaded loader: a pool of worker threads fills a bounded ring of batches while the trainer consumes
 // them in order. Each sample's random choices come from SampleRng(seed, epoch, position, stream), so batches
-// are the same for any thread count or timing. Bad files are replaced deterministically and counted; past
-// max_bad_files, or on any other worker error, next() throws with the file named.
+// are the same for any thread count or timing. Bad files are counted and either replaced deterministically
+// (training) or left out of their batch (evaluation); past max_bad_files, or on any other worker error, next()
+// throws with the file named.
 #pragma once
 #include <array>
 #include <condition_variable>
@@ -9,6 +10,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -61,6 +63,10 @@ struct LoaderOptions {
   uint64_t seed = 0;
   uint64_t stream = 0;        // e.g. the rank, so ranks draw different augmentations
   int64_t max_bad_files = 100;  // more distinct bad files than this stops the run
+  /// true: a bad file is replaced by the next index of the dataset (training: full batches). false: its row is left
+  /// out, so a batch can be smaller than batch_size and a batch of bad files only is not handed out (evaluation:
+  /// every good image counted once, no duplicates).
+  bool replace_bad = true;
   /// With a source that yields_pixels(): batches carry u8 [B, H, W, C] pixels and i64 [B, 5] erasing draws, to be
   /// finished by normalize_and_erase where they land (timm's prefetcher split).
   bool pixels = false;
@@ -87,6 +93,7 @@ class Loader {
   int64_t batches_per_epoch() const { return num_batches_; }
   /// The next batch of the epoch in order; false when the epoch is done. Rethrows a worker's error. Labels are
   /// i64 [B], or [B, H, W] for a source with label maps. Images are f32 [B, C, H, W], or u8 pixels (options.pixels).
+  /// With replace_bad off, B counts only the good rows.
   bool next(Batch& out);
   /// Paths of the distinct bad files met so far.
   std::vector<std::string> bad_files() const;
@@ -95,6 +102,7 @@ class Loader {
   struct Slot {
     int64_t batch = -1, remaining = 0;
     Tensor images, labels, erasing;
+    std::vector<uint8_t> left_out;  // per row: 1 = a bad file (replace_bad off)
   };
   struct SampleOut {  // where one sample goes in its slot
     float* image = nullptr;
@@ -105,7 +113,8 @@ class Loader {
   void stop_workers();
   void worker();
   int64_t rows_in(int64_t batch) const;
-  int64_t load_with_fallback(int64_t position, const SampleOut& out);
+  /// The label, or nothing when the file is bad and replace_bad is off.
+  std::optional<int64_t> load_with_fallback(int64_t position, const SampleOut& out);
 
   const SampleSource& source_;
   Sampler sampler_;

@@ -47,7 +47,7 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
   const std::string& path = files_[static_cast<size_t>(index)].path;
   try {
     const std::vector<uint8_t> bytes = read_file_bytes(path);
-    const ImageInfo info = peek_image(bytes, path);
+    const ImageInfo info = peek_image(bytes, path, t_.max_image_pixels);
     if (!t_.train) {
       int min_w = 0, min_h = 0;
       if (t_.dct_downscale) {
@@ -56,7 +56,8 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
         min_w = static_cast<int>(std::ceil(info.width * s));
         min_h = static_cast<int>(std::ceil(info.height * s));
       }
-      return eval_resize_crop(decode_rgb(bytes, path, min_w, min_h), t_.size, t_.crop_pct, t_.filter);
+      return eval_resize_crop(decode_rgb(bytes, path, min_w, min_h, t_.max_image_pixels), t_.size, t_.crop_pct,
+                              t_.filter);
     }
     const CropBox box = random_resized_crop_box(info.width, info.height, rng, t_.crop);
     cv::Mat img;
@@ -71,7 +72,8 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
     } else if (t_.dct_downscale) {
       // Decode only as large as the crop needs: the crop must keep at least `size` pixels on each side.
       img = decode_rgb(bytes, path, static_cast<int>(std::ceil(static_cast<double>(info.width) * t_.size / box.width)),
-                       static_cast<int>(std::ceil(static_cast<double>(info.height) * t_.size / box.height)));
+                       static_cast<int>(std::ceil(static_cast<double>(info.height) * t_.size / box.height)),
+                       t_.max_image_pixels);
       if (img.cols != info.width || img.rows != info.height) {
         const double sx = static_cast<double>(img.cols) / info.width, sy = static_cast<double>(img.rows) / info.height;
         const int x0 = static_cast<int>(std::lround(box.x * sx)), y0 = static_cast<int>(std::lround(box.y * sy));
@@ -80,7 +82,7 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
         b = {x0, y0, std::max(1, x1 - x0), std::max(1, y1 - y0)};
       }
     } else {
-      img = decode_rgb(bytes, path);
+      img = decode_rgb(bytes, path, 0, 0, t_.max_image_pixels);
     }
     cv::Mat out = t_.exact_train_resize ? crop_and_resize(img, b, t_.size, t_.filter)
                                         : crop_and_fast_resize(img, b, t_.size, t_.filter);
@@ -93,8 +95,8 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
     return out;
   } catch (const BadSampleError&) {
     throw;
-  } catch (const Error& e) {
-    throw BadSampleError(e.what());
+  } catch (...) {
+    throw BadSampleError(decode_failure_message(path));
   }
 }
 
@@ -134,8 +136,8 @@ void SegmentationSource::load_with_label_map(int64_t index, SampleRng& rng, floa
     label = load_label_png(p.label);
     VT_CHECK(img.size() == label.size(), "[data] ", p.label, " is ", label.cols, "x", label.rows, " but ", p.image,
              " is ", img.cols, "x", img.rows);
-  } catch (const Error& e) {
-    throw BadSampleError(e.what());
+  } catch (...) {
+    throw BadSampleError(decode_failure_message(p.image));
   }
   if (reduce_zero_) reduce_zero_label(label);
   seg_train_augment(img, label, cfg_, rng);

@@ -8,6 +8,7 @@
 
 #include "data/datasets.h"
 #include "data/idx.h"
+#include "data/image_decode.h"
 #include "data/loader.h"
 #include "data/rand_augment.h"
 #include "data/seg_transforms.h"
@@ -33,6 +34,8 @@ struct ClassificationTransform {
   bool crop_decode = true;
   /// Train crop+resize through pil_resize (bit-exact Pillow) instead of fast_resize (within ±2, about 2x faster).
   bool exact_train_resize = false;
+  /// A file whose header declares more pixels is bad (data.max_image_pixels; 0: no limit).
+  int64_t max_image_pixels = kDefaultMaxImagePixels;
 };
 
 /// The train transform (RandomResizedCrop, flip, normalize, RandomErasing) or the eval transform.
@@ -42,7 +45,8 @@ ClassificationTransform train_transform(int size = 224);
 ClassificationTransform deit_train_transform(int size = 224);
 ClassificationTransform eval_transform(int size = 224, double crop_pct = 0.875);
 
-/// Image files with labels, decoded and transformed per sample into 3 x size x size floats.
+/// Image files with labels, decoded and transformed per sample into 3 x size x size floats. Any failure while
+/// reading, decoding or transforming a file (allocation failures included) is a BadSampleError naming it.
 class ImageFileSource : public SampleSource {
  public:
   ImageFileSource(std::vector<LabeledFile> files, ClassificationTransform transform);

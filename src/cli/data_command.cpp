@@ -14,10 +14,11 @@ namespace {
 struct CheckArgs {
   std::string dir;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int64_t max_image_pixels = data::kDefaultMaxImagePixels;
 };
 
 int run_check(const CheckArgs& a) {
-  const data::DataCheckReport r = data::check_images(a.dir, a.threads);
+  const data::DataCheckReport r = data::check_images(a.dir, a.threads, a.max_image_pixels);
   for (const auto& b : r.bad) std::printf("bad: %s\n", b.error.c_str());
   std::printf("checked %lld images under %s: %zu bad\n", static_cast<long long>(r.checked), a.dir.c_str(),
               r.bad.size());
@@ -35,6 +36,10 @@ void add_data_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   check->add_option("-j,--threads", args->threads, "decoding threads")->check(CLI::PositiveNumber);
+  check->add_option("--max-image-pixels", args->max_image_pixels,
+                    "an image declaring more pixels is bad, as data.max_image_pixels (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   check->callback([args] { finish_command([&] { return run_check(*args); }); });
 }
 

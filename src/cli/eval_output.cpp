@@ -18,6 +18,9 @@ void print_eval_results(const engine::EvalResultsRow& row, const EvalOutputOptio
   std::printf("%s: top-1 %.3f%%  top-5 %.3f%%  loss %.4f  (%lld images, %.0f img/s, %.2fM params, %s)\n",
               row.model.c_str(), row.top1, row.top5, row.loss, static_cast<long long>(row.images), row.img_per_s,
               static_cast<double>(row.param_count) / 1e6, row.amp ? "bf16 autocast" : "f32");
+  if (row.bad_files > 0)
+    std::printf("%lld unreadable images left out of the metrics (listed above)\n",
+                static_cast<long long>(row.bad_files));
   if (options.json) std::printf("%s\n", engine::eval_results_json(row, 0).c_str());
   if (!options.results_file.empty()) {
     engine::write_eval_results(options.results_file, row);

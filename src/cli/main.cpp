@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
       // validate.py's row: Fashion-MNIST is evaluated uncropped; ImageFolder with data.crop_pct, bicubic.
       const bool folder = vt::engine::uses_image_folder(cfg);
       vt::cli::print_eval_results({cfg.model.name, r.top1, r.top5, r.loss, r.params, img_size,
-                                   folder ? cfg.data.crop_pct : 1.0, "bicubic", r.count, r.img_per_s, eval_amp},
+                                   folder ? cfg.data.crop_pct : 1.0, "bicubic", r.count, r.img_per_s, eval_amp,
+                                   r.bad_files},
                                   eval_out);
     }
   } catch (const std::exception& e) {

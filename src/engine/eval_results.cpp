@@ -44,6 +44,7 @@ std::vector<Field> fields(const EvalResultsRow& r) {
           {"interpolation", r.interpolation, true},
           {"loss", py_float(r.loss, 4)},
           {"images", std::to_string(r.images)},
+          {"bad_files", std::to_string(r.bad_files)},
           {"img_per_s", py_float(r.img_per_s, 1)},
           {"amp", r.amp ? "true" : "false"}};
 }

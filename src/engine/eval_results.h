@@ -18,13 +18,15 @@ struct EvalResultsRow {
   int64_t images = 0;
   double img_per_s = 0;
   bool amp = false;  ///< bf16 autocast (validate.py --amp); false: f32
+  int64_t bad_files = 0;  ///< unreadable images left out (not in `images`, not in the metrics)
 };
 
 /// validate.py's summary: " * Acc@1 72.172 (27.828) Acc@5 91.114 (8.886)".
 std::string eval_summary_line(const EvalResultsRow& row);
 
 /// The row as a JSON object with timm's keys first, in timm's order and rounding (4 decimals; param_count in
-/// millions to 2), then ours: loss, images, img_per_s, amp (true / false). `indent` > 0 pretty-prints like json.dumps(indent=4).
+/// millions to 2), then ours: loss, images, bad_files, img_per_s, amp (true / false). `indent` > 0 pretty-prints
+/// like json.dumps(indent=4).
 std::string eval_results_json(const EvalResultsRow& row, int indent = 4);
 
 /// The row as validate.py's CSV: a header line and one value line (same keys as the JSON).

@@ -19,6 +19,7 @@ data::ClassificationTransform train_transform(const io::DataConfig& d, int size)
   t.auto_augment = d.aa;
   t.erasing.probability = d.reprob;
   t.filter = d.train_interpolation == "bilinear" ? data::PilFilter::bilinear : data::PilFilter::bicubic;
+  t.max_image_pixels = d.max_image_pixels;
   return t;
 }
 
@@ -31,16 +32,20 @@ bool uses_image_folder(const io::Config& cfg) {
 ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train, int rank, int world)
     : seed_(static_cast<uint64_t>(cfg.train.seed)), epochs_(cfg.train.epochs) {
   const auto& d = cfg.data;
-  data::ClassificationFiles val = data::image_folder(data::find_split_dir(d.data_dir, "val"));
+  val_dir_ = data::find_split_dir(d.data_dir, "val");
+  world_ = world;
+  data::ClassificationFiles val = data::image_folder(val_dir_);
   classes_ = val.classes.size();
-  eval_source_ = std::make_unique<data::ImageFileSource>(std::move(val.samples),
-                                                         data::eval_transform(img_size, d.crop_pct));
+  data::ClassificationTransform eval_t = data::eval_transform(img_size, d.crop_pct);
+  eval_t.max_image_pixels = d.max_image_pixels;
+  eval_source_ = std::make_unique<data::ImageFileSource>(std::move(val.samples), eval_t);
   data::LoaderOptions eo;
   eo.threads = std::max(1, d.workers);
   eo.seed = seed_;
   eo.batch_size = cfg.eval.batch_size;
   eo.drop_last = false;
   eo.max_bad_files = d.max_bad_files;
+  eo.replace_bad = false;  // a bad val/ image is left out of the metrics, not replaced by its neighbour
   const int64_t n_val = eval_source_->size();
   data::DistributedSamplerOptions eval_shard;  // no padding: exact totals once the ranks' sums are added
   eval_shard.rank = rank;
@@ -108,6 +113,8 @@ ImageNetData::~ImageNetData() = default;
 
 int64_t ImageNetData::eval_size() const { return eval_source_->size(); }
 
+int64_t ImageNetData::eval_bad_files() const { return static_cast<int64_t>(eval_loader_->bad_files().size()); }
+
 int64_t ImageNetData::bad_files() const {
   const size_t n = eval_loader_->bad_files().size() + (train_loader_ ? train_loader_->bad_files().size() : 0);
   return static_cast<int64_t>(n);
@@ -142,7 +149,14 @@ data::Batch ImageNetData::train_batch(int64_t epoch, int64_t step) {
 void ImageNetData::for_each_eval_batch(const std::function<void(const data::Batch&)>& fn) {
   eval_loader_->start_epoch(0);
   data::Batch b;
-  while (eval_loader_->next(b)) fn(b);
+  int64_t images = 0;
+  while (eval_loader_->next(b)) {
+    images += b.images.size(0);
+    fn(b);
+  }
+  // With several ranks one rank's share may be all bad; the summed count is what matters there.
+  VT_CHECK(images > 0 || world_ > 1, "[data] ", val_dir_, ": every image is unreadable (", eval_bad_files(),
+           " bad files)");
 }
 
 }  // namespace vt::engine

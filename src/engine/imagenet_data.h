@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "core/device.h"
 #include "data/device_prefetcher.h"
@@ -42,8 +43,10 @@ class ImageNetData {
   int64_t eval_size() const;
   /// Distinct unreadable images skipped so far (train and val; each is logged with its path when met).
   int64_t bad_files() const;
-  /// Calls `fn` with each of this rank's val/ batches (host tensors, eval transform, every image once across
-  /// the ranks).
+  /// Distinct unreadable val/ images met so far: left out of the evaluation batches (not replaced).
+  int64_t eval_bad_files() const;
+  /// Calls `fn` with each of this rank's val/ batches (host tensors, eval transform, every good image once across
+  /// the ranks; a bad one is left out, so a batch can be short).
   void for_each_eval_batch(const std::function<void(const data::Batch&)>& fn);
 
  private:
@@ -56,6 +59,8 @@ class ImageNetData {
   int64_t train_batches_ = 0;
   int64_t epochs_ = 0;  // train.epochs: no epoch is started beyond the last
   int64_t epoch_ = -1, next_step_ = 0;
+  std::string val_dir_;
+  int world_ = 1;
 };
 
 }  // namespace vt::engine

@@ -502,6 +502,7 @@ EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_pa
              val.num_classes(), " class folders, more than the model's ", vit_config(cfg).num_classes, " classes");
     start = std::chrono::steady_clock::now();
     r = evaluate_batches(model, [&](const auto& fn) { val.for_each_eval_batch(fn); }, device, amp);
+    r.bad_files = val.eval_bad_files();
   } else {
     VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset, "'");
     data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);

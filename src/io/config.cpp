@@ -67,6 +67,7 @@ template <class V> void fields(DataConfig& c, V& v) {
   v("hflip", c.hflip);
   v("workers", c.workers);
   v("max_bad_files", c.max_bad_files);
+  v("max_image_pixels", c.max_image_pixels);
   v("train_limit", c.train_limit);
   v("test_limit", c.test_limit);
   v("mixup", c.mixup);
@@ -408,6 +409,7 @@ void DataConfig::validate() const {
   require(hflip >= 0 && hflip <= 1, "data.hflip", "a probability in [0, 1]", hflip);
   require(workers >= 0, "data.workers", ">= 0", workers);
   require(max_bad_files >= 0, "data.max_bad_files", ">= 0", max_bad_files);
+  require(max_image_pixels >= 0, "data.max_image_pixels", ">= 0 (0: no limit)", max_image_pixels);
   require(train_limit >= 0, "data.train_limit", ">= 0 (0: all)", train_limit);
   require(test_limit >= 0, "data.test_limit", ">= 0 (0: all)", test_limit);
   require(mixup >= 0, "data.mixup", ">= 0 (0: off)", mixup);

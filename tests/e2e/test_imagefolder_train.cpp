@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "data/hostile_images.h"
 #include "data/image_writers.h"
 #include "engine/trainer.h"
 #include "io/config.h"
@@ -87,31 +88,40 @@ TEST(ImageFolderTraining, DeitRecipeTrainsEvaluatesAndResumesExactly) {
   fs::remove_all(dir);
 }
 
-// A truncated JPEG in train/ is skipped, and the run's metrics count it; data.max_bad_files = 0 stops the run
-// with an error naming the file.
+// A bad file in train/ (a truncated JPEG, then a 65-byte PNG declaring 100000x100000 under the same name) is
+// skipped and the run's metrics count it; data.max_bad_files = 0 stops the run with an error naming the file. A
+// JPEG in val/ declaring 16000x16000 is left out of the evaluation.
 TEST(ImageFolderTraining, BadFilesAreSkippedCountedInMetricsOrStopTheRun) {
   const fs::path dir = fs::temp_directory_path() / ("vt_e2e_imagefolder_bad_" + std::to_string(::getpid()));
   write_tree(dir / "data");
-  const fs::path bad = dir / "data" / "train" / "class1" / "truncated.jpg";
-  write_jpeg_rgb(bad.string(), pattern_rgb(40, 40, 3));
-  fs::resize_file(bad, fs::file_size(bad) / 3);
-  io::Config cfg = shrunk(dir / "data", (dir / "run").string());
-  cfg.train.epochs = 1;
-  cfg.schedule.warmup_epochs = 0;
-  engine::TrainSummary s;
-  run_losses(cfg, &s);
-  std::ifstream metrics(s.metrics_path);
-  std::string line, last_step;
-  while (std::getline(metrics, line))
-    if (line.find("\"train_loss\"") != std::string::npos) last_step = line;
-  EXPECT_NE(last_step.find("\"bad_files\": 1"), std::string::npos) << last_step;
-  cfg.data.max_bad_files = 0;
-  cfg.train.output = (dir / "strict").string();
-  try {
+  const fs::path bad = dir / "data" / "train" / "class1" / "bad.jpg";
+  write_jpeg_declaring((dir / "data" / "val" / "class2" / "bomb.jpg").string(), 16000, 16000);
+  for (const std::string kind : {"truncated", "png bomb"}) {
+    SCOPED_TRACE(kind);
+    if (kind == "truncated") {
+      write_truncated_jpeg(bad.string(), 3);
+    } else {
+      write_png_declaring(bad.string(), 100000, 100000);
+    }
+    io::Config cfg = shrunk(dir / "data", (dir / ("run_" + kind)).string());
+    cfg.train.epochs = 1;
+    cfg.schedule.warmup_epochs = 0;
+    engine::TrainSummary s;
     run_losses(cfg, &s);
-    ADD_FAILURE() << "a bad file with data.max_bad_files = 0 did not stop the run";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("truncated.jpg"), std::string::npos) << e.what();
+    EXPECT_EQ(s.test.count, 12);  // 13 val files, the bomb left out
+    std::ifstream metrics(s.metrics_path);
+    std::string line, last_step;
+    while (std::getline(metrics, line))
+      if (line.find("\"train_loss\"") != std::string::npos) last_step = line;
+    EXPECT_NE(last_step.find("\"bad_files\": 1"), std::string::npos) << last_step;
+    cfg.data.max_bad_files = 0;
+    cfg.train.output = (dir / ("strict_" + kind)).string();
+    try {
+      run_losses(cfg, &s);
+      ADD_FAILURE() << "a bad file with data.max_bad_files = 0 did not stop the run";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.jpg"), std::string::npos) << e.what();
+    }
   }
   fs::remove_all(dir);
 }

@@ -18,6 +18,7 @@ engine::EvalResultsRow row() {
   r.crop_pct = 0.875;
   r.images = 50000;
   r.img_per_s = 1234.56;
+  r.bad_files = 2;
   return r;
 }
 
@@ -40,6 +41,7 @@ TEST(EvalResults, JsonRowHasTimmsKeysInOrder) {
             "    \"interpolation\": \"bicubic\",\n"
             "    \"loss\": 1.2346,\n"
             "    \"images\": 50000,\n"
+            "    \"bad_files\": 2,\n"
             "    \"img_per_s\": 1234.6,\n"
             "    \"amp\": false\n"
             "}");
@@ -48,15 +50,17 @@ TEST(EvalResults, JsonRowHasTimmsKeysInOrder) {
   EXPECT_EQ(line,
             "{\"model\": \"deit_tiny_patch16_224\", \"top1\": 72.172, \"top1_err\": 27.828, \"top5\": 91.0, "
             "\"top5_err\": 9.0, \"param_count\": 5.72, \"img_size\": 224, \"crop_pct\": 0.875, "
-            "\"interpolation\": \"bicubic\", \"loss\": 1.2346, \"images\": 50000, \"img_per_s\": 1234.6, \"amp\": false}");
+            "\"interpolation\": \"bicubic\", \"loss\": 1.2346, \"images\": 50000, \"bad_files\": 2, "
+            "\"img_per_s\": 1234.6, \"amp\": false}");
 }
 
 TEST(EvalResults, CsvAndResultsFile) {
   engine::EvalResultsRow r = row();
   r.model = "a,b";
   EXPECT_EQ(engine::eval_results_csv(r),
-            "model,top1,top1_err,top5,top5_err,param_count,img_size,crop_pct,interpolation,loss,images,img_per_s,amp\n"
-            "\"a,b\",72.172,27.828,91.0,9.0,5.72,224,0.875,bicubic,1.2346,50000,1234.6,false\n");
+            "model,top1,top1_err,top5,top5_err,param_count,img_size,crop_pct,interpolation,loss,images,bad_files,"
+            "img_per_s,amp\n"
+            "\"a,b\",72.172,27.828,91.0,9.0,5.72,224,0.875,bicubic,1.2346,50000,2,1234.6,false\n");
   TempDir dir;
   engine::write_eval_results(dir.file("r.json"), row());
   EXPECT_EQ(read_bytes(dir.file("r.json")), engine::eval_results_json(row()) + "\n");
