@@ -134,3 +134,41 @@ TEST(Configs, EveryConfigParsesAndBuildsItsModel) {
 
 }  // namespace
 }  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// The model must take the dataset's images and labels: one error naming the key (and, when the value came from
+// the preset, saying so) before any model or loader is built.
+TEST(Recipe, ModelChannelsAndClassesMustFitTheDataset) {
+  auto cfg = [](std::vector<std::string> sets) {
+    io::Config c;
+    for (const auto& s : sets) io::apply_override(c, s);
+    c.validate();
+    return c;
+  };
+  const io::Config micro = cfg({});  // vit_micro on fashion_mnist: 1 channel, 10 classes
+  EXPECT_NO_THROW(engine::check_supported(micro));
+  expect_error([&] { engine::check_supported(cfg({"model.in_chans=3"})); },
+               "model.in_chans is 3 but data.dataset fashion_mnist has 1-channel images");
+  expect_error([&] { engine::check_supported(cfg({"model.name=deit_tiny_patch16_224"})); },
+               "model.in_chans is 3 (from the preset deit_tiny_patch16_224)");
+  expect_error([&] { engine::check_supported(cfg({"model.num_classes=5"})); },
+               "model.num_classes is 5 but data.dataset fashion_mnist has 10 classes");
+  EXPECT_NO_THROW(engine::check_supported(cfg({"model.num_classes=12"})));  // unused logits are harmless
+  expect_error([&] { engine::check_supported(cfg({"data.dataset=imagefolder", "model.num_classes=3"})); },
+               "model.in_chans is 1 (from the preset vit_micro) but data.dataset imagefolder has 3-channel images");
+  EXPECT_NO_THROW(
+      engine::check_supported(cfg({"data.dataset=imagefolder", "model.in_chans=3", "model.num_classes=3"})));
+  const std::vector<std::string> seg = {"data.dataset=ade20k",     "model.name=vit_tiny_patch16_384",
+                                        "model.decoder.type=linear", "eval.best_metric=miou",
+                                        "optim.smoothing=0",       "train.model_ema=false"};
+  EXPECT_NO_THROW(engine::check_supported(cfg(seg)));
+  std::vector<std::string> seg100 = seg;
+  seg100.push_back("model.num_classes=100");
+  expect_error([&] { engine::check_supported(cfg(seg100)); },
+               "model.num_classes is 100 but data.dataset ade20k has 150 classes");
+}
+
+}  // namespace
+}  // namespace vt::test
