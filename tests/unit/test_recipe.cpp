@@ -10,6 +10,7 @@
 #include "engine/ema.h"
 #include "engine/recipe.h"
 #include "engine/trainer.h"
+#include "models/registry.h"
 #include "nn/layers.h"
 #include "optim/lr_schedule.h"
 #include "optim/schedule_cosine.h"
@@ -168,6 +169,30 @@ TEST(Recipe, ModelChannelsAndClassesMustFitTheDataset) {
   seg100.push_back("model.num_classes=100");
   expect_error([&] { engine::check_supported(cfg(seg100)); },
                "model.num_classes is 100 but data.dataset ade20k has 150 classes");
+}
+
+}  // namespace
+}  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// Keys each within their bounds can still multiply to a model no machine holds: one error naming the keys, not
+// a bad_alloc while the weights are allocated.
+TEST(Recipe, ModelsTooLargeToBuildAreAnErrorNamingTheKeys) {
+  io::ModelConfig m;
+  m.name = "deit_base_patch16_224";
+  EXPECT_NO_THROW(models::vit_config(m, 0));
+  m.embed_dim = 65536;
+  m.num_heads = 64;
+  m.mlp_ratio = 64;
+  m.validate();  // every key alone is allowed
+  expect_error([&] { models::vit_config(m, 0); }, "model.embed_dim 65536, model.depth 12, model.mlp_ratio 64");
+  io::ModelConfig big_image;
+  big_image.name = "vit_micro";  // patch 7
+  big_image.img_size = 16380;
+  big_image.validate();
+  expect_error([&] { models::vit_config(big_image, 0); }, "model.img_size 16380 / model.patch_size 7 gives");
 }
 
 }  // namespace
