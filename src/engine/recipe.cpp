@@ -113,6 +113,8 @@ void check_supported(const io::Config& cfg) {
   const bool imagenet_only = d.mixup > 0 || d.cutmix > 0 || !d.aa.empty() || d.reprob > 0 || d.aug_repeats > 0;
   need(!folder && imagenet_only,
        "data.mixup/cutmix/aa/reprob/aug_repeats with fashion_mnist (they need data.dataset: imagefolder)");
+  need(d.dataset == "fashion_mnist" && (!d.mean.empty() || !d.std.empty()),
+       "data.mean/std with fashion_mnist (it is normalised with its own mean and std)");
   need(d.mixup_mode != "batch", "data.mixup_mode: " + d.mixup_mode);
   need(d.reprob > 0 && d.remode != "pixel", "data.remode: " + d.remode);
   need(d.reprob > 0 && d.recount != 1, "data.recount: " + std::to_string(d.recount));

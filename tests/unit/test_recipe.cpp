@@ -157,6 +157,8 @@ TEST(Recipe, ModelChannelsAndClassesMustFitTheDataset) {
   expect_error([&] { engine::check_supported(cfg({"model.num_classes=5"})); },
                "model.num_classes is 5 but data.dataset fashion_mnist has 10 classes");
   EXPECT_NO_THROW(engine::check_supported(cfg({"model.num_classes=12"})));  // unused logits are harmless
+  expect_error([&] { engine::check_supported(cfg({"data.mean=[0.5,0.5,0.5]"})); },
+               "data.mean/std with fashion_mnist");
   expect_error([&] { engine::check_supported(cfg({"data.dataset=imagefolder", "model.num_classes=3"})); },
                "model.in_chans is 1 (from the preset vit_micro) but data.dataset imagefolder has 3-channel images");
   EXPECT_NO_THROW(
