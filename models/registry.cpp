@@ -1,5 +1,7 @@
 #include "models/registry.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace vt::models {
@@ -32,6 +34,28 @@ constexpr Preset kPresets[] = {
     {"vit_base_patch16_384", 384, 16, 768, 12, 12},
     {"vit_large_patch16_384", 384, 16, 1024, 24, 16},
 };
+}  // namespace
+
+namespace {
+
+// The resolved model must be buildable: each key is bounded by io::ModelConfig::validate, but their product
+// (the preset's values included) can still ask for terabytes. ViT-22B has 2.2e10 parameters and ~1K tokens.
+constexpr double kMaxParameters = 5e10, kMaxTokens = 1 << 22;
+
+void check_size(const ViTConfig& v) {
+  const double grid = static_cast<double>(v.img_size / std::max<int64_t>(v.patch_size, 1));
+  const double tokens = grid * grid;
+  VT_CHECK(tokens <= kMaxTokens, "[config] model.img_size ", v.img_size, " / model.patch_size ", v.patch_size,
+           " gives ", tokens, " tokens, above the ", kMaxTokens, " a model can hold");
+  const double d = static_cast<double>(v.embed_dim);
+  const double params = static_cast<double>(v.depth) * d * d * (4 + 2 * v.mlp_ratio) + tokens * d +
+                        static_cast<double>(v.patch_size * v.patch_size * v.in_chans) * d +
+                        static_cast<double>(v.num_classes) * d;
+  VT_CHECK(params <= kMaxParameters, "[config] model.embed_dim ", v.embed_dim, ", model.depth ", v.depth,
+           ", model.mlp_ratio ", v.mlp_ratio, " (with the image, patch and class sizes) give about ", params,
+           " parameters, above the limit of ", kMaxParameters);
+}
+
 }  // namespace
 
 ViTConfig preset(const std::string& tagged_name) {
@@ -78,6 +102,7 @@ ViTConfig vit_config(const io::ModelConfig& m, uint64_t seed) {
   v.layer_norm_eps = m.layer_norm_eps;
   v.attention = m.attention;
   v.seed = seed;
+  check_size(v);
   return v;
 }
 

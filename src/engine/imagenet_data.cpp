@@ -13,8 +13,35 @@ namespace {
 
 constexpr uint64_t kMixStream = 0x6d6978;  // "mix": the batch-level draws, apart from the per-sample streams
 
+// data.mean / data.std (timm --mean/--std); empty keeps ImageNet's.
+data::Normalization normalization(const io::DataConfig& d) {
+  data::Normalization n;
+  for (size_t c = 0; c < d.mean.size() && c < 3; ++c) n.mean[c] = static_cast<float>(d.mean[c]);
+  for (size_t c = 0; c < d.std.size() && c < 3; ++c) n.std[c] = static_cast<float>(d.std[c]);
+  return n;
+}
+
+// data.train_limit / test_limit: `limit` files evenly spaced over the class-sorted list, so every class keeps its
+// share (the first `limit` would be the first classes only); 0 or at least the list's size: all of them.
+std::vector<data::LabeledFile> limited(std::vector<data::LabeledFile> files, int64_t limit) {
+  const auto n = static_cast<int64_t>(files.size());
+  if (limit <= 0 || limit >= n) return files;
+  std::vector<data::LabeledFile> out;
+  out.reserve(static_cast<size_t>(limit));
+  for (int64_t i = 0; i < limit; ++i) out.push_back(std::move(files[static_cast<size_t>(i * n / limit)]));
+  return out;
+}
+
+data::ClassificationTransform eval_transform(const io::DataConfig& d, int size) {
+  data::ClassificationTransform t = data::eval_transform(size, d.crop_pct);
+  t.norm = normalization(d);
+  t.max_image_pixels = d.max_image_pixels;
+  return t;
+}
+
 data::ClassificationTransform train_transform(const io::DataConfig& d, int size) {
   data::ClassificationTransform t = data::train_transform(size);
+  t.norm = normalization(d);
   t.hflip = d.hflip;
   t.auto_augment = d.aa;
   t.erasing.probability = d.reprob;
@@ -36,9 +63,8 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
   world_ = world;
   data::ClassificationFiles val = data::image_folder(val_dir_);
   classes_ = val.classes.size();
-  data::ClassificationTransform eval_t = data::eval_transform(img_size, d.crop_pct);
-  eval_t.max_image_pixels = d.max_image_pixels;
-  eval_source_ = std::make_unique<data::ImageFileSource>(std::move(val.samples), eval_t);
+  eval_source_ = std::make_unique<data::ImageFileSource>(limited(std::move(val.samples), d.test_limit),
+                                                         eval_transform(d, img_size));
   data::LoaderOptions eo;
   eo.threads = std::max(1, d.workers);
   eo.seed = seed_;
@@ -62,6 +88,7 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
 
   data::ClassificationFiles train = data::image_folder(data::find_split_dir(d.data_dir, "train"));
   VT_CHECK(val.classes == train.classes, "[data] ", d.data_dir, ": val/ and train/ have different class folders");
+  train.samples = limited(std::move(train.samples), d.train_limit);
   const int64_t n = static_cast<int64_t>(train.samples.size());
   train_source_ = std::make_unique<data::ImageFileSource>(std::move(train.samples), train_transform(d, img_size));
 

@@ -1,7 +1,8 @@
 // The ImageNet-style input pipeline of a training run (data.dataset: imagefolder): ImageFolder train/ and val/
 // through the threaded loader with timm's transforms, DeiT's repeated-augmentation sampler, and Mixup/CutMix on
 // the training device. Every batch is a pure function of (train.seed, epoch, batch index), so a resumed run sees
-// the same batches as an uninterrupted one.
+// the same batches as an uninterrupted one. data.mean/std normalise both splits (empty: ImageNet's); data.train_limit
+// and data.test_limit keep that many files of train/ and val/, evenly spaced over the classes.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "data/datasets.h"
+#include "models/registry.h"
+#include "models/segmenter.h"
 
 namespace vt::engine {
 
@@ -46,6 +49,45 @@ double LrPlan::lr(int64_t global_step, int64_t epoch) const {
   return optim::epoch_lr(sched_, epoch, deit_lag_);
 }
 
+namespace {
+
+// "model.in_chans is 3 (from the preset deit_tiny_patch16_224)" or "... is 3": where the value came from.
+std::string model_value(const char* key, int64_t resolved, int set, const std::string& preset) {
+  return std::string("model.") + key + " is " + std::to_string(resolved) +
+         (set > 0 ? "" : " (from the preset " + preset + ")");
+}
+
+}  // namespace
+
+void check_model_fits_data(const io::Config& cfg) {
+  const io::ModelConfig& m = cfg.model;
+  const std::string& dataset = cfg.data.dataset;
+  if (dataset != "fashion_mnist" && dataset != "imagefolder" && dataset != "imagenet" && dataset != "ade20k")
+    return;  // check_supported names an unknown dataset
+  const bool segmentation = !m.decoder.type.empty();
+  int64_t in_chans = 0, num_classes = 0;
+  if (segmentation) {
+    const models::SegmenterConfig s = models::segmenter_config(m, 0);
+    in_chans = s.backbone.in_chans;
+    num_classes = s.num_classes;
+  } else {
+    const models::ViTConfig v = models::vit_config(m, 0);
+    in_chans = v.in_chans;
+    num_classes = v.num_classes;
+  }
+  // Fashion-MNIST is gray (1 channel, 10 classes); ImageFolder and ADE20K images are decoded to RGB.
+  const int64_t channels = dataset == "fashion_mnist" ? 1 : 3;
+  VT_CHECK(in_chans == channels, "[config] ", model_value("in_chans", in_chans, m.in_chans, m.name),
+           " but data.dataset ", dataset, " has ", channels, "-channel images: set model.in_chans: ", channels);
+  if (dataset == "fashion_mnist")
+    VT_CHECK(num_classes >= 10, "[config] ", model_value("num_classes", num_classes, m.num_classes, m.name),
+             " but data.dataset fashion_mnist has 10 classes: set model.num_classes: 10");
+  if (dataset == "ade20k")
+    VT_CHECK(num_classes == data::kAde20kClasses, "[config] ",
+             model_value("num_classes", num_classes, m.num_classes, m.name), " but data.dataset ade20k has ",
+             data::kAde20kClasses, " classes: set model.num_classes: ", data::kAde20kClasses);
+}
+
 void check_supported(const io::Config& cfg) {
   const auto& d = cfg.data;
   std::string missing;
@@ -63,6 +105,7 @@ void check_supported(const io::Config& cfg) {
     VT_CHECK(missing.empty(), "[train] the segmentation trainer cannot honour: ", missing,
              ". Supported: data.dataset ade20k with mmseg's train pipeline (resize, crop, flip data.hflip, "
              "photometric distortion), data.mean/std, SGD/AdamW with cosine or poly, optim.clip_grad");
+    check_model_fits_data(cfg);
     return;
   }
   const bool folder = d.dataset == "imagefolder" || d.dataset == "imagenet";
@@ -70,6 +113,8 @@ void check_supported(const io::Config& cfg) {
   const bool imagenet_only = d.mixup > 0 || d.cutmix > 0 || !d.aa.empty() || d.reprob > 0 || d.aug_repeats > 0;
   need(!folder && imagenet_only,
        "data.mixup/cutmix/aa/reprob/aug_repeats with fashion_mnist (they need data.dataset: imagefolder)");
+  need(d.dataset == "fashion_mnist" && (!d.mean.empty() || !d.std.empty()),
+       "data.mean/std with fashion_mnist (it is normalised with its own mean and std)");
   need(d.mixup_mode != "batch", "data.mixup_mode: " + d.mixup_mode);
   need(d.reprob > 0 && d.remode != "pixel", "data.remode: " + d.remode);
   need(d.reprob > 0 && d.recount != 1, "data.recount: " + std::to_string(d.recount));
@@ -77,6 +122,7 @@ void check_supported(const io::Config& cfg) {
   VT_CHECK(missing.empty(), "[train] the trainer cannot honour: ", missing,
            ". Supported: data.dataset fashion_mnist, or imagefolder/imagenet (train/ and val/ under data.data_dir) "
            "with mixup/cutmix in batch mode, RandAugment, pixel random erasing (count 1) and repeated augmentation");
+  check_model_fits_data(cfg);
 }
 
 }  // namespace vt::engine

@@ -34,9 +34,16 @@ class LrPlan {
 };
 
 /// Throws a vt::Error listing every recipe key the trainer cannot honour (an unknown dataset, the ImageNet
-/// augmentations on fashion_mnist, mixup_mode other than batch, remode other than pixel, recount != 1, random
+/// augmentations or data.mean/std on fashion_mnist, mixup_mode other than batch, remode other than pixel, recount != 1, random
 /// interpolation; with a decoder (segmentation) every classification-only key: mixup/cutmix, RandAugment,
 /// erasing, repeated augmentation, label smoothing, EMA, grad accumulation), instead of silently ignoring them.
+/// Then check_model_fits_data.
 void check_supported(const io::Config& cfg);
+
+/// Throws a vt::Error naming the key when the model (the preset with the config's overrides) cannot take the
+/// dataset's images or labels: model.in_chans against the dataset's channels (fashion_mnist 1, ImageFolder and
+/// ADE20K 3), model.num_classes against fashion_mnist's 10 or ADE20K's 150. An ImageFolder's class count is only
+/// known once listed; the trainer checks it then. Builds no model.
+void check_model_fits_data(const io::Config& cfg);
 
 }  // namespace vt::engine

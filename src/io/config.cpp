@@ -11,7 +11,10 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <type_traits>
+
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "io/json.h"
@@ -275,14 +278,17 @@ void decode(const YAML::Node& n, T& out, const std::string& key, const Source& s
   }
 }
 
-/// Parses YAML text into `cfg` (fields not mentioned keep their values).
-void merge_yaml(Config& cfg, const std::string& text, const Source& src) {
+/// Parses YAML text into `cfg` (fields not mentioned keep their values). A file must hold at least one section:
+/// an empty one (or only comments) is more likely a mistake than a wish for every default.
+void merge_yaml(Config& cfg, const std::string& text, const Source& src, bool allow_empty) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     VT_FAIL("[config] ", where(src, e.mark), ": YAML syntax error: ", e.msg);
   }
+  if (!allow_empty && root.IsNull())
+    VT_FAIL("[config] ", src.name, ": the config file is empty (no sections); start from one of configs/*.yaml");
   decode_section(root, cfg, "", src, root.Mark());
 }
 
@@ -347,6 +353,39 @@ void require_one_of(const char* key, const std::string& value, std::initializer_
   VT_FAIL("[config] ", key, " must be one of {", list, "}, got '", value, "'");
 }
 
+// Upper bounds for sizes: far beyond any real model or run (ViT-22B has embed_dim 6144, depth 48, 48 heads; ViT
+// training uses patch 8-32, images up to a few thousand pixels, batches up to 64K), yet low enough that a typo
+// fails here, naming the key, instead of in an allocation of terabytes or the creation of 100000 threads.
+constexpr int64_t kMaxEmbedDim = 65536, kMaxDepth = 1024, kMaxHeads = 1024, kMaxImgSize = 16384,
+                  kMaxPatchSize = 1024, kMaxInChans = 64, kMaxClasses = 1'000'000, kMaxWorkers = 512,
+                  kMaxBatch = 1 << 20, kMaxAccum = 1 << 16, kMaxThreads = 4096, kMaxTokenSet = 1 << 20,
+                  kMaxSegSide = 1 << 16;
+constexpr double kMaxMlpRatio = 64;
+
+// The dotted name of every float key (lists included) with its values: all must be finite, whatever the key's
+// own range check says (".inf" passes "> 0").
+struct FiniteCheck {
+  std::string prefix;
+  template <class T> void operator()(const char* name, T& field) {
+    const std::string key = prefix + name;
+    if constexpr (Section<T>) {
+      FiniteCheck inner{key + "."};
+      fields(field, inner);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      require(std::isfinite(field), key.c_str(), "a finite number", yaml_scalar(field));
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+      for (double v : field) require(std::isfinite(v), key.c_str(), "a list of finite numbers", yaml_scalar(field));
+    }
+  }
+};
+
+void require_at_most(const char* key, int64_t value, int64_t bound, const char* why = "") {
+  if (value > bound) VT_FAIL("[config] ", key, " must be <= ", bound, why, ", got ", value);
+}
+void require_at_most(const char* key, double value, double bound) {
+  if (value > bound) VT_FAIL("[config] ", key, " must be <= ", bound, ", got ", value);
+}
+
 bool valid_device(const std::string& d) {
   if (d == "auto" || d == "cpu" || d == "cuda") return true;
   if (d.rfind("cuda:", 0) != 0 || d.size() == 5) return false;
@@ -367,6 +406,9 @@ void AttentionConfig::validate() const {
   require(s >= 1, "model.attention.s", ">= 1", s);
   if (s > m) VT_FAIL("[config] model.attention.s (", s, ") must be <= model.attention.m (", m, ")");
   require(agent_num >= 1, "model.attention.agent_num", ">= 1", agent_num);
+  require_at_most("model.attention.m", m, kMaxTokenSet);
+  require_at_most("model.attention.k", k, kMaxTokenSet);
+  require_at_most("model.attention.agent_num", agent_num, kMaxTokenSet);
   const bool mita = is_mita();
   // dwc/gate belong to the mita types; other kinds ignore them (with a warning when the model is built), so
   // MiTA+DWC weights can be evaluated as dense with just --set model.attention.type=dense (Appendix C).
@@ -391,6 +433,14 @@ void ModelConfig::validate() const {
   require(drop_rate >= 0 && drop_rate < 1, "model.drop_rate", "in [0, 1)", drop_rate);
   require(drop_path_rate >= 0 && drop_path_rate < 1, "model.drop_path_rate", "in [0, 1)", drop_path_rate);
   require(layer_norm_eps > 0, "model.layer_norm_eps", "> 0", layer_norm_eps);
+  require_at_most("model.img_size", img_size, kMaxImgSize);
+  require_at_most("model.patch_size", patch_size, kMaxPatchSize);
+  require_at_most("model.in_chans", in_chans, kMaxInChans);
+  require_at_most("model.num_classes", num_classes, kMaxClasses);
+  require_at_most("model.embed_dim", embed_dim, kMaxEmbedDim);
+  require_at_most("model.depth", depth, kMaxDepth);
+  require_at_most("model.num_heads", num_heads, kMaxHeads);
+  require_at_most("model.mlp_ratio", mlp_ratio, kMaxMlpRatio);
   attention.validate();
   decoder.validate();
 }
@@ -401,6 +451,10 @@ void DecoderConfig::validate() const {
   require(heads >= 1, "model.decoder.heads", ">= 1", heads);
   require(head_dim >= 1, "model.decoder.head_dim", ">= 1", head_dim);
   require(reps_grid >= 1, "model.decoder.reps_grid", ">= 1", reps_grid);
+  require_at_most("model.decoder.layers", layers, kMaxDepth);
+  require_at_most("model.decoder.heads", heads, kMaxHeads);
+  require_at_most("model.decoder.head_dim", head_dim, kMaxEmbedDim);
+  require_at_most("model.decoder.reps_grid", reps_grid, kMaxImgSize);
 }
 
 void DataConfig::validate() const {
@@ -408,6 +462,7 @@ void DataConfig::validate() const {
   require(!data_dir.empty(), "data.data_dir", "non-empty", "''");
   require(hflip >= 0 && hflip <= 1, "data.hflip", "a probability in [0, 1]", hflip);
   require(workers >= 0, "data.workers", ">= 0", workers);
+  require_at_most("data.workers", workers, kMaxWorkers, " (loader threads)");
   require(max_bad_files >= 0, "data.max_bad_files", ">= 0", max_bad_files);
   require(max_image_pixels >= 0, "data.max_image_pixels", ">= 0 (0: no limit)", max_image_pixels);
   require(train_limit >= 0, "data.train_limit", ">= 0 (0: all)", train_limit);
@@ -459,15 +514,22 @@ void ScheduleConfig::validate() const {
 void TrainConfig::validate() const {
   require(epochs > 0, "train.epochs", "> 0", epochs);
   require(batch_size > 0, "train.batch_size", "> 0", batch_size);
+  require_at_most("train.batch_size", static_cast<int64_t>(batch_size), kMaxBatch);
   require(valid_device(device), "train.device", "auto, cpu, cuda or cuda:N", "'" + device + "'");
   if (amp_dtype == "float16" || amp_dtype == "fp16" || amp_dtype == "f16" || amp_dtype == "half")
     VT_FAIL("[config] train.amp_dtype '", amp_dtype, "' is not supported: only bfloat16 (float16 would need loss "
             "scaling); set train.amp: false for f32");
   require_one_of("train.amp_dtype", amp_dtype, {"bfloat16"});
   require(threads >= 0, "train.threads", ">= 0 (0: all cores)", threads);
+  require_at_most("train.threads", static_cast<int64_t>(threads), kMaxThreads);
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && static_cast<unsigned>(threads) > cores)
+    spdlog::warn("[config] train.threads = {} is above this machine's {} cores: the threads will compete for them",
+                 threads, cores);
   require(!output.empty(), "train.output", "non-empty", "''");
   require(log_interval > 0, "train.log_interval", "> 0", log_interval);
   require(grad_accum_steps >= 1, "train.grad_accum_steps", ">= 1", grad_accum_steps);
+  require_at_most("train.grad_accum_steps", static_cast<int64_t>(grad_accum_steps), kMaxAccum);
   require(max_steps >= 0, "train.max_steps", ">= 0 (0: off)", max_steps);
   require(checkpoint_interval >= 0, "train.checkpoint_interval", ">= 0 (0: no checkpoint-<epoch> files)",
           checkpoint_interval);
@@ -480,6 +542,8 @@ void TrainConfig::validate() const {
 
 void EvalConfig::validate() const {
   require(batch_size > 0, "eval.batch_size", "> 0", batch_size);
+  require_at_most("eval.batch_size", static_cast<int64_t>(batch_size), kMaxBatch);
+  require_at_most("eval.seg_long_side", static_cast<int64_t>(seg_long_side), kMaxSegSide);
   require(interval >= 1, "eval.interval", ">= 1", interval);
   require_one_of("eval.best_metric", best_metric, {"top1", "ema_top1", "loss", "ema_loss", "miou"});
   require(seg_short_side > 0, "eval.seg_short_side", "> 0", seg_short_side);
@@ -494,6 +558,9 @@ void DistConfig::validate() const {
 }
 
 void Config::validate() const {
+  Config copy = *this;  // the field tables take non-const references
+  FiniteCheck finite;
+  fields(copy, finite);
   model.validate();
   data.validate();
   optim.validate();
@@ -518,7 +585,7 @@ void Config::validate() const {
 
 Config config_from_yaml_string(const std::string& text, const std::string& source_name) {
   Config cfg;
-  merge_yaml(cfg, text, Source{source_name, true});
+  merge_yaml(cfg, text, Source{source_name, true}, true);
   cfg.validate();
   return cfg;
 }
@@ -530,7 +597,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   ss << f.rdbuf();
   VT_CHECK(!f.bad(), "[config] cannot read config file '", path, "'");
   Config cfg;
-  merge_yaml(cfg, ss.str(), Source{path, true});
+  merge_yaml(cfg, ss.str(), Source{path, true}, false);
   for (const auto& o : overrides) apply_override(cfg, o);
   cfg.validate();
   return cfg;

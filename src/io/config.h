@@ -68,8 +68,8 @@ struct DataConfig {
   int workers = 2;          ///< loader threads
   int64_t max_bad_files = 100;  ///< unreadable images skipped (logged, counted in metrics); more stop the run
   int64_t max_image_pixels = 89478485;  ///< an image declaring more pixels is a bad file (Pillow's limit); 0: none
-  int64_t train_limit = 0;  ///< 0: all training images
-  int64_t test_limit = 0;   ///< 0: all test images
+  int64_t train_limit = 0;  ///< 0: all training images (ImageFolder: N files evenly spaced over the classes)
+  int64_t test_limit = 0;   ///< 0: all test images (likewise)
   // ImageNet-recipe augmentation (timm names), honoured for data.dataset: imagefolder (engine/imagenet_data);
   // engine::check_supported refuses them with fashion_mnist rather than ignoring them.
   double mixup = 0.0;                 ///< Mixup alpha; 0: off (DeiT: 0.8)

@@ -1,5 +1,5 @@
 // safetensors writer and validating reader. The reader streams each tensor straight into its own buffer, so a
-// checkpoint is never held twice in memory.
+// checkpoint is never held twice in memory, and checks each against the writer's checksum (io/tensor_checksums.h).
 #include "io/safetensors.h"
 
 #include <algorithm>
@@ -7,11 +7,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "io/atomic_file.h"
 #include "io/json.h"
 #include "io/safetensors_header.h"
+#include "io/tensor_checksums.h"
 
 namespace vt::io {
 
@@ -31,6 +33,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
              "; copy it to the CPU first");
     data.push_back(t.detach().contiguous());
   }
+  VT_CHECK(!metadata.count(kChecksumKey), "[safetensors] ", path, ": __metadata__ key '", kChecksumKey,
+           "' is reserved for the checksums the writer adds");
 
   std::vector<size_t> order(tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -40,12 +44,18 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     return tensors[a].first < tensors[b].first;
   });
 
+  std::vector<std::pair<std::string, uint32_t>> checksums;
+  for (size_t i : order)
+    checksums.emplace_back(tensors[i].first,
+                           tensor_checksum(data[i].dtype(), data[i].shape(), data[i].raw_data(),
+                                           data[i].numel() * dtype_size(data[i].dtype())));
+  std::map<std::string, std::string> all_metadata = metadata;
+  all_metadata[kChecksumKey] = encode_checksums(checksums);
+
   JsonValue header = JsonValue::make_object();
-  if (!metadata.empty()) {
-    JsonValue meta = JsonValue::make_object();
-    for (const auto& [k, v] : metadata) meta.object.emplace_back(k, JsonValue::make_string(v));
-    header.object.emplace_back("__metadata__", std::move(meta));
-  }
+  JsonValue meta = JsonValue::make_object();
+  for (const auto& [k, v] : all_metadata) meta.object.emplace_back(k, JsonValue::make_string(v));
+  header.object.emplace_back("__metadata__", std::move(meta));
   int64_t offset = 0;
   for (size_t i : order) {
     const Tensor& t = data[i];
@@ -74,6 +84,29 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   out.commit();
 }
 
+namespace {
+
+std::vector<std::string> names_of(const SafetensorsHeader& header) {
+  std::vector<std::string> names;
+  for (const SafetensorsEntry& e : header.entries) names.push_back(e.name);
+  return names;
+}
+
+// The checksum table of the file, taken out of its metadata and matched against the header's names.
+std::optional<ChecksumTable> take_checksums(const std::string& path, SafetensorsHeader& header) {
+  ChecksumTable table;
+  if (!table.take(path, header.metadata)) return std::nullopt;
+  table.expect_names(path, names_of(header));
+  return table;
+}
+
+void verify_tensor(const std::optional<ChecksumTable>& table, const std::string& path, const SafetensorsEntry& e,
+                   const Tensor& t) {
+  if (table) table->verify(path, e.name, tensor_checksum(e.dtype, e.shape, t.raw_data(), e.end - e.begin));
+}
+
+}  // namespace
+
 SafetensorsFile read_safetensors(const std::string& path) {
   std::error_code ec;
   uint64_t file_size = std::filesystem::file_size(path, ec);
@@ -91,6 +124,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   f.read(text.data(), static_cast<std::streamsize>(header_len));
   VT_CHECK(f, "[safetensors] ", path, ": cannot read the ", header_len, "-byte header");
   SafetensorsHeader header = parse_safetensors_header(path, text, file_size - 8 - header_len);
+  const std::optional<ChecksumTable> checksums = take_checksums(path, header);
 
   SafetensorsFile out;
   out.metadata = std::move(header.metadata);
@@ -101,6 +135,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
       f.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(e.end - e.begin));
       VT_CHECK(f, "[safetensors] ", path, ": cannot read the data of tensor '", e.name, "' (file changed?)");
     }
+    verify_tensor(checksums, path, e, t);
     out.tensors.emplace_back(e.name, std::move(t));
   }
   return out;
@@ -113,6 +148,7 @@ SafetensorsFile read_safetensors_bytes(std::string_view bytes, const std::string
   const uint64_t header_len = safetensors_header_length(label, base, bytes.size());
   SafetensorsHeader header =
       parse_safetensors_header(label, bytes.substr(8, header_len), bytes.size() - 8 - header_len);
+  const std::optional<ChecksumTable> checksums = take_checksums(label, header);
   const unsigned char* data = base + 8 + header_len;
   SafetensorsFile out;
   out.metadata = std::move(header.metadata);
@@ -120,6 +156,7 @@ SafetensorsFile read_safetensors_bytes(std::string_view bytes, const std::string
   for (const SafetensorsEntry& e : header.entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     if (e.end > e.begin) std::memcpy(t.raw_data(), data + e.begin, e.end - e.begin);
+    verify_tensor(checksums, label, e, t);
     out.tensors.emplace_back(e.name, std::move(t));
   }
   return out;

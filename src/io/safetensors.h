@@ -23,13 +23,15 @@ struct SafetensorsFile {
 
 /// Writes `tensors` (CPU, any layout; dtypes f64 f32 bf16 i32 i64 u8) atomically: to `path + ".tmp"`, fsync,
 /// rename. Data is laid out by descending dtype alignment, then name, as the reference implementation does.
-/// Throws vt::Error on duplicate or empty names, the reserved name "__metadata__", or a non-CPU tensor.
+/// `metadata` gets the per-tensor checksums added (io/tensor_checksums.h). Throws vt::Error on duplicate or empty
+/// names, the reserved name "__metadata__" or metadata key "vitrain.crc32", or a non-CPU tensor.
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
 /// Reads and validates a whole file: header length within the file, well-formed JSON, no duplicate names, known
 /// dtypes, shapes whose byte size matches data_offsets, offsets that cover the data exactly (no overlap, hole or
-/// trailing bytes); see parse_safetensors_header. Errors name the file and, where it applies, the tensor.
+/// trailing bytes); see parse_safetensors_header. A file with checksums (ours) must match them, tensor by tensor;
+/// the checksum entry is not part of the returned metadata. Errors name the file and, where it applies, the tensor.
 SafetensorsFile read_safetensors(const std::string& path);
 
 /// read_safetensors for a file already in memory (`label` names it in errors), with the same checks.

@@ -52,6 +52,16 @@ TEST(Cli, WrongTypeNamesKey) {
   expect_clean_failure(run_vitrain("train --config " + cfg), "train.epochs");
 }
 
+TEST(Cli, EmptyConfigFileIsAnErrorNamingIt) {
+  auto cfg = write(temp_dir() / "empty.yaml", "");
+  expect_clean_failure(run_vitrain("train -c " + cfg), cfg + ": the config file is empty");
+}
+
+TEST(Cli, InfiniteLearningRateNamesTheKey) {
+  auto cfg = write(temp_dir() / "inf_lr.yaml", "optim:\n  lr: .inf\n");
+  expect_clean_failure(run_vitrain("train -c " + cfg), "optim.lr must be a finite number");
+}
+
 TEST(Cli, MalformedYamlNamesFile) {
   auto cfg = write(temp_dir() / "broken.yaml", "model: [unclosed\n  name: x\n");
   expect_clean_failure(run_vitrain("train --config " + cfg), "broken.yaml");

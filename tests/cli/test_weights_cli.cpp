@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "cli/run_vitrain.h"
@@ -74,6 +76,49 @@ TEST(WeightsCli, StrictEvalNamesTheTensorsAndNonStrictWarnsListingThem) {
   EXPECT_NE(loose.output.find("--non-strict"), std::string::npos) << loose.output;
   EXPECT_NE(loose.output.find("blocks.0.attn.dwc.weight"), std::string::npos) << loose.output;
   EXPECT_NE(loose.output.find(" * Acc@1 "), std::string::npos) << loose.output;
+}
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void write_file_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The weights vitrain writes carry per-tensor checksums: a damaged copy fails naming the file and the tensor,
+// where before it evaluated (exit 0) with changed weights.
+TEST(WeightsCli, DamagedWeightsFailNamingTheFileAndTheTensor) {
+  if (!dataset_present()) GTEST_SKIP() << "Fashion-MNIST not installed (scripts/setup.sh installs it)";
+  const fs::path d = temp_dir();
+  const std::string good = (d / "dwc.safetensors").string(), bad = (d / "dwc_bad.safetensors").string();
+  const std::string mita = "--set model.attention.type=mita --set model.attention.m=4 --set model.attention.k=4 "
+                           "--set model.attention.dwc=true --weights ";
+  auto r = run_vitrain("convert --layout vitrain --in " + fixture("weights_mita_mita_dwc.pth") + " --out " + good);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_vitrain(tiny_eval(mita + good));
+  ASSERT_EQ(r.code, 0) << r.output;
+
+  const std::string bytes = read_file_bytes(good);
+  std::string flipped = bytes;
+  flipped.back() = static_cast<char>(flipped.back() ^ 0x10);  // the last data byte
+  write_file_bytes(bad, flipped);
+  r = run_vitrain(tiny_eval(mita + bad));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(bad), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("checksum mismatch"), std::string::npos) << r.output;
+
+  // One header byte renames blocks.0.attn.dwc.weight: an error, not a tensor left at its random initial values.
+  std::string renamed = bytes;
+  const size_t at = renamed.find("\"blocks.0.attn.dwc.weight\":{");
+  ASSERT_NE(at, std::string::npos);
+  renamed[at + std::string("\"blocks.0.attn.dwc.weigh").size()] = 'u';
+  write_file_bytes(bad, renamed);
+  r = run_vitrain(tiny_eval(mita + bad));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(bad), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("blocks.0.attn.dwc.weigh"), std::string::npos) << r.output;
 }
 
 TEST(WeightsCli, AmpIsRecordedInTheResultsRow) {

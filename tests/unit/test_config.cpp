@@ -367,3 +367,65 @@ TEST(Config, ResolveDeviceNamesWhatIsWrong) {
 
 }  // namespace
 }  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// Values a hostile or careless user writes: each is one error naming the key, from validation (before any model,
+// loader or thread is made), never a bad_alloc, a negative shape or "Resource temporarily unavailable".
+TEST(Config, HostileValuesAreOneErrorNamingTheKey) {
+  struct Case {
+    std::string yaml, key;
+  };
+  const std::vector<Case> cases = {
+      {"optim: {lr: .inf}", "optim.lr"},
+      {"optim: {weight_decay: .inf}", "optim.weight_decay"},
+      {"schedule: {warmup_epochs: .inf}", "schedule.warmup_epochs"},
+      {"optim: {lr: .nan}", "optim.lr"},
+      {"schedule: {min_lr: .inf}", "schedule.min_lr"},
+      {"optim: {clip_grad: .inf}", "optim.clip_grad"},
+      {"optim: {opt_betas: [0.9, .nan]}", "optim.opt_betas"},
+      {"data: {mean: [0.5, .inf, 0.5]}", "data.mean"},
+      {"eval: {seg_scales: [1.0, .inf]}", "eval.seg_scales"},
+      {"model: {embed_dim: 2000000000}", "model.embed_dim"},
+      {"model: {img_size: 70000}", "model.img_size"},
+      {"model: {patch_size: 4096}", "model.patch_size"},
+      {"model: {depth: 100000}", "model.depth"},
+      {"model: {num_heads: 100000}", "model.num_heads"},
+      {"model: {mlp_ratio: 1e30}", "model.mlp_ratio"},
+      {"model: {in_chans: 1000}", "model.in_chans"},
+      {"model: {num_classes: 2000000000}", "model.num_classes"},
+      {"model: {attention: {m: 100000000}}", "model.attention.m"},
+      {"model: {decoder: {type: linear, head_dim: 10000000}}", "model.decoder.head_dim"},
+      {"data: {workers: 100000}", "data.workers"},
+      {"train: {batch_size: 2000000000}", "train.batch_size"},
+      {"train: {grad_accum_steps: 100000000}", "train.grad_accum_steps"},
+      {"train: {threads: 100000}", "train.threads"},
+      {"eval: {batch_size: 2000000000}", "eval.batch_size"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    const std::string err = error_of([&] { io::config_from_yaml_string(c.yaml); });
+    EXPECT_CONTAINS(err, "[config] " + c.key + " must be");
+  }
+  // The same through --set, and the largest values that are allowed.
+  EXPECT_CONTAINS(error_of([&] { io::load_config("", {}); }), "cannot open");
+  Config cfg;
+  io::apply_override(cfg, "optim.lr=.inf");
+  EXPECT_CONTAINS(error_of([&] { cfg.validate(); }), "[config] optim.lr must be a finite number, got .inf");
+  EXPECT_NO_THROW(io::config_from_yaml_string("model: {embed_dim: 6144, num_heads: 48, depth: 48, mlp_ratio: 64}\n"
+                                              "data: {workers: 512}\ntrain: {batch_size: 65536}"));
+}
+
+TEST(Config, AnEmptyConfigFileIsAnErrorNamingIt) {
+  TempDir dir;
+  for (const std::string text : {"", "\n\n", "# only a comment\n"}) {
+    const std::string path = dir.file("empty.yaml");
+    write_bytes(path, text);
+    const std::string err = error_of([&] { io::load_config(path); });
+    EXPECT_CONTAINS(err, "[config] " + path + ": the config file is empty");
+  }
+}
+
+}  // namespace
+}  // namespace vt::test

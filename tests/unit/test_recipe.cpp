@@ -10,6 +10,7 @@
 #include "engine/ema.h"
 #include "engine/recipe.h"
 #include "engine/trainer.h"
+#include "models/registry.h"
 #include "nn/layers.h"
 #include "optim/lr_schedule.h"
 #include "optim/schedule_cosine.h"
@@ -130,6 +131,70 @@ TEST(Configs, EveryConfigParsesAndBuildsItsModel) {
     fashion.data.dataset = "fashion_mnist";
     expect_error([&] { engine::check_supported(fashion); }, "data.mixup");
   }
+}
+
+}  // namespace
+}  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// The model must take the dataset's images and labels: one error naming the key (and, when the value came from
+// the preset, saying so) before any model or loader is built.
+TEST(Recipe, ModelChannelsAndClassesMustFitTheDataset) {
+  auto cfg = [](std::vector<std::string> sets) {
+    io::Config c;
+    for (const auto& s : sets) io::apply_override(c, s);
+    c.validate();
+    return c;
+  };
+  const io::Config micro = cfg({});  // vit_micro on fashion_mnist: 1 channel, 10 classes
+  EXPECT_NO_THROW(engine::check_supported(micro));
+  expect_error([&] { engine::check_supported(cfg({"model.in_chans=3"})); },
+               "model.in_chans is 3 but data.dataset fashion_mnist has 1-channel images");
+  expect_error([&] { engine::check_supported(cfg({"model.name=deit_tiny_patch16_224"})); },
+               "model.in_chans is 3 (from the preset deit_tiny_patch16_224)");
+  expect_error([&] { engine::check_supported(cfg({"model.num_classes=5"})); },
+               "model.num_classes is 5 but data.dataset fashion_mnist has 10 classes");
+  EXPECT_NO_THROW(engine::check_supported(cfg({"model.num_classes=12"})));  // unused logits are harmless
+  expect_error([&] { engine::check_supported(cfg({"data.mean=[0.5,0.5,0.5]"})); },
+               "data.mean/std with fashion_mnist");
+  expect_error([&] { engine::check_supported(cfg({"data.dataset=imagefolder", "model.num_classes=3"})); },
+               "model.in_chans is 1 (from the preset vit_micro) but data.dataset imagefolder has 3-channel images");
+  EXPECT_NO_THROW(
+      engine::check_supported(cfg({"data.dataset=imagefolder", "model.in_chans=3", "model.num_classes=3"})));
+  const std::vector<std::string> seg = {"data.dataset=ade20k",     "model.name=vit_tiny_patch16_384",
+                                        "model.decoder.type=linear", "eval.best_metric=miou",
+                                        "optim.smoothing=0",       "train.model_ema=false"};
+  EXPECT_NO_THROW(engine::check_supported(cfg(seg)));
+  std::vector<std::string> seg100 = seg;
+  seg100.push_back("model.num_classes=100");
+  expect_error([&] { engine::check_supported(cfg(seg100)); },
+               "model.num_classes is 100 but data.dataset ade20k has 150 classes");
+}
+
+}  // namespace
+}  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// Keys each within their bounds can still multiply to a model no machine holds: one error naming the keys, not
+// a bad_alloc while the weights are allocated.
+TEST(Recipe, ModelsTooLargeToBuildAreAnErrorNamingTheKeys) {
+  io::ModelConfig m;
+  m.name = "deit_base_patch16_224";
+  EXPECT_NO_THROW(models::vit_config(m, 0));
+  m.embed_dim = 65536;
+  m.num_heads = 64;
+  m.mlp_ratio = 64;
+  m.validate();  // every key alone is allowed
+  expect_error([&] { models::vit_config(m, 0); }, "model.embed_dim 65536, model.depth 12, model.mlp_ratio 64");
+  io::ModelConfig big_image;
+  big_image.name = "vit_micro";  // patch 7
+  big_image.img_size = 16380;
+  big_image.validate();
+  expect_error([&] { models::vit_config(big_image, 0); }, "model.img_size 16380 / model.patch_size 7 gives");
 }
 
 }  // namespace

@@ -88,7 +88,9 @@ TEST(Safetensors, HeaderLayoutFollowsTheFormat) {
   const std::string path = dir.file("a.safetensors");
   io::save_safetensors(path, {{"a", Tensor::from_vector({1, 2}, {2}, DType::f32)}});
   std::string bytes = read_bytes(path);
-  const std::string json = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  // The checksum is Python's zlib.crc32(b"F32[2]" + the 8 data bytes); see io/tensor_checksums.h.
+  const std::string json =
+      R"({"__metadata__":{"vitrain.crc32":"{\"a\":\"d5f838a1\"}"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   std::string header = json + std::string((8 - json.size() % 8) % 8, ' ');
   EXPECT_EQ(bytes, le64(header.size()) + header + f32_bytes({1, 2}));
 
@@ -210,6 +212,8 @@ TEST(Safetensors, SaveRejectsBadNamesAndKeepsTheOldFile) {
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"a", t}, {"a", t}}); }), "duplicate tensor name 'a'");
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"__metadata__", t}}); }), "reserved");
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"", t}}); }), "empty tensor name");
+  EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"a", t}}, {{"vitrain.crc32", "0"}}); }),
+                  "key 'vitrain.crc32' is reserved");
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"u", Tensor()}}); }), "tensor 'u' is undefined");
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(dir.file("no/such/dir/x.safetensors"), {{"a", t}}); }),
                   "cannot create");
@@ -218,7 +222,8 @@ TEST(Safetensors, SaveRejectsBadNamesAndKeepsTheOldFile) {
 
   // Overwriting replaces the content; an empty tensor list gives a valid file.
   io::save_safetensors(path, {});
-  EXPECT_EQ(read_bytes(path), le64(8) + "{}      ");
+  const std::string empty_header = R"({"__metadata__":{"vitrain.crc32":"{}"}})";
+  EXPECT_EQ(read_bytes(path), le64(40) + empty_header + std::string(40 - empty_header.size(), ' '));
   EXPECT_TRUE(io::load_safetensors(path).empty());
 }
 
