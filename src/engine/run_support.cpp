@@ -185,4 +185,12 @@ RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::option
   return run;
 }
 
+void load_resumed_weights(nn::Module& model, const io::NamedTensors& tensors, const std::string& path) {
+  try {
+    model.load_state_dict(tensors);
+  } catch (const Error& e) {
+    VT_FAIL("[resume] '", path, "': ", e.what());
+  }
+}
+
 }  // namespace vt::engine

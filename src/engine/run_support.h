@@ -60,6 +60,10 @@ class LossWatch {
   int64_t from_;
 };
 
+/// model.load_state_dict(tensors) (strict) with `path` named in the error: a checkpoint that lacks a tensor of the
+/// model, or holds one it lacks, stops the resume saying which file.
+void load_resumed_weights(nn::Module& model, const io::NamedTensors& tensors, const std::string& path);
+
 /// Writes a run's checkpoint (checkpoint.h) at `path`. With ZeRO-1 (`dp`) every rank must call it: the whole
 /// optimizer state is gathered first (a collective) and released after. Rank 0 (`lead`) writes the model, the EMA
 /// weights (`ema`, may be null), the optimizer state, `state` with the default generator's position, and the config.

@@ -138,7 +138,7 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   if (!resume_path.empty()) {
     VT_CHECK(resumed.state.data_seed == data_seed, "[resume] '", resume_path, "' was written with train.seed ",
              resumed.state.data_seed, ", this run has ", data_seed, ": the data order would differ");
-    model.load_state_dict(resumed.model);
+    load_resumed_weights(model, resumed.model, resume_path);
     state = resumed.state;
     log->info("resuming from {}: epoch {}, update {} of the epoch, {} updates done", resume_path,
               state.position.epoch + 1, state.position.step_in_epoch, state.position.global_step);

@@ -203,10 +203,10 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   if (!resume_path.empty()) {
     VT_CHECK(resumed.state.data_seed == data_seed, "[resume] '", resume_path, "' was written with train.seed ",
              resumed.state.data_seed, ", this run has ", data_seed, ": the data order would differ");
-    model.load_state_dict(resumed.model);  // strict: a missing or mis-shaped tensor is named
+    load_resumed_weights(model, resumed.model, resume_path);
     if (ema_model) {
       VT_CHECK(!resumed.ema.empty(), "[resume] '", resume_path, "' holds no EMA weights but train.model_ema is on");
-      ema_model->load_state_dict(resumed.ema);
+      load_resumed_weights(*ema_model, resumed.ema, resume_path);
     }
     state = resumed.state;
     log->info("resuming from {}: epoch {}, update {} of the epoch, {} updates done", resume_path,

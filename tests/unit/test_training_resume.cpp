@@ -119,6 +119,30 @@ TEST(TrainingResume, AutoFallsBackToTheNewestEpochCheckpointWhenLastIsDamaged) {
   EXPECT_NE(choice.skipped[0].find(last + ": "), std::string::npos) << choice.skipped[0];
 }
 
+// A checkpoint that verifies but lacks one of the model's tensors stops the resume naming the file and the tensor.
+TEST(TrainingResume, ACheckpointMissingATensorIsAnErrorNamingTheFile) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  io::Config cfg = tiny_training_config(dir.file("run"));
+  cfg.train.max_steps = 4;
+  run_losses(cfg);  // stops at max_steps with recovery.safetensors
+  const std::string last = dir.file("run/recovery.safetensors");
+  engine::Checkpoint ckpt = engine::load_checkpoint(last);
+  const std::string dropped = ckpt.model.back().first;
+  ckpt.model.pop_back();
+  engine::save_checkpoint(last, ckpt);
+  cfg.train.max_steps = 0;
+  cfg.train.resume = last;
+  try {
+    run_losses(cfg);
+    ADD_FAILURE() << "resuming from a checkpoint without '" << dropped << "' succeeded";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(last), std::string::npos) << msg;
+    EXPECT_NE(msg.find(dropped), std::string::npos) << msg;
+  }
+}
+
 TEST(TrainingResume, RewindMetricsDropsTheRowsPastTheCheckpointAndCutLines) {
   TempDir dir;
   const std::string path = dir.file("metrics.jsonl");
