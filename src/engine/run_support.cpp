@@ -106,18 +106,6 @@ void write_run_checkpoint(const std::string& path, const nn::Module& model, cons
   if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
 }
 
-void log_run_stop(spdlog::logger& log, const io::Config& cfg, int signal, const TrainPosition& pos,
-                  int64_t updates_per_epoch, const std::string& checkpoint) {
-  if (signal == 0) {
-    log.info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
-    return;
-  }
-  log.info("{} received: stopped in epoch {}/{} after update {}/{} of the epoch ({} updates done); recovery "
-           "checkpoint {}; resume with --resume auto",
-           signal_name(signal), pos.epoch + 1, cfg.train.epochs, pos.step_in_epoch, updates_per_epoch,
-           pos.global_step, checkpoint);
-}
-
 RunSummary RunStart::summary() const {
   RunSummary s;
   s.log_path = files.path("train.log");

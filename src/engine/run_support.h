@@ -71,11 +71,6 @@ void write_run_checkpoint(const std::string& path, const nn::Module& model, cons
                           optim::Optimizer& opt, dist::DataParallel* dp, CheckpointState state,
                           const std::string& config_yaml, bool lead);
 
-/// The line a run stopping early leaves: `signal` (SIGTERM, ...; 0: train.max_steps) with where it stopped (`pos`:
-/// the next update) and the recovery `checkpoint` it wrote.
-void log_run_stop(spdlog::logger& log, const io::Config& cfg, int signal, const TrainPosition& pos,
-                  int64_t updates_per_epoch, const std::string& checkpoint);
-
 /// Checkpoint file names of one run folder (see checkpoint.h): last, best, recovery, checkpoint-<epoch>.
 struct RunFiles {
   std::filesystem::path dir;

@@ -192,23 +192,9 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
     double data_wait = 0;
     auto t_window = RunClock::now();
     for (; pos.step_in_epoch < updates_per_epoch; ++pos.step_in_epoch) {
-      // Between updates: a signal or train.max_steps stops the run, train.recovery_minutes writes a checkpoint;
-      // every rank polls here, so all act at the same update. `pos` is the next update.
-      const StopPoll::Verdict stop = stopper.poll();
-      const bool at_max_steps = cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps;
-      if (stop.signal != 0 || at_max_steps || stop.recovery_due) checkpoint(files.path("recovery.safetensors"));
-      if (stop.signal != 0 || at_max_steps) {
-        log_run_stop(*log, cfg, stop.signal, pos, updates_per_epoch, files.path("recovery.safetensors"));
-        summary.stopped_at_max_steps = stop.signal == 0;
-        summary.stop_signal = stop.signal;
-        summary.steps = pos.global_step;
-        summary.best_metric = state.best_metric;
-        summary.best_epoch = state.best_epoch;
+      // Between updates: a signal or train.max_steps stops the run, train.recovery_minutes writes a checkpoint.
+      if (stop_between_updates(stopper, *log, cfg, pos, updates_per_epoch, files, checkpoint, state, summary))
         return summary;
-      }
-      if (stop.recovery_due)
-        log->info("recovery checkpoint ({} min since the last checkpoint): {}, {} updates done",
-                  cfg.train.recovery_minutes, files.path("recovery.safetensors"), pos.global_step);
       opt->lr = lr_plan.lr(pos.global_step, epoch);
       opt->zero_grad();
       const auto t_data = RunClock::now();
