@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 # The classification peer's timing, memory, backend and output rules.
-from bench_timm import SDPA_BACKENDS, emit, first_line, fresh_memory, gib, sdpa_backend, timed_windows
+from bench_timm import SDPA_BACKENDS, emit, fresh_memory, gib, timed_windows, under_backend
 from segmenter_torch import CbtDecoder, Segmenter, check_encoder, encoder_norm_layer
 
 IGNORE = 255
@@ -140,17 +140,13 @@ def main():
                 "drop_path": args.drop_path, "torch": torch.__version__, "timm": timm.__version__,
                 "gpu": torch.cuda.get_device_name(0),
             }
-            try:
-                with sdpa_backend(backend):
-                    train_runs, train_peak, params, last_loss = bench_train(mode, args, x, y)
-                    infer_runs, infer_peak = bench_infer(mode, args, x) if args.infer else (None, None)
-            except Exception as e:  # noqa: BLE001 -- one failed measurement must not stop the others
-                line["error"] = first_line(e)
+            result = under_backend(backend, line, lambda: (
+                bench_train(mode, args, x, y), bench_infer(mode, args, x) if args.infer else (None, None)))
+            if result is None:
                 failed = True
                 emit(line, args.out)
-                torch._dynamo.reset()
-                fresh_memory()
                 continue
+            (train_runs, train_peak, params, last_loss), (infer_runs, infer_peak) = result
             train_ips = statistics.median(train_runs)
             infer_ips = None if infer_runs is None else statistics.median(infer_runs)
             line.update({

@@ -25,7 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from bench_mita_long import SequenceTransformer, int_list
-from bench_timm import SDPA_BACKENDS, emit, first_line, fresh_memory, gib, sdpa_backend, timed_windows
+from bench_timm import SDPA_BACKENDS, emit, fresh_memory, gib, timed_windows, under_backend
 
 CLASSES = 10
 
@@ -70,16 +70,11 @@ def measure(args, N, backend, compiled):
            "backend": backend, "mode": "train", "N": N, "batch": args.batch, "runs": [], "median": None,
            "min": None, "max": None, "unit": "steps/s", "error": "", "precision": "bf16",
            "shape": f"dim {args.dim}, depth {args.depth}, {args.heads} heads, MLP x{args.mlp_ratio:g}"}
-    try:
-        with sdpa_backend(backend):
-            runs, peak = bench_train(args, N, compiled)
+    result = under_backend(backend, row, lambda: bench_train(args, N, compiled))
+    if result is not None:
+        runs, peak = result
         row.update(runs=[round(v, 4) for v in runs], median=round(statistics.median(runs), 4),
                    min=round(min(runs), 4), max=round(max(runs), 4), peak_gib=round(peak, 3))
-    except Exception as e:  # noqa: BLE001 -- one failed measurement must not stop the others
-        row["error"] = first_line(e)
-        if compiled:
-            torch._dynamo.reset()
-        fresh_memory()
     emit(row, args.out)
     return row
 

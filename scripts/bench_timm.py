@@ -67,6 +67,19 @@ def first_line(e):
     return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
 
 
+def under_backend(backend, line, measure):
+    """measure() with SDPA restricted to `backend`. A failure goes into line["error"] (torch.compile's caches and the
+    memory are reset) and gives None: one failed measurement must not stop the others."""
+    try:
+        with sdpa_backend(backend):
+            return measure()
+    except Exception as e:  # noqa: BLE001
+        line["error"] = first_line(e)
+        torch._dynamo.reset()
+        fresh_memory()
+        return None
+
+
 def emit(line, out):
     """Prints one result as a JSON line and, when `out` is given, appends it to that file."""
     text = json.dumps(line)
@@ -153,17 +166,14 @@ def main():
                         "warmup": args.warmup, "repeats": args.repeats, "amp": args.amp, "device": "cuda:0",
                         "sdpa_backend": backend, "fused_adamw": args.fused_adamw, "torch": torch.__version__,
                         "timm": timm.__version__, "gpu": torch.cuda.get_device_name(0), "error": ""}
-                try:
-                    with sdpa_backend(backend):
-                        train_runs, train_peak = bench_train(name, mode, args, x, y)
-                        infer_runs, infer_peak = bench_infer(name, mode, args, x) if args.infer else (None, None)
-                except Exception as e:  # noqa: BLE001 -- one failed measurement must not stop the others
-                    line["error"] = first_line(e)
+                result = under_backend(backend, line, lambda: (
+                    bench_train(name, mode, args, x, y),
+                    bench_infer(name, mode, args, x) if args.infer else (None, None)))
+                if result is None:
                     failed = True
                     emit(line, args.out)
-                    torch._dynamo.reset()
-                    fresh_memory()
                     continue
+                (train_runs, train_peak), (infer_runs, infer_peak) = result
                 train_ips = statistics.median(train_runs)
                 infer_ips = None if infer_runs is None else statistics.median(infer_runs)
                 line.update({
