@@ -115,9 +115,13 @@ RunSummary RunStart::summary() const {
   return s;
 }
 
-bool RunStart::finished(const io::Config& cfg) const {
+bool RunStart::finished(const io::Config& cfg, RunSummary& summary) const {
   if (resume_path.empty() || resumed.state.position.epoch < cfg.train.epochs) return false;
   const CheckpointState& s = resumed.state;
+  summary.already_finished = true;
+  summary.steps = s.position.global_step;
+  summary.best_metric = s.best_metric;
+  summary.best_epoch = s.best_epoch;
   log->info("the run in {} is finished: {} holds epoch {} of train.epochs = {} ({} updates){}; nothing to "
             "train (raise train.epochs to train longer)",
             cfg.train.output, resume_path, s.position.epoch, cfg.train.epochs, s.position.global_step,

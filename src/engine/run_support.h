@@ -96,8 +96,9 @@ struct RunStart {
   std::string config_yaml;
   /// The summary's file paths (train.log, metrics.jsonl, model.safetensors) and device, the rest at defaults.
   RunSummary summary() const;
-  /// True (after logging that the run is finished) when the resumed checkpoint already completed train.epochs.
-  bool finished(const io::Config& cfg) const;
+  /// True (after logging that the run is finished, and marking `summary` already_finished with the checkpoint's
+  /// updates and best metric) when the resumed checkpoint already completed train.epochs.
+  bool finished(const io::Config& cfg, RunSummary& summary) const;
 };
 RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::optional<DType> amp);
 

@@ -146,13 +146,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   const std::string& resume_path = run.resume_path;
   TrainSummary summary;
   static_cast<RunSummary&>(summary) = run.summary();
-  if (run.finished(cfg)) {
-    summary.already_finished = true;
-    summary.steps = run.resumed.state.position.global_step;
-    summary.best_metric = run.resumed.state.best_metric;
-    summary.best_epoch = run.resumed.state.best_epoch;
-    return summary;
-  }
+  if (run.finished(cfg, summary)) return summary;
   const ProcessGroup& group = run.group;
   const int rank = group.rank, world = group.world;
   const bool lead = group.lead();
