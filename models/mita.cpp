@@ -185,7 +185,7 @@ Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& d
   if (qkv.dim() != 3 || qkv.size(2) % blocks != 0 || o.heads < 1 || (qkv.size(2) / blocks) % o.heads != 0) return {};
   const int64_t N = qkv.size(1), d = qkv.size(2) / blocks / o.heads;
   if (o.impl != "fused" || o.s != 1 || o.compress_only || o.landmark_pool == "random" || o.k < 1 || o.k > N ||
-      !any_requires_grad({&qkv}) || !ops::mita_fused_supports(qkv.dtype(), qkv.device(), d))
+      !ops::mita_fused_supports(qkv.dtype(), qkv.device(), d))
     return {};
   const LandmarkLayout lay = landmark_layout(N, o);
   ops::MitaQkvOptions po;
@@ -197,6 +197,7 @@ Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& d
   po.pool_grid = lay.two_d ? lay.grid : 0;
   po.attention = attention_options(d, o);
   po.gate = gate;
+  if (!any_requires_grad({&qkv}) && !ops::mita_qkv_one_kernel(qkv, po)) return {};
   ops::MitaRouting replayed, used;
   const bool replay = replayed_routing(qkv.device(), replayed);
   Tensor out = ops::mita_qkv_attention(qkv, po, dwc_weight, dwc_bias, replay ? &replayed : nullptr, &used);

@@ -78,8 +78,9 @@ Tensor mita_core(const Tensor& q, const Tensor& k, const Tensor& v, const MitaOp
 
 /// The training fast path on the packed projection qkv [B, N, 3C] (q, k, v at channels 0, C, 2C): the same as
 /// mita_core on its three slices, as one op whose backward assembles d(qkv) at once (ops::mita_qkv_attention).
-/// Applies when gradients are recorded and the fused kernels do (impl fused, s = 1, pooled landmarks, not
-/// compress-only, a supported dtype and head dim); returns an undefined tensor otherwise (then call mita_core).
+/// Applies when the fused kernels do (impl fused, s = 1, pooled landmarks, not compress-only, a supported dtype and
+/// head dim) and gradients are recorded or the op runs as one kernel (ops::mita_qkv_one_kernel); returns an
+/// undefined tensor otherwise (then call mita_core).
 /// With the DWC's weight and bias (qkv's dtype) the op also adds the DWC of v (MitaAttention's dwc); with
 /// `gate`, qkv is qkvg [B, N, 4C] and the result is multiplied by SiLU(g) (MitaAttention's gate).
 Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& dwc_weight = {},

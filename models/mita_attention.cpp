@@ -81,7 +81,7 @@ Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
   // [B, N, 3C] (or 4C) holds q, k, v (, g) on the last dim: timm's reshape(B, N, 3, C) layout.
   const Tensor projected = gate_ ? qkvg->forward(x) : qkv->forward(x);
   Tensor out;
-  if (!debug && any_requires_grad({&projected})) {  // training: one node for the core, the DWC and the gate
+  if (!debug) {  // training, and short-sequence inference: one op for the core, the DWC and the gate
     const auto [w, b] = dwc ? dwc->parameters_as(projected.dtype()) : std::pair<Tensor, Tensor>{};
     out = mita_core_packed(projected, opt_, w, b, gate_);
   }

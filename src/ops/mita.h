@@ -74,6 +74,10 @@ struct MitaQkvOptions {
 Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& options, const Tensor& dwc_weight = {},
                           const Tensor& dwc_bias = {}, const MitaRouting* fixed = nullptr, MitaRouting* used = nullptr);
 
+/// True when mita_qkv_attention(qkv, options) runs the whole core as one kernel each way (CUDA bf16, short N:
+/// kernels/cuda/mita_small.h), which also serves inference: one launch instead of the routing and attention ops.
+bool mita_qkv_one_kernel(const Tensor& qkv, const MitaQkvOptions& options);
+
 /// MiTA's landmarks R0 [B, m, C] (x's dtype): the mean of x[b, first + t, :] over each adaptive-pooling bin of
 /// the L tokens first .. first + L - 1; 2-D when grid G > 0 (L = G² row-major tokens pooled to p×p, m = p²,
 /// landmark j = row·p + col), else 1-D (L tokens into m bins). x [B, N, C] is read in place when its channels are

@@ -10,6 +10,9 @@
 //    one (b, h) fit in shared memory;
 //  - composite: f32 ops (the CPU, and shapes neither kernel takes).
 // VT_MITA_SHARED=flash|fused|composite overrides the choice where that kind applies (tests, benchmarks).
+// Before all of them: on short sequences (DeiT's N = 197) the whole core — routing, V̂ and the joint softmax, and
+// their gradients — runs as one kernel per direction with one CTA per (b, h) (kernels/cuda/mita_small.h), when the
+// routing is not given, the backward need not be deterministic and VT_MITA_JOINT names no other joint kernel.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +33,7 @@
 #include "kernels/cuda/dwc_tokens.h"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/mita_shared.h"
+#include "kernels/cuda/mita_small.h"
 #include "kernels/cuda/stream.h"
 #endif
 
@@ -59,7 +63,7 @@ kc::MitaShape shared_shape(const JointSaved& sv) {
 }
 #endif
 
-enum class SharedBranch { composite, fused, flash };
+enum class SharedBranch { composite, fused, flash, one_cta };  // one_cta: the whole core, mita_small.h
 
 #ifdef VT_WITH_CUDA
 kc::AttentionShape landmark_queries(const kc::MitaShape& s) {  // the m landmarks against the N keys
@@ -79,6 +83,54 @@ SharedBranch choose_shared_branch(const JointSaved& sv) {
   if (force && std::strcmp(force, "flash") == 0 && flash) return SharedBranch::flash;
   if (flash && kc::flash_attention_fills_device(landmark_queries(s))) return SharedBranch::flash;
   return fused ? SharedBranch::fused : SharedBranch::composite;
+}
+
+kc::MitaShape one_cta_shape(const JointSaved& sv, int64_t m, int64_t topk) {
+  const Tensor& q = sv.q;
+  return {q.size(0), q.size(1), q.size(2), m, topk, q.size(3), static_cast<float>(sv.options.scale),
+          static_cast<float>(sv.options.shared_scale), true};
+}
+
+// q, k, v: head views of the packed qkv (the landmarks are pooled into a new, aligned tensor).
+bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const MitaRouting* fixed) {
+  const MitaAttentionOptions& o = sv.options;
+  if (fixed || !sv.q.device().is_cuda() || sv.q.dtype() != DType::bf16 || !o.shared || o.deterministic) return false;
+  if (const char* force = std::getenv("VT_MITA_JOINT"); force && std::strcmp(force, "small") != 0) return false;
+  for (const Tensor* t : {&sv.q, &sv.k, &sv.v})
+    if (!kc::flash_attention_aligned(head_view(*t))) return false;
+  return kc::mita_small_supported(one_cta_shape(sv, m, topk));
+}
+
+// Routing, V̂, out and lse in one launch; lse_shared [B, H, m]: V̂'s softmax log-normaliser, for the backward.
+void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, Tensor& lse_shared) {
+  const Device dev = sv.q.device();
+  kc::DeviceGuard guard(dev.index);
+  const kc::MitaShape s = one_cta_shape(sv, m, topk);
+  auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
+  sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
+  sv.v_hat = Tensor::empty({s.B, s.H, m, s.d}, DType::bf16, dev);
+  sv.out = empty_bnhd(s.B, s.H, s.N, s.d, DType::bf16, dev);
+  sv.lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
+  lse_shared = Tensor::empty({s.B, s.H, m}, DType::f32, dev);
+  kc::mita_small_forward(head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), sv.v_hat.raw_data(),
+                         sv.routing.expert_keys.data<int32_t>(), sv.routing.experts.data<int32_t>(),
+                         sv.routing.order.data<int32_t>(), sv.routing.offsets.data<int32_t>(), head_view(sv.q),
+                         head_view(sv.k), head_view(sv.v), head_view(sv.r), s, kc::current_stream());
+}
+
+// Its backward: dq, dk, dv through their [B, H, N, d] views, dr0 [B, m, C] f32 (the landmarks' gradient).
+void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const Tensor& dout, const Tensor& dq,
+                      const Tensor& dk, const Tensor& dv, const Tensor& dr0) {
+  kc::DeviceGuard guard(sv.q.device().index);
+  const MitaRouting& rt = sv.routing;
+  const kc::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
+  Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, sv.q.device());
+  const kc::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
+                                    rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
+  kc::mita_small_backward(head_view(dq), head_view(dk), head_view(dv), dr0.data<float>(), head_view(dout),
+                          head_view(sv.q), head_view(sv.k), head_view(sv.v), head_view(sv.r), head_view(sv.v_hat),
+                          head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index, s,
+                          scratch.data<float>(), kc::current_stream());
 }
 
 #endif
@@ -211,7 +263,7 @@ void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const 
 
 struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
-  Tensor probs;      // composite, fused: P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); flash: its lse [B, H, m]
+  Tensor probs;      // composite, fused: P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); flash, one_cta: its lse [B, H, m]
   SharedBranch shared_branch = SharedBranch::composite;
   kernels::cpu::LandmarkPoolShape pool;
   Tensor dwc_v, dwc_weight;  // DWC only: v [B, N, C] (a view of the packed qkv) and the conv weight
@@ -237,11 +289,6 @@ struct MitaQkvBackward : Node {
     const Device dev = q.device();
     Tensor dq = empty_bnhd(B, H, N, d, dt, dev), dk = empty_bnhd(B, H, N, d, dt, dev),
            dv = empty_bnhd(B, H, N, d, dt, dev);
-    Tensor dr, dvh;
-    JointSharedTerms terms;
-    const bool want_terms = shared_branch != SharedBranch::composite;
-    joint_backward(joint, grad.reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dr, dvh,
-                   want_terms ? &terms : nullptr);
     auto tokens = [&](const Tensor& t) { return t.transpose(1, 2).reshape({B, N, C}); };  // [B, N, H, d] memory
     Tensor dw, db;
     // The DWC's share of dv, added to tokens 1..N-1 of `dv_sum` (a tensor of this node's own).
@@ -251,6 +298,19 @@ struct MitaQkvBackward : Node {
                      needs_grad(2) ? &db : nullptr);
       return dv_sum;
     };
+#ifdef VT_WITH_CUDA
+    if (shared_branch == SharedBranch::one_cta) {
+      const Tensor dR0 = Tensor::empty({B, pool.m, C}, DType::f32, dev);
+      one_cta_backward(joint, probs, grad.contiguous().reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dR0);
+      const Tensor dq_all = tokens(dq) + landmark_pool_grad(dR0, pool, dt);
+      return {packed({dq_all, tokens(dk), add_dwc(tokens(dv))}), dw, db};
+    }
+#endif
+    Tensor dr, dvh;
+    JointSharedTerms terms;
+    const bool want_terms = shared_branch != SharedBranch::composite;
+    joint_backward(joint, grad.reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dr, dvh,
+                   want_terms ? &terms : nullptr);
     if (!joint.options.shared) return {packed({tokens(dq), tokens(dk), add_dwc(tokens(dv))}), dw, db};
     if (shared_branch == SharedBranch::fused) {  // dk, dv receive V̂'s shares in place; dR laid out for the pooling
       const Tensor dR0 = fused_shared_backward(joint, probs, terms, dk, dv);
@@ -292,7 +352,28 @@ struct MitaQkvBackward : Node {
   }
 };
 
+// The packed tensor's q, k, v as head views, the state one_cta_applies reads.
+JointSaved packed_operands(const Tensor& x, int64_t C, int64_t H, const MitaAttentionOptions& o) {
+  JointSaved sv;
+  sv.q = head_split_view(x, 0, C, H), sv.k = head_split_view(x, C, C, H), sv.v = head_split_view(x, 2 * C, C, H);
+  sv.options = o;
+  return sv;
+}
+
 }  // namespace
+
+bool mita_qkv_one_kernel(const Tensor& qkv, const MitaQkvOptions& o) {
+#ifdef VT_WITH_CUDA
+  const int64_t blocks = o.gate ? 4 : 3;
+  if (!qkv.defined() || qkv.dim() != 3 || qkv.size(2) % blocks != 0 || o.heads < 1 ||
+      (qkv.size(2) / blocks) % o.heads != 0 || qkv.strides()[2] != 1)
+    return false;
+  return one_cta_applies(packed_operands(qkv, qkv.size(2) / blocks, o.heads, o.attention), o.m, o.topk, nullptr);
+#else
+  (void)qkv, (void)o;
+  return false;
+#endif
+}
 
 Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias,
                           const MitaRouting* fixed, MitaRouting* used) {
@@ -320,27 +401,34 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
              " should be [", C, ", 1, 3, 3] and [", C, "] of ", dtype_name(qkv.dtype()));
   }
   const Tensor x = row_contiguous(qkv);
-  const Tensor q = head_split_view(x, 0, C, H), k = head_split_view(x, C, C, H), v = head_split_view(x, 2 * C, C, H);
+  JointSaved sv = packed_operands(x, C, H, o.attention);
+  const Tensor &q = sv.q, &k = sv.k, &v = sv.v;
   const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.pool_first, o.pool_tokens, o.pool_grid, o.m);  // [B, m, C]
   const Tensor r = r0.reshape({B, o.m, H, d}).transpose(1, 2);  // [B, H, m, d], rows contiguous
-  JointSaved sv;
-  sv.q = q, sv.k = k, sv.v = v, sv.r = r;
-  sv.routing = fixed ? *fixed : mita_route(q, k, r, o.topk);
-  if (used) *used = sv.routing;
-  sv.options = o.attention;
+  sv.r = r;
   Tensor probs;
   SharedBranch shared_branch = SharedBranch::composite;
 #ifdef VT_WITH_CUDA
-  if (o.attention.shared) shared_branch = choose_shared_branch(sv);
-#endif
-  if (shared_branch == SharedBranch::flash) flash_shared_forward(sv, probs);
-  if (shared_branch == SharedBranch::fused) fused_shared_forward(sv, probs);
-  if (o.attention.shared && shared_branch == SharedBranch::composite) {
-    NoGradGuard no_grad;
-    probs = softmax(matmul(widened(r) * o.attention.scale, widened(k).transpose(-2, -1)), -1);
-    sv.v_hat = matmul(probs, widened(v)).to(x.dtype());
+  if (one_cta_applies(sv, o.m, o.topk, fixed)) {
+    shared_branch = SharedBranch::one_cta;
+    one_cta_forward(sv, o.m, o.topk, probs);
   }
-  joint_forward(sv);
+#endif
+  if (shared_branch != SharedBranch::one_cta) {
+    sv.routing = fixed ? *fixed : mita_route(q, k, r, o.topk);
+#ifdef VT_WITH_CUDA
+    if (o.attention.shared) shared_branch = choose_shared_branch(sv);
+#endif
+    if (shared_branch == SharedBranch::flash) flash_shared_forward(sv, probs);
+    if (shared_branch == SharedBranch::fused) fused_shared_forward(sv, probs);
+    if (o.attention.shared && shared_branch == SharedBranch::composite) {
+      NoGradGuard no_grad;
+      probs = softmax(matmul(widened(r) * o.attention.scale, widened(k).transpose(-2, -1)), -1);
+      sv.v_hat = matmul(probs, widened(v)).to(x.dtype());
+    }
+    joint_forward(sv);
+  }
+  if (used) *used = sv.routing;
   Tensor out = sv.out.transpose(1, 2).reshape({B, N, C});  // free: the kernel writes [B, N, H, d]
   if (dwc) {  // v's patch tokens in their true places as a G×G grid, conv, added at tokens 1..N-1
     NoGradGuard no_grad;

@@ -26,6 +26,7 @@
 #include "models/vit.h"
 #include "autograd/node.h"
 #include "kernels/cuda/mita_shared.h"
+#include "kernels/cuda/mita_small.h"
 #include "nn/autocast.h"
 #include "ops/ops.h"
 
@@ -145,6 +146,32 @@ TEST(MitaCuda, RoutingIsAValidTopKAndArgmaxAndGroupsQueries) {
       const ops::MitaRouting r = ops::mita_route(x.q.to(kGpu), x.k.to(kGpu), x.r.to(kGpu), c.k);
       check_routing_valid(x, r, c, name_of(c, dt));
     }
+}
+
+// The one-CTA core (kernels/cuda/mita_small.h, which the packed training path takes on short sequences) routes as
+// mita_route must: a valid top-k, arg-max and grouping of its own scores, at DeiT's shape and two smaller ones (a
+// 7×7 grid; a 1-D sequence with k > m). Its outputs and gradients meet the CPU in the packed-path tests below.
+TEST(MitaCuda, OneCtaCoreRoutesAsMitaRoute) {
+  VT_REQUIRE_DEVICE();
+  uint32_t seed = 1700;
+  for (const Case& c : {kCases[0], Case{50, 9, 16, "shifted"}, Case{128, 16, 32, "sequence"}}) {
+    const std::string what = name_of(c, DType::bf16) + " one-CTA core";
+    kernels::cuda::MitaShape shape{kB, kH, c.N, c.m, c.k, kD, 0.125f, 1.0f / kD, true};
+    ASSERT_TRUE(kernels::cuda::mita_small_supported(shape)) << what;
+    models::MitaOptions o;
+    o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
+    Tensor qkv = randn_cpu({kB, c.N, 3 * kC}, seed += 10, DType::bf16).to(kGpu).detach();
+    qkv.set_requires_grad(true);
+    models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
+    ASSERT_TRUE(models::mita_core_packed(qkv, o).defined()) << what;
+    ASSERT_EQ(tap.routings.size(), 1u) << what;
+    const Tensor q = qkv.detach().slice(2, 0, kC);
+    Operands x;
+    x.q = heads_of(q.to(cpu()));
+    x.k = heads_of(qkv.detach().slice(2, kC, 2 * kC).to(cpu()));
+    x.r = heads_of(models::mita_landmarks(q, o).to(cpu()));
+    check_routing_valid(x, tap.routings[0], c, what);
+  }
 }
 
 TEST(MitaCuda, RoutingWithExactTiesEqualsTheCpuBitForBit) {
@@ -406,7 +433,7 @@ TEST(MitaCuda, PackedQkvPathMatchesTheCpuAndTheSlicePath) {
 }
 
 
-// The packed training path under each choice of kernels for bf16 (ops/mita.cpp: masked flash or per-expert joint
+// The packed training path under each choice of kernels for bf16 (the one-CTA core of short sequences; ops/mita.cpp: masked flash or per-expert joint
 // attention; ops/mita_qkv.cpp: the shared branch as a flash attention, the fused CUDA-core kernel or f32 ops) against the
 // f64 CPU path, by the bf16 rule with the slice path (mita_attention + the composite V̂ in f32) as the plain bf16
 // implementation; and the LRA's m = k = 128 with 1-D pooling, which only the per-expert kernels take.
@@ -417,7 +444,7 @@ TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
   };
   uint32_t seed = 1500;
   for (const Case& c : {kCases[0], kCases[1], Case{2048, 128, 128, "sequence"}})
-    for (const Choice& ch : {Choice{"masked", "fused"}, Choice{"masked", "flash"}, Choice{"expert", "fused"},
+    for (const Choice& ch : {Choice{"small", "flash"}, Choice{"masked", "fused"}, Choice{"masked", "flash"}, Choice{"expert", "fused"},
                              Choice{"expert", "flash"}, Choice{"expert", "composite"}}) {
       const std::string what = name_of(c, DType::bf16) + " joint " + ch.joint + ", shared " + ch.shared;
       models::MitaOptions o;
