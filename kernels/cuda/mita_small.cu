@@ -526,6 +526,31 @@ struct BwdParams {
   float scale, shared_scale, scale_log2, shared_scale_log2;
 };
 
+/// dst[0..3] += v atomically (global, 16-byte aligned): one vector reduction on sm_90+.
+__device__ __forceinline__ void atomic_add4(float* dst, float4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float4*>(dst), v);
+#else
+  atomicAdd(dst, v.x), atomicAdd(dst + 1, v.y), atomicAdd(dst + 2, v.z), atomicAdd(dst + 3, v.w);
+#endif
+}
+
+/// Adds this lane's part of one row of two side-by-side C tiles (columns 2t, 2t + 1 of the first: lo; 8 + 2t,
+/// 9 + 2t of the second: hi) into row[0..15] (global) with one 16-byte reduction per lane: lanes t and t ^ 1 swap
+/// halves so that each holds four consecutive columns. Called by the whole warp; `active` lanes add.
+__device__ __forceinline__ void atomic_add_row(float* row, float lo0, float lo1, float hi0, float hi1, bool active,
+                                               int lane) {
+  const int t = lane & 3;
+  const bool even = (t & 1) == 0;
+  const float r0 = __shfl_xor_sync(0xffffffffu, even ? hi0 : lo0, 1);
+  const float r1 = __shfl_xor_sync(0xffffffffu, even ? hi1 : lo1, 1);
+  if (!active) return;
+  if (even)
+    atomic_add4(row + 2 * t, make_float4(lo0, lo1, r0, r1));
+  else
+    atomic_add4(row + 8 + 2 * (t - 1), make_float4(r0, r1, hi0, hi1));
+}
+
 /// dst[rows(slot)] += Tᵀ·X for the 32 slots of one item: T [16 queries][kTld] bf16 (slot columns), X [16][D + kPad]
 /// bf16 (query rows), global float atomics into rows `stride` floats apart; slots at or past `valid` are skipped;
 /// `rows` null: row = slot.
@@ -533,7 +558,7 @@ template <int D>
 __device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, const int* rows, int valid, const bf16* T,
                                                   const bf16* X, int lane) {
   constexpr int ld = D + flash::kPad;
-  const int g = lane >> 2, t = lane & 3;
+  const int g = lane >> 2;
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     if (mt * 16 >= valid) break;
@@ -553,10 +578,9 @@ __device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, co
       flash::mma_bf16(hi, a, bf[2], bf[3]);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        if (dst_row[half] < 0) continue;
-        float* d = dst + dst_row[half] * stride + n0 + 2 * t;
-        flash::atomic_add2(d, lo[2 * half], lo[2 * half + 1]);
-        flash::atomic_add2(d + 8, hi[2 * half], hi[2 * half + 1]);
+        const bool active = dst_row[half] >= 0;
+        atomic_add_row(active ? dst + dst_row[half] * stride + n0 : dst, lo[2 * half], lo[2 * half + 1], hi[2 * half],
+                       hi[2 * half + 1], active, lane);
       }
     }
   }
@@ -757,10 +781,8 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int j = m0 + g + 8 * half;
-        if (j >= m) continue;
-        float* d = dR + j * C + c0 + 2 * t;
-        flash::atomic_add2(d, lo[2 * half], lo[2 * half + 1]);
-        flash::atomic_add2(d + 8, hi[2 * half], hi[2 * half + 1]);
+        atomic_add_row(j < m ? dR + j * C + c0 : dR, lo[2 * half], lo[2 * half + 1], hi[2 * half], hi[2 * half + 1],
+                       j < m, lane);
       }
     }
   }
