@@ -41,6 +41,7 @@ data::SegTrainConfig seg_train_config(const io::Config& cfg) {
   t.scale_long = cfg.eval.seg_long_side;
   t.scale_short = cfg.eval.seg_short_side;
   t.flip = cfg.data.hflip;
+  t.max_image_pixels = cfg.data.max_image_pixels;
   return t;
 }
 
