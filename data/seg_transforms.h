@@ -4,6 +4,7 @@
 #pragma once
 #include <opencv2/core.hpp>
 
+#include "data/image_decode.h"
 #include "data/sample_rng.h"
 #include "data/transforms.h"
 
@@ -18,6 +19,8 @@ struct SegTrainConfig {
   double cat_max_ratio = 0.75;
   double flip = 0.5;
   bool photometric = true;
+  /// An image or label map whose header declares more pixels is a bad file (data.max_image_pixels; 0: no limit).
+  int64_t max_image_pixels = kDefaultMaxImagePixels;
 };
 
 /// mmcv.imrescale's size: the largest keep-ratio size within (long_side, short_side), rounded half up.

@@ -132,8 +132,8 @@ void SegmentationSource::load_with_label_map(int64_t index, SampleRng& rng, floa
   const SegmentationPair& p = pairs_[static_cast<size_t>(index)];
   cv::Mat img, label;
   try {
-    img = load_rgb(p.image);
-    label = load_label_png(p.label);
+    img = load_rgb(p.image, cfg_.max_image_pixels);
+    label = load_label_png(p.label, cfg_.max_image_pixels);
     VT_CHECK(img.size() == label.size(), "[data] ", p.label, " is ", label.cols, "x", label.rows, " but ", p.image,
              " is ", img.cols, "x", img.rows);
   } catch (...) {

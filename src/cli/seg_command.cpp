@@ -104,10 +104,10 @@ void add_viz_seg_command(CLI::App& viz) {
     finish_command([&] {
       const io::Config cfg = opts->run.load();
       const engine::SegEvalOptions eval = engine::seg_eval_options(cfg);
-      const cv::Mat image = data::load_rgb(opts->image);
+      const cv::Mat image = data::load_rgb(opts->image, eval.max_image_pixels);
       cv::Mat label;
       if (!opts->label.empty()) {
-        label = data::load_label_png(opts->label);
+        label = data::load_label_png(opts->label, eval.max_image_pixels);
         VT_CHECK(label.size() == image.size(), "[viz seg] label ", opts->label, " is ", label.cols, "x", label.rows,
                  " but image ", opts->image, " is ", image.cols, "x", image.rows);
         if (eval.reduce_zero_label) data::reduce_zero_label(label);

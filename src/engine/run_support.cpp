@@ -128,7 +128,18 @@ bool RunStart::finished(const io::Config& cfg, RunSummary& summary) const {
             s.best_epoch >= 0 ? fmt::format("; best {} {:.4f} (epoch {})", cfg.eval.best_metric, s.best_metric,
                                             s.best_epoch)
                               : std::string());
+  if (group.lead() && !std::filesystem::exists(summary.weights_path)) {
+    io::save_safetensors(summary.weights_path, resumed.model, weights_metadata(cfg));
+    log->info("{} was missing (the run was killed before writing it): written from {}", summary.weights_path,
+              resume_path);
+  }
   return true;
+}
+
+std::map<std::string, std::string> weights_metadata(const io::Config& cfg) {
+  std::map<std::string, std::string> m{{"model", cfg.model.name}, {"attention", cfg.model.attention.type}};
+  if (!cfg.model.decoder.type.empty()) m["decoder"] = cfg.model.decoder.type;
+  return m;
 }
 
 namespace {

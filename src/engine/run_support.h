@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,9 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const io::Config& cfg, const nn
 
 /// The module's state dict as host tensors, so it can be written wherever the model lives.
 io::NamedTensors host_state_dict(const nn::Module& model);
+
+/// The metadata of a run's final model.safetensors: model (name), attention, and decoder for segmentation.
+std::map<std::string, std::string> weights_metadata(const io::Config& cfg);
 
 /// "cuda:0 (bf16 autocast)", "cpu (8 threads) (auto: no GPU)", ... for the run's first lines.
 std::string describe_device(Device device, std::optional<DType> amp, const std::string& spec);
@@ -97,7 +101,8 @@ struct RunStart {
   /// The summary's file paths (train.log, metrics.jsonl, model.safetensors) and device, the rest at defaults.
   RunSummary summary() const;
   /// True (after logging that the run is finished, and marking `summary` already_finished with the checkpoint's
-  /// updates and best metric) when the resumed checkpoint already completed train.epochs.
+  /// updates and best metric) when the resumed checkpoint already completed train.epochs. A run killed after its
+  /// last checkpoint but before model.safetensors was written gets that file from the checkpoint here.
   bool finished(const io::Config& cfg, RunSummary& summary) const;
 };
 RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::optional<DType> amp);

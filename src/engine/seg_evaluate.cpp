@@ -65,18 +65,18 @@ Tensor flip_width(const Tensor& x) {
   return ops::index_select(x, x.dim() - 1, Tensor::from_vector(idx, {W}, DType::i64).to(x.device()));
 }
 
-cv::Mat load_image(const std::string& path) {
+cv::Mat load_image(const std::string& path, int64_t max_pixels) {
   try {
-    return data::load_rgb(path);
+    return data::load_rgb(path, max_pixels);
   } catch (const std::exception& e) {
     throw Error(std::string("[seg-eval] cannot read image ") + path + ": " + e.what());
   }
 }
 
-cv::Mat load_label(const data::SegmentationPair& p, const cv::Mat& image, bool reduce_zero) {
+cv::Mat load_label(const data::SegmentationPair& p, const cv::Mat& image, bool reduce_zero, int64_t max_pixels) {
   cv::Mat label;
   try {
-    label = data::load_label_png(p.label);
+    label = data::load_label_png(p.label, max_pixels);
   } catch (const std::exception& e) {
     throw Error(std::string("[seg-eval] cannot read label ") + p.label + ": " + e.what());
   }
@@ -104,6 +104,7 @@ SegEvalOptions seg_eval_options(const io::Config& cfg) {
   opt.std = three(cfg.data.std, imagenet.std);
   opt.reduce_zero_label = cfg.data.dataset == "ade20k";
   opt.amp = cfg.train.amp;
+  opt.max_image_pixels = cfg.data.max_image_pixels;
   return opt;
 }
 
@@ -204,8 +205,8 @@ SegEvalResult evaluate_segmentation(const models::Segmenter& model, const std::v
   // The next image and label are decoded on a second thread while the model runs on this one.
   auto load = [&](int64_t i) {
     const data::SegmentationPair& p = pairs[static_cast<size_t>(i)];
-    cv::Mat image = load_image(p.image);
-    cv::Mat label = load_label(p, image, opt.reduce_zero_label);
+    cv::Mat image = load_image(p.image, opt.max_image_pixels);
+    cv::Mat label = load_label(p, image, opt.reduce_zero_label, opt.max_image_pixels);
     return std::make_pair(image, label);
   };
   std::future<std::pair<cv::Mat, cv::Mat>> next;

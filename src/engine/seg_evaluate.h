@@ -14,6 +14,7 @@
 
 #include "core/device.h"
 #include "data/datasets.h"
+#include "data/image_decode.h"
 #include "engine/seg_metrics.h"
 #include "engine/weights_load.h"
 #include "io/config.h"
@@ -35,11 +36,12 @@ struct SegEvalOptions {
   std::array<float, 3> mean{0.5f, 0.5f, 0.5f}, std{0.5f, 0.5f, 0.5f};  ///< 0-1 scale
   bool reduce_zero_label = true;
   bool amp = false;  ///< bf16 autocast for the forward passes (CUDA only)
+  int64_t max_image_pixels = data::kDefaultMaxImagePixels;  ///< a larger image or label map is an error; 0: none
 };
 
 /// The options a config asks for: window = model.img_size, stride eval.seg_stride (0: crop − 32, or crop when crop ≤ 32), eval.seg_*
 /// sizes, scales and flip, batch min(eval.batch_size, 16), limit data.test_limit, data.mean/std (empty:
-/// ImageNet's, as mmseg), reduce_zero_label for ade20k, amp = train.amp.
+/// ImageNet's, as mmseg), reduce_zero_label for ade20k, amp = train.amp, data.max_image_pixels.
 SegEvalOptions seg_eval_options(const io::Config& cfg);
 
 /// The result of one evaluation pass over a split.

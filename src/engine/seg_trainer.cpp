@@ -41,6 +41,7 @@ data::SegTrainConfig seg_train_config(const io::Config& cfg) {
   t.scale_long = cfg.eval.seg_long_side;
   t.scale_short = cfg.eval.seg_short_side;
   t.flip = cfg.data.hflip;
+  t.max_image_pixels = cfg.data.max_image_pixels;
   return t;
 }
 
@@ -288,9 +289,7 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   summary.train_seconds = train_time;
   summary.train_img_per_s = train_time > 0 ? static_cast<double>(images_seen) * world / train_time : 0;
   if (lead)
-    io::save_safetensors(summary.weights_path, host_state_dict(model),
-                         {{"model", cfg.model.name}, {"attention", cfg.model.attention.type},
-                          {"decoder", cfg.model.decoder.type}});
+    io::save_safetensors(summary.weights_path, host_state_dict(model), weights_metadata(cfg));
   log->info("training: {:.1f} s, {:.1f} img/s; total {:.1f} s", train_time, summary.train_img_per_s,
             seconds_since(t_start));
   return summary;

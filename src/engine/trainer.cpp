@@ -181,7 +181,11 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
       return evaluate_batches(m, [&](const auto& fn) {
         for (int64_t s = rank; s < test_batches->batches_per_epoch(); s += world) fn(test_batches->get(0, s));
       }, device, amp, comm);
-    return evaluate_batches(m, [&](const auto& fn) { imagenet->for_each_eval_batch(fn); }, device, amp, comm);
+    EvalResult r = evaluate_batches(m, [&](const auto& fn) { imagenet->for_each_eval_batch(fn); }, device, amp, comm);
+    r.bad_files = imagenet->eval_bad_files();  // val/ images left out, over all ranks
+    if (comm && world > 1)
+      r.bad_files = static_cast<int64_t>(dist::sum_over_ranks(*comm, {static_cast<double>(r.bad_files)}, device)[0]);
+    return r;
   };
 
   // Models are built and loaded on the host, so every device starts equal; then moved (f32 master weights).
@@ -413,6 +417,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
         row.emplace_back("ema_loss", summary.test_ema->loss);
       }
       row.emplace_back("best_metric", state.best_metric);
+      if (imagenet) row.emplace_back("test_bad_files", static_cast<double>(summary.test.bad_files));
       if (metrics) metrics->log(row);
       if (improved) checkpoint(files.path("best.safetensors"));
     }
@@ -428,8 +433,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   summary.train_seconds = train_time;
   summary.train_img_per_s = train_time > 0 ? static_cast<double>(images_seen) * world / train_time : 0;
   if (lead)
-    io::save_safetensors(summary.weights_path, host_state_dict(model),
-                         {{"model", cfg.model.name}, {"attention", cfg.model.attention.type}});
+    io::save_safetensors(summary.weights_path, host_state_dict(model), weights_metadata(cfg));
   log->info("training: {:.1f} s, {:.0f} img/s; total {:.1f} s", train_time, summary.train_img_per_s,
             seconds_since(t_start));
   return summary;

@@ -22,7 +22,7 @@ struct EvalResult {
   int64_t count = 0;
   int64_t params = 0;    // evaluate_weights only: the model's parameter count
   double img_per_s = 0;  // evaluate_weights only: evaluation throughput
-  int64_t bad_files = 0;  // evaluate_weights only: unreadable val/ images, left out of count and metrics
+  int64_t bad_files = 0;  // ImageFolder: unreadable val/ images, left out of count and metrics
 };
 
 /// What every training run reports besides its scores (TrainSummary, SegTrainSummary).

@@ -50,7 +50,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
                            tensor_checksum(data[i].dtype(), data[i].shape(), data[i].raw_data(),
                                            data[i].numel() * dtype_size(data[i].dtype())));
   std::map<std::string, std::string> all_metadata = metadata;
-  all_metadata[kChecksumKey] = encode_checksums(checksums);
+  all_metadata[kChecksumKey] = encode_checksums(checksums, metadata_checksum(metadata));
 
   JsonValue header = JsonValue::make_object();
   JsonValue meta = JsonValue::make_object();

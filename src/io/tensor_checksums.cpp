@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "core/error.h"
 #include "io/json.h"
@@ -55,8 +56,20 @@ uint32_t tensor_checksum(DType dtype, const Shape& shape, const void* data, size
   return nbytes ? crc_update(crc, data, nbytes) : crc;
 }
 
-std::string encode_checksums(const std::vector<std::pair<std::string, uint32_t>>& checksums) {
+uint32_t metadata_checksum(const std::map<std::string, std::string>& metadata) {
+  uint32_t crc = 0;
+  for (const auto& [key, value] : metadata)
+    for (const std::string* s : {&key, &value}) {
+      const std::string length = std::to_string(s->size()) + ':';
+      crc = crc_update(crc, length.data(), length.size());
+      crc = crc_update(crc, s->data(), s->size());
+    }
+  return crc;
+}
+
+std::string encode_checksums(const std::vector<std::pair<std::string, uint32_t>>& checksums, uint32_t metadata_crc) {
   JsonValue table = JsonValue::make_object();
+  table.object.emplace_back(kMetadataChecksumEntry, JsonValue::make_string(hex8(metadata_crc)));
   for (const auto& [name, crc] : checksums) table.object.emplace_back(name, JsonValue::make_string(hex8(crc)));
   return to_json(table);
 }
@@ -78,13 +91,21 @@ bool ChecksumTable::take(const std::string& path, std::map<std::string, std::str
   }
   VT_CHECK(table.is_object(), "[safetensors] ", path, ": __metadata__['", kChecksumKey,
            "'] must be a JSON object of checksums, got ", table.kind_name());
+  std::optional<uint32_t> metadata_crc;
   for (const auto& [name, v] : table.object) {
     uint32_t crc = 0;
     VT_CHECK(v.is_string() && parse_hex8(v.string, crc), "[safetensors] ", path, ": tensor '", name,
              "': checksum in __metadata__['", kChecksumKey, "'] is not 8 hex digits (damaged header)");
-    stored_[name] = crc;
+    if (name == kMetadataChecksumEntry) metadata_crc = crc;
+    else stored_[name] = crc;
   }
   metadata.erase(it);
+  if (metadata_crc) {
+    const uint32_t computed = metadata_checksum(metadata);
+    VT_CHECK(computed == *metadata_crc, "[safetensors] ", path, ": __metadata__ checksum mismatch (stored ",
+             hex8(*metadata_crc), ", computed ", hex8(computed), "): a key or value of its ", metadata.size(),
+             " entries (a checkpoint's position, state or config) is damaged");
+  }
   return true;
 }
 

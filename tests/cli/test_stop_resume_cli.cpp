@@ -175,5 +175,20 @@ TEST(StopResumeCli, ResumingAFinishedRunSaysSoAndExitsZero) {
   EXPECT_EQ(read_file(dir.out("run/metrics.jsonl")), metrics);
 }
 
+TEST(StopResumeCli, AFinishedRunKilledBeforeItsWeightsWereWrittenGetsThemFromTheLastCheckpoint) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  RunDir dir;
+  ASSERT_EQ(run_vitrain(tiny_args(dir.out("run"))).code, 0);
+  const std::string weights = dir.out("run/model.safetensors");
+  const std::string want = read_file(weights);
+  ASSERT_FALSE(want.empty());
+  fs::remove(weights);  // as after a kill -9 between the last checkpoint and the final save
+  const CliRun again = run_vitrain(tiny_args(dir.out("run"), "--resume auto"));
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("already finished (200 updates)"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find(weights + " was missing"), std::string::npos) << again.output;
+  EXPECT_TRUE(read_file(weights) == want) << "the rewritten weights differ from the run's";
+}
+
 }  // namespace
 }  // namespace vt::test

@@ -10,6 +10,7 @@
 #include "data/samplers.h"
 #include "data/sources.h"
 #include "image_writers.h"
+#include "test_util.h"
 #include "unit/io_temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -199,6 +200,39 @@ TEST(Loader, Ade20kBatchesCarryLabelMaps) {
   again.start_epoch(0);
   ASSERT_TRUE(again.next(b));
   EXPECT_EQ(b.labels.to_vector(), first);
+}
+
+TEST(Loader, SegmentationImagesAboveThePixelLimitAreBadFilesNamed) {
+  TempDir dir;
+  const fs::path base = dir.path() / "ADEChallengeData2016";
+  fs::create_directories(base / "images" / "training");
+  fs::create_directories(base / "annotations" / "training");
+  const std::string image = (base / "images" / "training" / "ADE_train_00000001.jpg").string();
+  write_jpeg_rgb(image, pattern_rgb(40, 30, 1));
+  write_png((base / "annotations" / "training" / "ADE_train_00000001.png").string(),
+            cv::Mat(30, 40, CV_8UC1, cv::Scalar(3)));
+  data::SegTrainConfig cfg;
+  cfg.scale_long = 128;
+  cfg.scale_short = 32;
+  cfg.crop = 24;
+  cfg.max_image_pixels = 1199;  // the image has 1200
+  const data::SegmentationSource src(data::ade20k(dir.path().string(), "training"), cfg);
+  std::vector<float> pixels(3 * 24 * 24);
+  std::vector<int64_t> labels(24 * 24);
+  data::SampleRng rng(0, 0, 0);
+  try {
+    src.load_with_label_map(0, rng, pixels.data(), labels.data());
+    ADD_FAILURE() << "an image above max_image_pixels loaded";
+  } catch (const data::BadSampleError& e) {
+    EXPECT_CONTAINS(e.what(), image);
+    EXPECT_CONTAINS(e.what(), "more than data.max_image_pixels = 1199");
+  }
+  const data::SegmentationSource no_limit(data::ade20k(dir.path().string(), "training"), [&] {
+    data::SegTrainConfig c = cfg;
+    c.max_image_pixels = 1200;
+    return c;
+  }());
+  no_limit.load_with_label_map(0, rng, pixels.data(), labels.data());
 }
 
 TEST(Loader, FashionMnistStyleSourceAndSynthetic) {

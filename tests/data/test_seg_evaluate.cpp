@@ -187,5 +187,25 @@ TEST(SegEvaluate, BadFilesAreNamed) {
   expect_error([&] { engine::evaluate_segmentation(seg, garbage, o, cpu()); }, "garbage.png");
 }
 
+TEST(SegEvaluate, ImagesAboveTheConfiguredPixelLimitAreErrorsNamingTheFile) {
+  TempDir dir;
+  MiniAde20kOptions mini;
+  mini.train = 1;
+  mini.val = 1;
+  write_mini_ade20k(dir.path().string(), mini);
+  const auto pairs = data::ade20k(dir.path().string(), "validation");
+  const auto seg = tiny_segmenter();
+  io::Config cfg;
+  cfg.data.max_image_pixels = 1000;  // the validation image is 52x43 = 2236 pixels
+  engine::SegEvalOptions o = tiny_options();
+  o.max_image_pixels = engine::seg_eval_options(cfg).max_image_pixels;
+  ASSERT_EQ(o.max_image_pixels, 1000);
+  const std::string err = error_of([&] { engine::evaluate_segmentation(seg, pairs, o, cpu()); });
+  EXPECT_CONTAINS(err, pairs[0].image);
+  EXPECT_CONTAINS(err, "more than data.max_image_pixels = 1000");
+  o.max_image_pixels = 2236;  // the limit itself is allowed
+  EXPECT_EQ(engine::evaluate_segmentation(seg, pairs, o, cpu()).images, 1);
+}
+
 }  // namespace
 }  // namespace vt::test

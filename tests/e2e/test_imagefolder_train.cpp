@@ -90,7 +90,7 @@ TEST(ImageFolderTraining, DeitRecipeTrainsEvaluatesAndResumesExactly) {
 
 // A bad file in train/ (a truncated JPEG, then a 65-byte PNG declaring 100000x100000 under the same name) is
 // skipped and the run's metrics count it; data.max_bad_files = 0 stops the run with an error naming the file. A
-// JPEG in val/ declaring 16000x16000 is left out of the evaluation.
+// JPEG in val/ declaring 16000x16000 is left out of the evaluation and counted in its metrics row.
 TEST(ImageFolderTraining, BadFilesAreSkippedCountedInMetricsOrStopTheRun) {
   const fs::path dir = fs::temp_directory_path() / ("vt_e2e_imagefolder_bad_" + std::to_string(::getpid()));
   write_tree(dir / "data");
@@ -109,11 +109,13 @@ TEST(ImageFolderTraining, BadFilesAreSkippedCountedInMetricsOrStopTheRun) {
     engine::TrainSummary s;
     run_losses(cfg, &s);
     EXPECT_EQ(s.test.count, 12);  // 13 val files, the bomb left out
+    EXPECT_EQ(s.test.bad_files, 1);
     std::ifstream metrics(s.metrics_path);
-    std::string line, last_step;
+    std::string line, last_step, last_eval;
     while (std::getline(metrics, line))
-      if (line.find("\"train_loss\"") != std::string::npos) last_step = line;
+      (line.find("\"train_loss\"") != std::string::npos ? last_step : last_eval) = line;
     EXPECT_NE(last_step.find("\"bad_files\": 1"), std::string::npos) << last_step;
+    EXPECT_NE(last_eval.find("\"test_bad_files\": 1"), std::string::npos) << last_eval;  // the bomb in val/
     cfg.data.max_bad_files = 0;
     cfg.train.output = (dir / ("strict_" + kind)).string();
     try {

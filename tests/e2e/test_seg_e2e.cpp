@@ -3,7 +3,8 @@
 // representatives) starts from timm-format backbone weights at another resolution (pos_embed resampled, head
 // skipped), trains a few SGD-Nesterov + poly updates, evaluates the validation split with the sliding window,
 // writes its checkpoints; `vitrain seg-eval` prints mIoU and `vitrain viz seg` writes a PNG; the MiTA variant
-// trains too; a run stopped by train.max_steps and resumed matches the uninterrupted one bit for bit.
+// trains too; data.max_image_pixels applies to the training images; a run stopped by train.max_steps and resumed
+// matches the uninterrupted one bit for bit.
 // Data parallel (ranks as threads, dist::ThreadCommunicator): a 1-rank job takes the DDP path and changes no bit;
 // 2 ranks × batch 2 make the updates of 1 process × batch 4 (each rank its shard, its own augmentations, so the
 // losses differ from the single process's), log the mean of the ranks' losses, evaluate the validation split
@@ -123,6 +124,15 @@ TEST_F(SegE2E, MitaBackboneTrainsAndEvaluates) {
   for (double l : losses) EXPECT_TRUE(std::isfinite(l));
   EXPECT_EQ(s.test.images, 3);
   EXPECT_TRUE(std::isfinite(s.test.scores.miou));
+}
+
+TEST_F(SegE2E, TrainingHonoursTheConfiguredPixelLimit) {
+  // Every mini-ADE20K image has more than 100 pixels: with no bad file allowed the first one stops the run.
+  const io::Config cfg = shrunk("vit_tiny_mita.yaml", (dir / "limit").string(),
+                                {"train.epochs=1", "data.max_image_pixels=100", "data.max_bad_files=0"});
+  const std::string err = error_of([&] { engine::train_segmentation(cfg); });
+  EXPECT_CONTAINS(err, data.string() + "/images/training/ADE_train_");
+  EXPECT_CONTAINS(err, "more than data.max_image_pixels = 100");
 }
 
 TEST_F(SegE2E, StoppedAndResumedRunMatchesTheUninterruptedOne) {

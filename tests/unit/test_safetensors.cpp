@@ -86,11 +86,13 @@ TEST(Safetensors, RoundTripsEveryDtypeScalarsEmptyAndViews) {
 TEST(Safetensors, HeaderLayoutFollowsTheFormat) {
   TempDir dir;
   const std::string path = dir.file("a.safetensors");
-  io::save_safetensors(path, {{"a", Tensor::from_vector({1, 2}, {2}, DType::f32)}});
+  io::save_safetensors(path, {{"a", Tensor::from_vector({1, 2}, {2}, DType::f32)}}, {{"format", "pt"}});
   std::string bytes = read_bytes(path);
-  // The checksum is Python's zlib.crc32(b"F32[2]" + the 8 data bytes); see io/tensor_checksums.h.
+  // The checksums are Python's zlib.crc32(b"F32[2]" + the 8 data bytes) and, for the metadata,
+  // zlib.crc32(b"6:format2:pt"); see io/tensor_checksums.h.
   const std::string json =
-      R"({"__metadata__":{"vitrain.crc32":"{\"a\":\"d5f838a1\"}"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+      R"({"__metadata__":{"format":"pt","vitrain.crc32":"{\"__metadata__\":\"d540c1d6\",\"a\":\"d5f838a1\"}"},)"
+      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   std::string header = json + std::string((8 - json.size() % 8) % 8, ' ');
   EXPECT_EQ(bytes, le64(header.size()) + header + f32_bytes({1, 2}));
 
@@ -222,8 +224,9 @@ TEST(Safetensors, SaveRejectsBadNamesAndKeepsTheOldFile) {
 
   // Overwriting replaces the content; an empty tensor list gives a valid file.
   io::save_safetensors(path, {});
-  const std::string empty_header = R"({"__metadata__":{"vitrain.crc32":"{}"}})";
-  EXPECT_EQ(read_bytes(path), le64(40) + empty_header + std::string(40 - empty_header.size(), ' '));
+  // No metadata: the CRC-32 of no bytes.
+  const std::string empty_header = R"({"__metadata__":{"vitrain.crc32":"{\"__metadata__\":\"00000000\"}"}})";
+  EXPECT_EQ(read_bytes(path), le64(72) + empty_header + std::string(72 - empty_header.size(), ' '));
   EXPECT_TRUE(io::load_safetensors(path).empty());
 }
 

@@ -1,5 +1,6 @@
 // Per-tensor checksums of our safetensors files: a flipped data byte or header byte of a saved file (weights or
-// training checkpoint) is an error naming the file and the tensor; files without checksums load as before.
+// training checkpoint) is an error naming the file and the tensor; a flipped metadata byte (a checkpoint's update
+// count) is an error naming the file; files without checksums, or without the metadata's, load as before.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -65,6 +66,64 @@ TEST(TensorChecksums, EveryFlippedDataByteNamesTheFileAndTheTensor) {
     EXPECT_CONTAINS(err, "[safetensors] " + bad);
     EXPECT_CONTAINS(err, "tensor '" + tensor_at(path, i) + "': checksum mismatch");
   }
+}
+
+// `bytes` with its JSON header replaced by `header` (re-padded, length prefix rewritten).
+std::string with_header(const std::string& bytes, std::string header) {
+  const std::string data = bytes.substr(8 + header_length(bytes));
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string len(8, '\0');
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return len + header + data;
+}
+
+TEST(TensorChecksums, EveryFlippedHeaderByteIsAnErrorNamingTheFile) {
+  TempDir dir;
+  const std::string path = dir.file("model.safetensors"), bad = dir.file("bad.safetensors");
+  io::save_safetensors(path, small_model(), {{"format", "pt"}, {"global_step", "75"}});
+  const std::string good = read_bytes(path);
+  for (size_t i = 0; i < 8 + header_length(good); ++i) {
+    SCOPED_TRACE(i);
+    write_bytes(bad, flipped(good, i));
+    EXPECT_CONTAINS(error_of([&] { io::read_safetensors(bad); }), "[safetensors] " + bad);
+  }
+  // One digit of an update count: the tensors are intact, the metadata is not.
+  write_bytes(bad, replaced(good, "\"global_step\":\"75\"", "\"global_step\":\"35\""));
+  EXPECT_CONTAINS(error_of([&] { io::read_safetensors(bad); }), "[safetensors] " + bad +
+                                                                    ": __metadata__ checksum mismatch");
+}
+
+TEST(TensorChecksums, DamagedCheckpointPositionIsAnErrorNamingTheFile) {
+  TempDir dir;
+  const std::string path = dir.file("recovery.safetensors");
+  engine::Checkpoint ckpt;
+  ckpt.model = small_model();
+  ckpt.state.position.global_step = 75;
+  ckpt.state.config_yaml = "model:\n  name: deit_tiny_patch16_224\n";
+  engine::save_checkpoint(path, ckpt);
+  write_bytes(path, replaced(read_bytes(path), "\"global_step\":\"75\"", "\"global_step\":\"35\""));
+  const std::string err = error_of([&] { engine::load_checkpoint(path); });
+  EXPECT_CONTAINS(err, path);
+  EXPECT_CONTAINS(err, "__metadata__ checksum mismatch");
+}
+
+TEST(TensorChecksums, ATableWithoutTheMetadataEntryChecksTheTensorsOnly) {
+  // As written before the metadata had a checksum: only the tensors' entries in the table.
+  TempDir dir;
+  const std::string path = dir.file("model.safetensors");
+  io::save_safetensors(path, small_model(), {{"format", "pt"}});
+  const std::string good = read_bytes(path);
+  std::string header = good.substr(8, header_length(good));
+  const size_t at = header.find("\\\"__metadata__\\\":\\\"");
+  ASSERT_NE(at, std::string::npos) << header;
+  header.erase(at, header.find(',', at) + 1 - at);
+  header = replaced(header, "\"format\":\"pt\"", "\"format\":\"px\"");
+  write_bytes(path, with_header(good, header));
+  const io::SafetensorsFile f = io::read_safetensors(path);
+  EXPECT_EQ(f.tensors.size(), small_model().size());
+  EXPECT_EQ(f.metadata.at("format"), "px");
+  write_bytes(path, with_header(good, replaced(header, "\"dtype\":\"F32\"", "\"dtype\":\"I32\"")));
+  EXPECT_CONTAINS(error_of([&] { io::read_safetensors(path); }), "checksum mismatch");
 }
 
 TEST(TensorChecksums, AFlippedHeaderByteNeverChangesWhatLoads) {
