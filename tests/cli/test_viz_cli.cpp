@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "engine/heatmap.h"
+#include "figures/raster.h"
 #include "engine/trainer.h"
 #include "engine/viz_experts.h"
 #include "io/config.h"
@@ -52,7 +52,7 @@ class VizCli : public ::testing::Test {
   }
 
   std::string write_image() {
-    engine::RgbImage img(40, 30);
+    figures::RgbImage img(40, 30);
     for (int y = 0; y < 30; ++y)
       for (int x = 0; x < 40; ++x)
         img.set(x, y, {static_cast<uint8_t>(6 * x), static_cast<uint8_t>(8 * y), static_cast<uint8_t>((x * y) % 256)});
