@@ -20,10 +20,12 @@ const std::vector<std::pair<std::string, std::string>> kEma = {
 const std::vector<std::pair<std::string, std::string>> kSegmentation = {
     {"eval_mIoU", "miou"}, {"eval_mAcc", "macc"}, {"eval_aAcc", "aacc"}};
 
-// Python's csv module writes floats with repr(): the shortest text that reads back, "nan" for NaN.
+// Python's csv module writes floats with repr(): the shortest text that reads back, integral values with ".0"
+// (51.0), "nan" for NaN.
 std::string csv_number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == std::trunc(v) && std::fabs(v) < 1e16) return io::format_number(v) + ".0";
   return io::format_number(v);
 }
 
@@ -96,7 +98,8 @@ std::string SummaryCsv::take(const io::MetricRow& row) {
   for (size_t i = 0; i < columns_.size(); ++i) {
     if (i) out += ",";
     const auto it = values.find(columns_[i]);
-    if (it != values.end() && !(columns_[i] == "train_loss" && std::isnan(it->second))) out += csv_number(it->second);
+    if (it == values.end() || (columns_[i] == "train_loss" && std::isnan(it->second))) continue;
+    out += columns_[i] == "epoch" ? io::format_number(it->second) : csv_number(it->second);  // timm's epoch is an int
   }
   return out + "\n";
 }
