@@ -98,7 +98,9 @@ std::unique_ptr<Figure> draw_chart(const std::vector<Series>& series, const Char
     f.text(L - 8, y, label, kTickFont, kInk, Align::right, VAlign::middle);
   }
   f.frame_rect(L, T, pw, ph, kAxisColour, 1);
-  if (!spec.title.empty()) f.text(L + pw / 2, 14, spec.title, kTitleFont, kInk, Align::centre, VAlign::top);
+  if (!spec.title.empty())
+    f.text(spec.width / 2.0, 14, spec.title, f.fit(spec.title, kTitleFont, spec.width - 24), kInk, Align::centre,
+           VAlign::top);
   if (!spec.x_title.empty())
     f.text(L + pw / 2, spec.height - 10, spec.x_title, kAxisFont, kInk, Align::centre, VAlign::bottom);
   if (!spec.y_title.empty()) f.text(14, T + ph / 2, spec.y_title, kAxisFont, kInk, Align::centre, VAlign::top, 90);
@@ -215,7 +217,7 @@ std::unique_ptr<Figure> draw_dots(const std::vector<DotRow>& rows, const std::st
     else f.text(px(r.value - e) - 8, y, v, kTickFont, kInk, Align::right, VAlign::middle);
   }
   f.frame_rect(L, T, pw, ph, kAxisColour);
-  if (!title.empty()) f.text(L + pw / 2, 12, title, kTitleFont, kInk, Align::centre, VAlign::top);
+  if (!title.empty()) f.text(W / 2.0, 12, title, f.fit(title, kTitleFont, W - 24), kInk, Align::centre, VAlign::top);
   if (!x_title.empty()) f.text(L + pw / 2, H - 8, x_title, kAxisFont, kInk, Align::centre, VAlign::bottom);
   return fig;
 }

@@ -117,6 +117,12 @@ std::pair<double, double> Figure::text_size(const std::string& text, Font font, 
   return Layout(cr_, text, font, markup).size();
 }
 
+Font Figure::fit(const std::string& text, Font font, double max_width) const {
+  const double w = text_size(text, font).first;
+  if (w > max_width && w > 0) font.size *= max_width / w;
+  return font;
+}
+
 std::pair<double, double> Figure::text(double x, double y, const std::string& text, Font font, Colour c, Align align,
                                        VAlign valign, double angle, bool markup) {
   Layout l(cr_, text, font, markup);

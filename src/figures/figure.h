@@ -55,6 +55,8 @@ class Figure {
 
   /// The (width, height) `text` (UTF-8; pango markup when `markup`, e.g. "10<sup>5</sup>") takes in `font`.
   std::pair<double, double> text_size(const std::string& text, Font font = {}, bool markup = false) const;
+  /// `font` made smaller, if need be, so that `text` is at most `max_width` wide (titles that must fit).
+  Font fit(const std::string& text, Font font, double max_width) const;
   /// Draws `text` anchored at (x, y) by `align` / `valign`, rotated by `angle` degrees (counter-clockwise, e.g.
   /// 90 for a y-axis title) around the anchor. Returns its (width, height).
   std::pair<double, double> text(double x, double y, const std::string& text, Font font = {}, Colour c = kInk,

@@ -48,7 +48,8 @@ std::unique_ptr<Figure> draw_heatmap(const std::vector<std::vector<double>>& val
   const int x0 = kPad + kRowTitleW + kRowLabelW, y0 = kPad + kTitleH + kColTitleH + kColLabelH;
   auto unit = [&](double v) { return hi > lo ? (v - lo) / (hi - lo) : 0.5; };
 
-  if (!spec.title.empty()) f.text(W / 2.0, kPad, spec.title, kTitle, kInk, Align::centre, VAlign::top);
+  if (!spec.title.empty())
+    f.text(W / 2.0, kPad, spec.title, f.fit(spec.title, kTitle, W - 2 * kPad), kInk, Align::centre, VAlign::top);
   if (!spec.col_axis.empty())
     f.text(x0 + cols * c / 2.0, kPad + kTitleH + kColTitleH / 2.0, spec.col_axis, kAxis, kInk, Align::centre,
            VAlign::middle);
