@@ -107,6 +107,18 @@ void Figure::frame_rect(double x, double y, double w, double h, Colour c, double
   cairo_stroke(cr_);
 }
 
+void Figure::gradient_rect(double x, double y, double w, double h, const std::vector<Colour>& stops, bool upward) {
+  cairo_pattern_t* g = upward ? cairo_pattern_create_linear(x, y + h, x, y) : cairo_pattern_create_linear(x, y, x + w, y);
+  for (size_t i = 0; i < stops.size(); ++i) {
+    const double at = stops.size() > 1 ? static_cast<double>(i) / static_cast<double>(stops.size() - 1) : 0;
+    cairo_pattern_add_color_stop_rgba(g, at, stops[i].r, stops[i].g, stops[i].b, stops[i].a);
+  }
+  cairo_set_source(cr_, g);
+  cairo_rectangle(cr_, x, y, w, h);
+  cairo_fill(cr_);
+  cairo_pattern_destroy(g);
+}
+
 void Figure::marker(double x, double y, Colour c, double size) {
   set_colour(cr_, c);
   cairo_arc(cr_, x, y, size / 2, 0, 2 * M_PI);

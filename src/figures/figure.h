@@ -50,6 +50,9 @@ class Figure {
   void fill_rect(double x, double y, double w, double h, Colour c);
   /// The rectangle's outline, `width` wide, drawn inside it.
   void frame_rect(double x, double y, double w, double h, Colour c, double width = 1);
+  /// The rectangle filled with a linear gradient through evenly spaced `stops`: left to right, or bottom to top
+  /// when `upward` (a colour bar).
+  void gradient_rect(double x, double y, double w, double h, const std::vector<Colour>& stops, bool upward);
   /// A filled marker centred at (x, y): a circle of diameter `size`.
   void marker(double x, double y, Colour c, double size = 6);
 

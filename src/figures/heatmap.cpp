@@ -76,8 +76,9 @@ std::unique_ptr<Figure> draw_heatmap(const std::vector<std::vector<double>>& val
 
   // Colour bar: the scale from lo (bottom) to hi (top), ticked at 1-2-5 steps.
   const double bx = x0 + cols * c + kBarGap, by = y0, bh = rows * c;
-  for (int k = 0; k < static_cast<int>(bh); ++k)
-    f.fill_rect(bx, by + bh - k - 1, kBarW, 1.5, to_colour(colour_scale(k / std::max(1.0, bh - 1))));
+  std::vector<Colour> stops;
+  for (Rgb8 c : colour_scale_stops()) stops.push_back(to_colour(c));
+  f.gradient_rect(bx, by, kBarW, bh, stops, /*upward=*/true);
   f.frame_rect(bx, by, kBarW, bh, kAxisColour);
   if (hi > lo) {
     const auto ticks = linear_ticks(lo, hi, 5);

@@ -58,11 +58,17 @@ void RgbImage::save(const std::string& path) const {
   f.save(path);
 }
 
+namespace {
+// Viridis sampled at t = 0, 1/8, ..., 1 (matplotlib's table).
+constexpr std::array<Rgb8, 9> kViridis = {Rgb8{68, 1, 84},   Rgb8{71, 44, 122},  Rgb8{59, 81, 139},
+                                          Rgb8{44, 113, 142}, Rgb8{33, 144, 141}, Rgb8{39, 173, 129},
+                                          Rgb8{92, 200, 99},  Rgb8{170, 220, 50}, Rgb8{253, 231, 37}};
+}  // namespace
+
+std::vector<Rgb8> colour_scale_stops() { return {kViridis.begin(), kViridis.end()}; }
+
 Rgb8 colour_scale(double t) {
-  // Viridis sampled at t = 0, 1/8, ..., 1 (matplotlib's table), interpolated linearly.
-  static const std::array<Rgb8, 9> stops = {Rgb8{68, 1, 84},   Rgb8{71, 44, 122},  Rgb8{59, 81, 139},
-                                            Rgb8{44, 113, 142}, Rgb8{33, 144, 141}, Rgb8{39, 173, 129},
-                                            Rgb8{92, 200, 99},  Rgb8{170, 220, 50}, Rgb8{253, 231, 37}};
+  const auto& stops = kViridis;
   t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * (stops.size() - 1);
   const size_t i = std::min(static_cast<size_t>(t), stops.size() - 2);
   const double f = t - static_cast<double>(i);

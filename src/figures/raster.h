@@ -36,4 +36,8 @@ class RgbImage {
 /// Viridis for t in [0, 1] (dark purple → blue → green → yellow); t is clamped.
 Rgb8 colour_scale(double t);
 
+/// colour_scale's stops, evenly spaced from t = 0 to 1 (it interpolates linearly between them): a colour bar
+/// drawn as a gradient through them shows the same colours.
+std::vector<Rgb8> colour_scale_stops();
+
 }  // namespace vt::figures

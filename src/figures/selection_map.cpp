@@ -54,11 +54,12 @@ void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t
     const auto [x0, y0] = lay.cell_origin(static_cast<int64_t>(l), 1, grid);
     f.text(x0 + side / 2.0, y0 - 3, "layer " + std::to_string(l + 1), Font{12.5, true}, kInk, Align::centre,
            VAlign::bottom);
+    RgbImage map(static_cast<int>(grid), static_cast<int>(grid));  // one pixel per token, scaled up square
     for (int64_t t = 1; t <= grid * grid; ++t) {
-      const auto [cx, cy] = lay.cell_origin(static_cast<int64_t>(l), t, grid);
       const double v = hi > 0 ? static_cast<double>(counts[l][static_cast<size_t>(t)]) / static_cast<double>(hi) : 0;
-      f.fill_rect(cx, cy, lay.cell, lay.cell, to_colour(colour_scale(v)));
+      map.set(static_cast<int>((t - 1) % grid), static_cast<int>((t - 1) / grid), colour_scale(v));
     }
+    f.image(map, x0, y0, lay.cell);
     f.frame_rect(x0 - 1, y0 - 1, side + 2, side + 2, kAxisColour);
     f.text(x0 + side / 2.0, y0 + side + 3, "CLS: " + std::to_string(counts[l][0]), Font{12}, kInk, Align::centre,
            VAlign::top);
@@ -66,8 +67,9 @@ void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t
   // The shared colour bar along the bottom: 0 … the largest count.
   const double bx = kPad, bw = lay.width - 2 * kPad;
   const double by = lay.height - kPad - kBarTitle - kBarTicks - kBarH;
-  for (int x = 0; x < static_cast<int>(bw); ++x)
-    f.fill_rect(bx + x, by, 1.5, kBarH, to_colour(colour_scale(x / std::max(1.0, bw - 1))));
+  std::vector<Colour> stops;
+  for (Rgb8 c : colour_scale_stops()) stops.push_back(to_colour(c));
+  f.gradient_rect(bx, by, bw, kBarH, stops, /*upward=*/false);
   f.frame_rect(bx, by, bw, kBarH, kAxisColour);
   if (hi > 0) {
     const auto ticks = linear_ticks(0, static_cast<double>(hi), 6);
