@@ -7,6 +7,10 @@ find_package(ZLIB REQUIRED)
 find_package(PNG REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+find_package(nlohmann_json REQUIRED)
+# The figures (src/figures): cairo draws, pango lays out text with the system's fonts (fontconfig).
+pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo cairo-png cairo-svg cairo-pdf)
+pkg_check_modules(PANGOCAIRO REQUIRED IMPORTED_TARGET pangocairo)
 
 # OpenBLAS, the OpenMP build: it shares our OpenMP thread pool. The pthread build spins its own threads
 # against ours and, measured on 2 cores, made a training step 5x slower. Linked by full path (with an RPATH),

@@ -124,7 +124,8 @@ with open(os.path.join(out, "fig5_series.csv"), "w") as f:
 PYEOF
 cat "$OUT/fig5.md"
 if [ -x "$PLOT_XY" ]; then
-  ours "$PLOT_XY" "$OUT/fig5_series.csv" "$OUT/fig5.png" --title "Figure 5: samples/s vs N (bf16 inference)" ||
+  ours "$PLOT_XY" "$OUT/fig5_series.csv" "$OUT/fig5.png" --title "Figure 5: throughput against sequence length (bf16 inference)" \
+    --x-title "sequence length N (tokens)" --y-title "throughput (sequences/s)" ||
     { echo "plot_xy FAILED" >&2; status=1; }
 else
   echo "bench_fig5: no plot_xy at $PLOT_XY; draw later with: build/bin/plot_xy $OUT/fig5_series.csv $OUT/fig5.png"

@@ -118,15 +118,26 @@ read -r mita_mean _ _ <<< "$(stats mita)" || true
 cat "$out/proxy_study.md"
 
 # The same as a dot chart (mean ± std, the dashed line at MiTA's mean) when the plot_dots tool is there.
+label() {  # variant -> the name REPRODUCTION.md's table gives it
+  case $1 in
+    mita) echo "MiTA" ;; mita_dwc) echo "MiTA + DWC" ;; mita_dwc_gate) echo "MiTA + DWC + Gate" ;;
+    agent) echo "Agent" ;; agent_bias) echo "Agent + bias" ;; route_only) echo "route-only" ;;
+    compress_only) echo "compress-only" ;; pool_1d) echo "landmarks: 1-D pooling" ;;
+    random_landmarks) echo "landmarks: random tokens" ;;
+    mk_*) local mk=${1#mk_}; echo "(m, k) = (${mk%_*}, ${mk#*_})" ;;
+    *) echo "${1//_/ }" ;;
+  esac
+}
 {
   echo "label,mean,std,seeds"
   while IFS='|' read -r name _ _; do
     read -r mean std n <<< "$(stats "$name")" || continue
-    [[ -n ${mean:-} ]] && echo "${name//_/ },$mean,$std,$n"
+    [[ -n ${mean:-} ]] && echo "\"$(label "$name")\",$mean,$std,$n"
   done <<< "$variants"
 } > "$out/proxy_study.csv"
 plot_dots=${PLOT_DOTS:-$(dirname "$vitrain")/plot_dots}
 if [[ -x $plot_dots ]]; then
-  "$plot_dots" "$out/proxy_study.csv" "$out/proxy_study.png" --title "proxy study: best test top-1, mean and std" \
-    ${mita_mean:+--reference "$mita_mean"}
+  "$plot_dots" "$out/proxy_study.csv" "$out/proxy_study.png" \
+    --title "Proxy study: best test top-1 (mean ± std over seeds; dashed: MiTA)" \
+    --x-title "best test top-1 (%)" ${mita_mean:+--reference "$mita_mean"}
 fi

@@ -10,7 +10,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libopencv-core-dev libopencv-imgproc-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
-  libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libcairo2-dev libpango1.0-dev fonts-dejavu-core
   libgtest-dev googletest
   libopenblas-openmp-dev
   dataset-fashion-mnist

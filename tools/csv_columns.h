@@ -13,18 +13,22 @@
 namespace vt::tools {
 
 /// The rows of `path` as the cells of the requested columns, in the order asked; `tool` prefixes the errors
-/// (a missing file, an empty file, a column not in the header, a row with too few cells). Empty lines are skipped.
+/// (a missing file, an empty file, a column not in the header, a row with too few cells). Empty lines are skipped;
+/// cells may be quoted ("(m, k) = (16, 25)").
 inline std::vector<std::vector<std::string>> read_csv_columns(const std::string& path,
                                                               const std::vector<std::string>& names,
                                                               const std::string& tool) {
-  auto split = [](const std::string& line) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    for (std::string cell; std::getline(ss, cell, ',');) {
-      if (!cell.empty() && cell.back() == '\r') cell.pop_back();
-      cells.push_back(cell);
+  auto split = [](std::string line) {  // RFC 4180: a cell in double quotes may hold commas, "" is a quote
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') cells.back() += '"', ++i;
+      else if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.emplace_back();
+      else cells.back() += c;
     }
-    if (!line.empty() && line.back() == ',') cells.emplace_back();  // getline drops a trailing empty cell
     return cells;
   };
   std::ifstream f(path);

@@ -13,7 +13,7 @@
 
 #include "cli/command_support.h"
 #include "core/error.h"
-#include "engine/heatmap.h"
+#include "figures/heatmap.h"
 #include "engine/trainer.h"
 #include "models/attention.h"
 
@@ -69,10 +69,11 @@ void run_sweep(const SweepOptions& o) {
   VT_CHECK(csv, "[eval-sweep] cannot write '", csv_path, "'");
   csv << "m,k,top1,top5,loss,images\n";
   std::vector<std::vector<double>> top1(o.ms.size(), std::vector<double>(o.ks.size()));
-  engine::HeatmapSpec spec;
-  spec.title = "Top-1 accuracy: frozen weights";
-  spec.row_axis = "M";
-  spec.col_axis = "K";
+  figures::HeatmapSpec spec;
+  spec.title = "Top-1 (%) with (m, k) changed at evaluation";
+  spec.row_axis = "m (experts)";
+  spec.col_axis = "k (keys per expert)";
+  spec.value_name = "top-1 (%)";
   const int64_t trained_k = base.model.attention.k > 0 ? base.model.attention.k
                             : base.model.attention.type == "mita_route" ? 2 * base.model.attention.m
                                                                         : base.model.attention.m;
@@ -91,7 +92,7 @@ void run_sweep(const SweepOptions& o) {
   }
   VT_CHECK(csv.flush(), "[eval-sweep] failed writing '", csv_path, "'");
   const std::string png = (fs::path(o.out) / "mk_sweep.png").string();
-  engine::write_heatmap(top1, spec, png);
+  figures::write_heatmap(top1, spec, png);
   std::printf("%s\n%s\n", csv_path.c_str(), png.c_str());
 }
 
@@ -179,14 +180,15 @@ void run_swap(const SwapOptions& o) {
       for (size_t e = 0; e < 2; ++e) csv << kKinds[t] << ',' << kKinds[e] << ',' << top1[t][e] << '\n';
     VT_CHECK(csv.flush(), "[eval-swap] failed writing '", csv_path, "'");
   }
-  engine::HeatmapSpec spec;
-  spec.title = "Top-1 accuracy: attention swapped";
-  spec.row_axis = "Trained";
-  spec.col_axis = "Evaluated";
+  figures::HeatmapSpec spec;
+  spec.title = "Top-1 (%) with the attention swapped";
+  spec.row_axis = "trained with";
+  spec.col_axis = "evaluated with";
+  spec.value_name = "top-1 (%)";
   spec.row_labels = spec.col_labels = kKinds;
   spec.cell = 80;
   const std::string png = (fs::path(o.out) / "swap.png").string();
-  engine::write_heatmap(top1, spec, png);
+  figures::write_heatmap(top1, spec, png);
   std::printf("%s\n%s\n", csv_path.c_str(), png.c_str());
 }
 

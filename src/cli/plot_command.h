@@ -1,4 +1,4 @@
-// `vitrain plot RUN_DIR`: PNG training curves from RUN_DIR/metrics.jsonl (see engine/plot.h).
+// `vitrain plot RUN_DIR`: training curves from RUN_DIR/metrics.jsonl as PNG and SVG (see figures/run_plots.h).
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -11,7 +11,7 @@
 #include "data/datasets.h"
 #include "data/image_decode.h"
 #include "engine/device.h"
-#include "engine/heatmap.h"
+#include "figures/raster.h"
 #include "engine/seg_evaluate.h"
 #include "io/atomic_file.h"
 
@@ -26,14 +26,14 @@ std::vector<std::string> class_names(int64_t num_classes) {
 }
 
 // One panel: an RGB image, or a class map drawn in the palette (ignore = black).
-void draw_rgb(engine::RgbImage& out, int x0, const cv::Mat& rgb) {
+void draw_rgb(figures::RgbImage& out, int x0, const cv::Mat& rgb) {
   for (int y = 0; y < rgb.rows; ++y) {
     const uint8_t* p = rgb.ptr<uint8_t>(y);
     for (int x = 0; x < rgb.cols; ++x) out.set(x0 + x, y, {p[3 * x], p[3 * x + 1], p[3 * x + 2]});
   }
 }
 
-void draw_classes(engine::RgbImage& out, int x0, const cv::Mat& classes) {
+void draw_classes(figures::RgbImage& out, int x0, const cv::Mat& classes) {
   for (int y = 0; y < classes.rows; ++y) {
     const uint8_t* p = classes.ptr<uint8_t>(y);
     for (int x = 0; x < classes.cols; ++x) {
@@ -117,7 +117,7 @@ void add_viz_seg_command(CLI::App& viz) {
       const cv::Mat pred = engine::predict_segmentation(*model, image, eval, device);
       constexpr int kGap = 8;
       const int panels = label.empty() ? 2 : 3;
-      engine::RgbImage out(panels * image.cols + (panels - 1) * kGap, image.rows);
+      figures::RgbImage out(panels * image.cols + (panels - 1) * kGap, image.rows);
       draw_rgb(out, 0, image);
       int x = image.cols + kGap;
       if (!label.empty()) {

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+
+#include <nlohmann/json.hpp>
 
 #include "autograd/node.h"
 #include "engine/graph_step.h"
 #include "engine/process_group.h"
-#include "io/json.h"
 #include "models/mita_attention.h"
 #include "models/registry.h"
 #include "nn/autocast.h"
@@ -68,24 +70,23 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
+// A measured number with 6 significant digits (what a timing resolves); NaN/Inf → null.
+nlohmann::ordered_json measured(double v) {
+  if (!std::isfinite(v)) return nullptr;
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return std::strtod(buf, nullptr);
 }
 
-std::string json_list(const std::vector<double>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i > 0) s += ',';
-    s += json_number(v[i]);
-  }
-  return s + "]";
+nlohmann::ordered_json measured_list(const std::vector<double>& v) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (double x : v) a.push_back(measured(x));
+  return a;
 }
 
-std::string json_gib(const std::optional<PeakMemory>& m) {
-  return m ? json_number(static_cast<double>(m->allocated) / (1024.0 * 1024.0 * 1024.0)) : "null";
+nlohmann::ordered_json gib(const std::optional<PeakMemory>& m) {
+  if (!m) return nullptr;
+  return measured(static_cast<double>(m->allocated) / (1024.0 * 1024.0 * 1024.0));
 }
 
 // The benchmark a model reduces to: the loss of one training batch and the output of one inference batch.
@@ -269,48 +270,48 @@ BenchResult run_bench(const BenchOptions& opt) {
 }
 
 std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
-  std::string s = "{\"impl\":\"vitrain\"";
-  auto add = [&s](const char* key, const std::string& json_value) { s += std::string(",\"") + key + "\":" + json_value; };
+  nlohmann::ordered_json j;
+  j["impl"] = "vitrain";
   const bool sequence = opt.sequence_length > 0;
-  add("model", io::json_quote(sequence ? "sequence" : opt.model));
-  add("task", io::json_quote(opt.segmenter ? "segmentation" : sequence ? "sequence" : "classification"));
-  add("attention", io::json_quote(opt.attention.type));
+  j["model"] = sequence ? "sequence" : opt.model;
+  j["task"] = opt.segmenter ? "segmentation" : sequence ? "sequence" : "classification";
+  j["attention"] = opt.attention.type;
   if (opt.attention.is_mita()) {
-    add("m", std::to_string(opt.attention.m));
-    add("k", std::to_string(models::mita_options(opt.attention, 1).k));
+    j["m"] = opt.attention.m;
+    j["k"] = models::mita_options(opt.attention, 1).k;
   }
   if (sequence) {
-    add("seq_len", std::to_string(opt.sequence_length));
-    add("dim", std::to_string(opt.sequence.dim));
-    add("depth", std::to_string(opt.sequence.depth));
-    add("heads", std::to_string(opt.sequence.heads));
-    add("mlp_ratio", json_number(opt.sequence.mlp_ratio));
+    j["seq_len"] = opt.sequence_length;
+    j["dim"] = opt.sequence.dim;
+    j["depth"] = opt.sequence.depth;
+    j["heads"] = opt.sequence.heads;
+    j["mlp_ratio"] = measured(opt.sequence.mlp_ratio);
   }
-  add("batch_size", std::to_string(opt.batch_size));
-  add("steps", std::to_string(opt.steps));
-  add("warmup", std::to_string(opt.warmup));
-  add("repeats", std::to_string(opt.repeats));
-  add("amp", r.amp ? "true" : "false");
-  add("device", io::json_quote(r.device));
-  add("params", std::to_string(r.params));
-  add("gpus", std::to_string(r.world));
+  j["batch_size"] = opt.batch_size;
+  j["steps"] = opt.steps;
+  j["warmup"] = opt.warmup;
+  j["repeats"] = opt.repeats;
+  j["amp"] = r.amp;
+  j["device"] = r.device;
+  j["params"] = r.params;
+  j["gpus"] = r.world;
   if (r.world > 1) {
-    add("dist", io::json_quote(opt.zero1 ? "zero1" : "ddp"));
-    add("bucket_mb", json_number(opt.bucket_mb));
-    add("grad_allreduce_ms", json_number(r.allreduce_ms));
-    add("allreduce_busbw_gbps", json_number(r.allreduce_busbw_gbps));
+    j["dist"] = opt.zero1 ? "zero1" : "ddp";
+    j["bucket_mb"] = measured(opt.bucket_mb);
+    j["grad_allreduce_ms"] = measured(r.allreduce_ms);
+    j["allreduce_busbw_gbps"] = measured(r.allreduce_busbw_gbps);
   }
-  add("train_img_per_s", json_number(r.train_img_per_s));
-  add("train_step_ms", json_number(r.train_step_ms));
-  add("train_peak_mem_gib", json_gib(r.train_peak));
-  add("infer_img_per_s", r.has_infer ? json_number(r.infer_img_per_s) : "null");
-  add("infer_batch_ms", r.has_infer ? json_number(r.infer_batch_ms) : "null");
-  add("infer_peak_mem_gib", r.has_infer ? json_gib(r.infer_peak) : "null");
-  add("train_runs", json_list(r.train_runs));
-  add("infer_runs", r.has_infer ? json_list(r.infer_runs) : "null");
-  add("last_loss", json_number(r.last_loss));
-  add("cuda_graph", opt.cuda_graph && r.graph_nodes > 0 ? "true" : "false");
-  return s + "}";
+  j["train_img_per_s"] = measured(r.train_img_per_s);
+  j["train_step_ms"] = measured(r.train_step_ms);
+  j["train_peak_mem_gib"] = gib(r.train_peak);
+  j["infer_img_per_s"] = r.has_infer ? measured(r.infer_img_per_s) : nullptr;
+  j["infer_batch_ms"] = r.has_infer ? measured(r.infer_batch_ms) : nullptr;
+  j["infer_peak_mem_gib"] = r.has_infer ? gib(r.infer_peak) : nullptr;
+  j["train_runs"] = measured_list(r.train_runs);
+  j["infer_runs"] = r.has_infer ? measured_list(r.infer_runs) : nullptr;
+  j["last_loss"] = measured(r.last_loss);
+  j["cuda_graph"] = opt.cuda_graph && r.graph_nodes > 0;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace vt::engine

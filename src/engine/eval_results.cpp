@@ -1,5 +1,6 @@
 // validate.py-style results. Numbers are printed as Python's json does (shortest round-trip repr, "72.0" not
-// "72"), after the same rounding, so rows from vitrain and timm can sit in one results table.
+// "72"), after the same rounding, so rows from vitrain and timm can sit in one results table; the JSON is written
+// by nlohmann::json.
 #include "engine/eval_results.h"
 
 #include <algorithm>
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "io/atomic_file.h"
-#include "io/json.h"
+#include <nlohmann/json.hpp>
 
 namespace vt::engine {
 
@@ -67,20 +68,27 @@ std::string eval_summary_line(const EvalResultsRow& row) {
 }
 
 std::string eval_results_json(const EvalResultsRow& row, int indent) {
-  const std::string pad(static_cast<size_t>(std::max(indent, 0)), ' ');
-  const char* nl = indent > 0 ? "\n" : "";
-  std::string s = "{";
-  bool first = true;
-  for (const Field& f : fields(row)) {
-    if (!first) s += indent > 0 ? "," : ", ";
-    s += nl;
-    s += pad;
-    s += io::json_quote(f.key);
-    s += ": ";
-    s += f.is_string ? io::json_quote(f.value) : f.value;
-    first = false;
-  }
-  return s + nl + "}";
+  auto rounded = [](double x, int digits) {
+    const double p = std::pow(10.0, digits);
+    return std::round(x * p) / p;
+  };
+  // nlohmann writes doubles as Python's json does (shortest round trip, "91.0" for whole numbers).
+  nlohmann::ordered_json j;
+  j["model"] = row.model;
+  j["top1"] = rounded(row.top1, 4);
+  j["top1_err"] = rounded(100.0 - row.top1, 4);
+  j["top5"] = rounded(row.top5, 4);
+  j["top5_err"] = rounded(100.0 - row.top5, 4);
+  j["param_count"] = rounded(static_cast<double>(row.param_count) / 1e6, 2);
+  j["img_size"] = row.img_size;
+  j["crop_pct"] = rounded(row.crop_pct, 4);
+  j["interpolation"] = row.interpolation;
+  j["loss"] = rounded(row.loss, 4);
+  j["images"] = row.images;
+  j["bad_files"] = row.bad_files;
+  j["img_per_s"] = rounded(row.img_per_s, 1);
+  j["amp"] = row.amp;
+  return j.dump(indent > 0 ? indent : -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string eval_results_csv(const EvalResultsRow& row) {

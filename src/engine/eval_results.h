@@ -26,7 +26,7 @@ std::string eval_summary_line(const EvalResultsRow& row);
 
 /// The row as a JSON object with timm's keys first, in timm's order and rounding (4 decimals; param_count in
 /// millions to 2), then ours: loss, images, bad_files, img_per_s, amp (true / false). `indent` > 0 pretty-prints
-/// like json.dumps(indent=4).
+/// like json.dumps(indent=4); 0 writes one compact line.
 std::string eval_results_json(const EvalResultsRow& row, int indent = 4);
 
 /// The row as validate.py's CSV: a header line and one value line (same keys as the JSON).

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "core/error.h"
-#include "engine/plot.h"
+#include "io/metrics.h"
 #include "io/atomic_file.h"
 
 namespace vt::engine {
@@ -74,7 +74,7 @@ int rewind_metrics(const std::string& path, const CheckpointState& state) {
   int dropped = 0;
   for (std::string line; std::getline(in, line);) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::optional<MetricRow> row = parse_metrics_line(line);
+    const std::optional<io::MetricRow> row = io::parse_metrics_line(line);
     bool keep = false;
     if (row) {
       auto field = [&](const char* k) { auto it = row->find(k); return it == row->end() ? -1.0 : it->second; };

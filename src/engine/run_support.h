@@ -15,6 +15,7 @@
 #include "core/device.h"
 #include "dist/data_parallel.h"
 #include "engine/checkpoint.h"
+#include "engine/run_record.h"
 #include "engine/process_group.h"
 #include "engine/trainer.h"
 #include "core/dtype.h"

@@ -6,8 +6,9 @@
 #include <cstdio>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
-#include "io/json.h"
 
 namespace vt::engine {
 
@@ -33,17 +34,6 @@ std::string two_decimals(double x) {
   if (std::isnan(x)) return "nan";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", x);
-  return buf;
-}
-
-// JSON number rounded to 2 decimals as mmseg reports them; null for NaN.
-std::string json_number(double x) { return std::isnan(x) ? "null" : two_decimals(x); }
-
-// Any other number (image counts, seconds) with up to 10 significant digits.
-std::string json_plain(double x) {
-  if (!std::isfinite(x)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", x);
   return buf;
 }
 
@@ -152,16 +142,23 @@ std::string seg_summary_line(const SegScores& s) {
 
 std::string seg_scores_json(const SegScores& s, const std::vector<std::string>& class_names,
                             const std::vector<std::pair<std::string, double>>& fields) {
-  std::string out = "{";
-  for (const auto& [key, value] : fields) out += io::json_quote(key) + ":" + json_plain(value) + ",";
-  out += "\"mIoU\":" + json_number(s.miou) + ",\"mAcc\":" + json_number(s.macc) + ",\"aAcc\":" + json_number(s.aacc) +
-         ",\"classes\":[";
-  for (size_t c = 0; c < s.iou.size(); ++c) {
-    if (c) out += ",";
-    out += "{\"name\":" + io::json_quote(class_name(class_names, c)) + ",\"IoU\":" + json_number(s.iou[c]) +
-           ",\"Acc\":" + json_number(s.acc[c]) + "}";
+  auto score = [](double x) -> nlohmann::ordered_json {  // mmseg's 2 decimals; NaN → null
+    if (!std::isfinite(x)) return nullptr;
+    return std::round(x * 100) / 100;
+  };
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : fields) {
+    if (!std::isfinite(value)) j[key] = nullptr;
+    else if (value == std::trunc(value) && std::fabs(value) < 9e15) j[key] = static_cast<int64_t>(value);
+    else j[key] = value;
   }
-  return out + "]}";
+  j["mIoU"] = score(s.miou);
+  j["mAcc"] = score(s.macc);
+  j["aAcc"] = score(s.aacc);
+  j["classes"] = nlohmann::ordered_json::array();
+  for (size_t c = 0; c < s.iou.size(); ++c)
+    j["classes"].push_back({{"name", class_name(class_names, c)}, {"IoU", score(s.iou[c])}, {"Acc", score(s.acc[c])}});
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace vt::engine

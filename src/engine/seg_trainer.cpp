@@ -155,7 +155,7 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   log->info("global batch {} = {} per process x {} process{}; {} updates; {} lr {:.3e} ({} schedule)",
             global_batch(cfg, world), cfg.train.batch_size, world, world > 1 ? "es" : "", total, cfg.optim.opt,
             resolved_lr(cfg, world), cfg.schedule.sched);
-  std::optional<io::MetricsLog> metrics;
+  std::optional<RunRecord> metrics;  // metrics.jsonl, summary.csv, TensorBoard
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 
   LossWatch losses(state.position.global_step + 1);

@@ -239,7 +239,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
             global_batch(cfg, world), cfg.train.batch_size, accum, world, world > 1 ? "es" : "",
             resolved_lr(cfg, world),
             cfg.optim.lr_base > 0 ? " (optim.lr_base scaled by global batch / optim.lr_base_size)" : "");
-  std::optional<io::MetricsLog> metrics;
+  std::optional<RunRecord> metrics;  // metrics.jsonl, summary.csv, TensorBoard
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 
   // train.cuda_graph: the update (forward, loss, backward, clip, optimizer, EMA) on static input tensors, replayed

@@ -16,6 +16,8 @@
 #include "engine/device.h"
 #include "engine/timm_weights.h"
 #include "engine/weights_load.h"
+#include "figures/figure.h"
+#include "figures/selection_map.h"
 #include "engine/trainer.h"
 #include "io/safetensors.h"
 #include "models/mita_attention.h"
@@ -24,8 +26,8 @@
 namespace vt::engine {
 namespace {
 
-constexpr Rgb8 kInk{30, 30, 30}, kKey{255, 127, 14}, kQuery{31, 119, 180}, kCell{200, 200, 200};
-constexpr int kPad = 10, kGap = 6, kStrip = 16, kTitle = 30;
+constexpr figures::Rgb8 kKey{255, 127, 14}, kQuery{31, 119, 180}, kCell{200, 200, 200};
+constexpr int kPad = 10, kGap = 8, kStrip = 18, kTitle = 46, kMinWidth = 470;
 // Fashion-MNIST's normalization, as the trainer's in-memory path uses for 1-channel models.
 constexpr float kFashionMean = 0.2860f, kFashionStd = 0.3530f;
 
@@ -37,8 +39,8 @@ int64_t grid_columns(int64_t m) {
   return c;
 }
 
-RgbImage picture_from(const cv::Mat& rgb) {
-  RgbImage p(rgb.cols, rgb.rows);
+figures::RgbImage picture_from(const cv::Mat& rgb) {
+  figures::RgbImage p(rgb.cols, rgb.rows);
   for (int y = 0; y < rgb.rows; ++y)
     for (int x = 0; x < rgb.cols; ++x) {
       const cv::Vec3b v = rgb.at<cv::Vec3b>(y, x);
@@ -141,12 +143,12 @@ std::pair<int, int> expert_grid_size(int64_t m, int picture_size) {
   const int panel = picture_size * panel_scale(picture_size);
   const int cols = static_cast<int>(grid_columns(m)), rows = static_cast<int>((m + cols - 1) / cols);
   const int w = 2 * kPad + cols * panel + (cols - 1) * kGap;
-  const int title_w = text_width("LAYER 00 HEAD 00: KEYS ORANGE  QUERIES BLUE", 2) + 2 * kPad;
-  return {std::max(w, title_w), kTitle + rows * (kStrip + panel) + (rows - 1) * kGap + kPad};
+  return {std::max(w, kMinWidth), kTitle + rows * (kStrip + panel) + (rows - 1) * kGap + kPad};
 }
 
-void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, const RgbImage& picture,
+void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, const figures::RgbImage& picture,
                       const std::string& path) {
+  using figures::Align, figures::Font, figures::VAlign;
   check_head(routing, head);
   VT_CHECK(picture.width() == picture.height() && picture.width() % routing.grid == 0, "[viz] a ", picture.width(),
            "x", picture.height(), " picture does not split into the ", routing.grid, "x", routing.grid, " patch grid");
@@ -154,11 +156,16 @@ void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, 
   const int cell = panel / static_cast<int>(routing.grid);
   const int cols = static_cast<int>(grid_columns(routing.m));
   const auto [w, h] = expert_grid_size(routing.m, picture.width());
-  RgbImage img(w, h);
-  img.text(kPad, kPad, std::string("LAYER ") + std::to_string(layer + 1) + " HEAD " + std::to_string(head) +
-                           ": KEYS ORANGE  QUERIES BLUE", 2, kInk);
+  figures::Figure fig(w, h);
+  fig.text(w / 2.0, 6, "Layer " + std::to_string(layer + 1) + ", head " + std::to_string(head) + ": what each of the " +
+                           std::to_string(routing.m) + " experts collects",
+           Font{14, true}, figures::kInk, Align::centre, VAlign::top);
+  fig.text(w / 2.0, 26, "orange: its k = " + std::to_string(routing.k) + " keys;  blue: the queries routed to it (q);"
+                        "  square: CLS",
+           Font{11.5}, figures::kInk, Align::centre, VAlign::top);
   const int32_t* keys = head_ptr(routing.layers.at(static_cast<size_t>(layer)).expert_keys, head);
   const std::vector<int64_t> experts = routed_experts(routing, layer, head);
+  const figures::Colour key = figures::rgb(kKey.r, kKey.g, kKey.b), query = figures::rgb(kQuery.r, kQuery.g, kQuery.b);
   for (int64_t j = 0; j < routing.m; ++j) {
     const int x0 = kPad + static_cast<int>(j % cols) * (panel + kGap);
     const int y0 = kTitle + static_cast<int>(j / cols) * (kStrip + panel + kGap);
@@ -167,74 +174,33 @@ void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, 
     int64_t queries = 0;
     for (int64_t n = 0; n < routing.tokens; ++n)
       if (experts[static_cast<size_t>(n)] == j) role[static_cast<size_t>(n)] |= 2, ++queries;
-    // Label strip: expert number, its query count, and the CLS marker.
-    const std::string label = std::string("E") + std::to_string(j) + " Q" + std::to_string(queries);
-    const int tw = img.text(x0, y0 + 3, label, 2, kInk);
-    const int cls_x = x0 + tw + 8;
-    if (role[0] & 2) img.fill(cls_x, y0 + 2, 12, 12, kQuery);
-    img.frame(cls_x, y0 + 2, 12, 12, (role[0] & 1) ? kKey : kCell, (role[0] & 1) ? 3 : 1);
-    const int py = y0 + kStrip;
-    for (int y = 0; y < panel; ++y)
-      for (int x = 0; x < panel; ++x) {
-        const Rgb8 p = picture.get(x / f, y / f);
-        const int t = 1 + (y / cell) * static_cast<int>(routing.grid) + x / cell;
+    // Label strip: the expert's number, its query count, and the CLS marker at the right.
+    fig.text(x0, y0 + kStrip / 2.0, "E" + std::to_string(j) + "  q " + std::to_string(queries), Font{11.5},
+             figures::kInk, Align::left, VAlign::middle);
+    const int cls_x = x0 + panel - 12, cls_y = y0 + 2;
+    if (role[0] & 2) fig.fill_rect(cls_x, cls_y, 11, 11, query);
+    fig.frame_rect(cls_x, cls_y, 11, 11, (role[0] & 1) ? key : figures::rgb(kCell.r, kCell.g, kCell.b),
+                   (role[0] & 1) ? 2.5 : 1);
+    figures::RgbImage tinted(picture.width(), picture.height());
+    for (int y = 0; y < picture.height(); ++y)
+      for (int x = 0; x < picture.width(); ++x) {
+        const figures::Rgb8 p = picture.get(x, y);
+        const int t = 1 + (y * f / cell) * static_cast<int>(routing.grid) + x * f / cell;
         const int r = role[static_cast<size_t>(t)];
-        Rgb8 c = r ? p : Rgb8{static_cast<uint8_t>(p.r * 0.3), static_cast<uint8_t>(p.g * 0.3),
-                              static_cast<uint8_t>(p.b * 0.3)};
-        img.set(x0 + x, py + y, c);
-        if (r & 2) img.blend(x0 + x, py + y, kQuery, 0.55);
-        else if (r & 1) img.blend(x0 + x, py + y, kKey, 0.55);
+        tinted.set(x, y, r ? p : figures::Rgb8{static_cast<uint8_t>(p.r * 0.3), static_cast<uint8_t>(p.g * 0.3),
+                                               static_cast<uint8_t>(p.b * 0.3)});
+        if (r & 2) tinted.blend(x, y, kQuery, 0.55);
+        else if (r & 1) tinted.blend(x, y, kKey, 0.55);
       }
+    const int py = y0 + kStrip;
+    fig.image(tinted, x0, py, f);
     for (int64_t t = 1; t < routing.tokens; ++t)
       if (role[static_cast<size_t>(t)] & 1)
-        img.frame(x0 + static_cast<int>((t - 1) % routing.grid) * cell,
-                  py + static_cast<int>((t - 1) / routing.grid) * cell,
-                  cell, cell, kKey, std::max(1, cell / 8));
+        fig.frame_rect(x0 + static_cast<int>((t - 1) % routing.grid) * cell,
+                       py + static_cast<int>((t - 1) / routing.grid) * cell, cell, cell, key,
+                       std::max(1.0, cell / 8.0));
   }
-  img.save(path);
-}
-
-namespace {
-int map_cell(int64_t grid) { return std::max<int>(8, static_cast<int>(224 / grid)); }
-}  // namespace
-
-std::pair<int, int> selection_map_size(int64_t layers, int64_t grid) {
-  const int side = static_cast<int>(grid) * map_cell(grid), L = static_cast<int>(layers);
-  const int w = std::max(2 * kPad + L * side + (L - 1) * kGap,
-                         2 * kPad + text_width("TOKEN SELECTION: EXPERTS PER TOKEN  HEAD 00", 2));
-  return {w, kTitle + kStrip + side + kStrip + 14 + 12 + 4 + 10 + kPad};
-}
-
-void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t grid, int64_t head,
-                        const std::string& path) {
-  VT_CHECK(!counts.empty(), "[viz] no layers to draw");
-  const int c = map_cell(grid), side = static_cast<int>(grid) * c;
-  int64_t hi = 0;
-  for (const auto& layer : counts) {
-    VT_CHECK(static_cast<int64_t>(layer.size()) == grid * grid + 1, "[viz] ", layer.size(), " counts for a ", grid,
-             "x", grid, " grid + CLS");
-    for (size_t t = 1; t < layer.size(); ++t) hi = std::max(hi, layer[t]);
-  }
-  const auto [w, h] = selection_map_size(static_cast<int64_t>(counts.size()), grid);
-  RgbImage img(w, h);
-  img.text(kPad, kPad, std::string("TOKEN SELECTION: EXPERTS PER TOKEN  HEAD ") + std::to_string(head), 2, kInk);
-  for (size_t l = 0; l < counts.size(); ++l) {
-    const int x0 = kPad + static_cast<int>(l) * (side + kGap), y0 = kTitle + kStrip;
-    img.text(x0, kTitle + 2, std::string("L") + std::to_string(l + 1), 2, kInk);
-    for (int64_t t = 1; t <= grid * grid; ++t) {
-      const double v = hi > 0 ? static_cast<double>(counts[l][static_cast<size_t>(t)]) / static_cast<double>(hi) : 0;
-      img.fill(x0 + static_cast<int>((t - 1) % grid) * c, y0 + static_cast<int>((t - 1) / grid) * c, c, c,
-               colour_scale(v));
-    }
-    img.text(x0, y0 + side + 3, std::string("CLS:") + std::to_string(counts[l][0]), 2, kInk);
-  }
-  const int bar_y = kTitle + kStrip + side + kStrip + 14, bar_w = w - 2 * kPad;
-  for (int x = 0; x < bar_w; ++x)
-    img.fill(kPad + x, bar_y, 1, 12, colour_scale(bar_w > 1 ? static_cast<double>(x) / (bar_w - 1) : 0.5));
-  img.text(kPad, bar_y + 16, "0", 2, kInk);
-  const std::string top = std::to_string(hi);
-  img.text(w - kPad - text_width(top, 2), bar_y + 16, top, 2, kInk);
-  img.save(path);
+  figures::save_figure(fig, path);
 }
 
 std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOptions& options) {
@@ -263,7 +229,7 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
   }
   const auto counts = selection_counts(routing, options.head);
   const std::string map = (fs::path(options.out_dir) / "selection_map.png").string();
-  draw_selection_map(counts, routing.grid, options.head, map);
+  figures::draw_selection_map(counts, routing.grid, options.head, routing.m, map);
   written.push_back(map);
   const std::string csv = (fs::path(options.out_dir) / "selection_counts.csv").string();
   std::ofstream out(csv);

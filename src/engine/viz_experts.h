@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/heatmap.h"
+#include "figures/raster.h"
 #include "io/config.h"
 #include "models/vit.h"
 #include "ops/mita.h"
@@ -24,7 +24,7 @@ struct ImageRouting {
 /// One image ready for the model: the normalized input [1, C, S, S] and the 8-bit picture it came from (S²).
 struct VizInput {
   Tensor image;
-  RgbImage picture{1, 1};
+  figures::RgbImage picture{1, 1};
 };
 
 /// Reads `path` with the evaluation transform of `cfg` (3 channels: timm's resize + center crop at
@@ -44,21 +44,13 @@ std::vector<std::vector<int64_t>> selection_counts(const ImageRouting& routing, 
 std::vector<int64_t> routed_experts(const ImageRouting& routing, int64_t layer, int64_t head);
 
 /// Figure 3 for one layer and head: ⌈√m⌉ columns of panels, one per expert, each the picture dimmed with the
-/// expert's k keys tinted and framed orange and the queries routed to it tinted blue (a marker in the panel's
-/// label strip stands for the CLS token). Writes the PNG at `path`.
-void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, const RgbImage& picture,
+/// expert's k keys tinted and framed orange and the queries routed to it tinted blue (a square in the panel's
+/// label strip stands for the CLS token). Writes the PNG at `path` and an SVG beside it.
+void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, const figures::RgbImage& picture,
                       const std::string& path);
 
 /// The (width, height) of draw_expert_grid's PNG for m experts on a picture of side `picture_size`.
 std::pair<int, int> expert_grid_size(int64_t m, int picture_size);
-
-/// Figure 4: one G×G map per layer (the patch tokens; the CLS count written below), side by side, coloured by
-/// the number of experts that selected each token (0 … the largest count, shared by the maps). Writes the PNG.
-void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t grid, int64_t head,
-                        const std::string& path);
-
-/// The (width, height) of draw_selection_map's PNG for `layers` maps of side `grid`.
-std::pair<int, int> selection_map_size(int64_t layers, int64_t grid);
 
 struct VizExpertsOptions {
   std::string weights, image, out_dir;
@@ -66,7 +58,7 @@ struct VizExpertsOptions {
 };
 
 /// The whole command: builds the configured model on cfg.train.device, loads the weights (load_timm_weights),
-/// runs the image and writes into out_dir: layer<i>_experts.png per layer, selection_map.png and
+/// runs the image and writes into out_dir: layer<i>_experts.png per layer, selection_map.png (figures/selection_map.h), their SVGs and
 /// selection_counts.csv (layer,head,token,row,col,count; row = col = -1 for CLS). Returns the paths written.
 std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOptions& options);
 

@@ -1,4 +1,4 @@
-// JSON-lines metrics writer and progress-line formatting.
+// JSON-lines metrics writer and reader (nlohmann::json) and progress-line formatting.
 #include "io/metrics.h"
 
 #include <algorithm>
@@ -7,10 +7,11 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <set>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "io/json.h"
 
 namespace vt::io {
 
@@ -39,24 +40,42 @@ std::string format_duration(double seconds) {
 
 std::string metrics_json(const std::vector<std::pair<std::string, double>>& fields,
                          const std::vector<std::pair<std::string, std::string>>& strings) {
-  std::set<std::string> seen;
-  std::string line = "{";
-  auto key = [&](const std::string& k) {
-    VT_CHECK(seen.insert(k).second, "[metrics] duplicate key '", k, "'");
-    if (line.size() > 1) line += ", ";
-    line += json_quote(k);
-    line += ": ";
+  nlohmann::ordered_json row = nlohmann::ordered_json::object();
+  auto add = [&](const std::string& k, nlohmann::ordered_json v) {
+    VT_CHECK(!row.contains(k), "[metrics] duplicate key '", k, "'");
+    row[k] = std::move(v);
   };
-  for (const auto& [k, v] : strings) {
-    key(k);
-    line += json_quote(v);
-  }
+  for (const auto& [k, v] : strings) add(k, v);
   for (const auto& [k, v] : fields) {
-    key(k);
-    line += format_number(v);
+    if (!std::isfinite(v)) add(k, nullptr);
+    else if (v == std::trunc(v) && std::fabs(v) < 9e15) add(k, static_cast<int64_t>(v));  // "step":120, not 120.0
+    else add(k, v);
   }
-  line += "}";
-  return line;
+  return row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<MetricRow> parse_metrics_line(const std::string& line) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  MetricRow row;
+  for (const auto& [key, value] : j.items())
+    if (value.is_number()) row[key] = value.get<double>();
+  return row;
+}
+
+std::vector<MetricRow> read_metrics(const std::string& path) {
+  std::ifstream f(path);
+  VT_CHECK(f, "[metrics] cannot open '", path, "'");
+  std::vector<MetricRow> rows;
+  int line_no = 0;
+  for (std::string line; std::getline(f, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::optional<MetricRow> row = parse_metrics_line(line);
+    VT_CHECK(row, "[metrics] ", path, ":", line_no, ": not a JSON object: ", line.substr(0, 80));
+    rows.push_back(std::move(*row));
+  }
+  return rows;
 }
 
 MetricsLog::MetricsLog(const std::string& path, bool append) : path_(path) {

@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,9 +22,10 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
-  /// Writes {"<string key>": "<value>", ..., "<key>": <number>, ...}: string fields first, then numbers, each in
-  /// the given order. Integral numbers print without a fraction ("step": 120); NaN and ±Inf, which JSON cannot
-  /// represent, print as null. Duplicate keys throw vt::Error.
+  /// Writes {"<string key>":"<value>",...,"<key>":<number>,...} (compact, nlohmann::json): string fields first,
+  /// then numbers, each in the given order. Integral numbers print without a fraction ("step":120), others as the
+  /// shortest decimal that reads back exactly; NaN and ±Inf, which JSON cannot represent, print as null.
+  /// Duplicate keys throw vt::Error.
   void log(const std::vector<std::pair<std::string, double>>& fields,
            const std::vector<std::pair<std::string, std::string>>& strings = {});
 
@@ -37,6 +40,16 @@ class MetricsLog {
 /// The JSON line MetricsLog::log writes (without the newline); exposed for tests and other writers.
 std::string metrics_json(const std::vector<std::pair<std::string, double>>& fields,
                          const std::vector<std::pair<std::string, std::string>>& strings = {});
+
+/// One metrics.jsonl line: its numeric fields (null, i.e. NaN/Inf, and string fields are skipped).
+using MetricRow = std::map<std::string, double>;
+
+/// One metrics.jsonl line parsed, or nullopt when it is not a JSON object (e.g. a line cut by a crash).
+std::optional<MetricRow> parse_metrics_line(const std::string& line);
+
+/// Reads a JSON-lines metrics file written by MetricsLog (blank lines skipped). Throws vt::Error naming the file
+/// and line on a line that is not a JSON object.
+std::vector<MetricRow> read_metrics(const std::string& path);
 
 /// Shortest decimal text that reads back as exactly `v` ("0.1", "120", "1e-05"); "null" for NaN/Inf.
 std::string format_number(double v);

@@ -41,6 +41,22 @@ TEST(Cli, HelpListsSubcommands) {
   EXPECT_NE(r.output.find("eval"), std::string::npos);
 }
 
+TEST(Cli, PlotDrawsTheRunsChartsAsPngAndSvgAndNamesAMissingFile) {
+  const fs::path run = temp_dir() / "plot_run";
+  fs::create_directories(run);
+  write(run / "metrics.jsonl",
+        "{\"epoch\":1,\"step\":5,\"train_loss\":2.0,\"lr\":0.001}\n"
+        "{\"epoch\":1,\"step\":10,\"train_loss\":1.5,\"lr\":0.002}\n"
+        "{\"epoch\":1,\"step\":10,\"lr\":0.002,\"test_top1\":40,\"test_top5\":80,\"test_loss\":1.7}\n");
+  CliRun r = run_vitrain("plot " + run.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* f : {"loss.png", "loss.svg", "lr.png", "lr.svg", "accuracy.png", "accuracy.svg"}) {
+    EXPECT_NE(r.output.find(f), std::string::npos) << f << " in " << r.output;
+    EXPECT_GT(fs::file_size(run / "plots" / f), 1000u) << f;
+  }
+  expect_clean_failure(run_vitrain("plot " + (temp_dir() / "no_such_run").string()), "no_such_run/metrics.jsonl");
+}
+
 TEST(Cli, UnknownYamlKeyNamesFileAndKey) {
   auto cfg = write(temp_dir() / "bad_key.yaml", "model:\n  name: vit_micro\noptim:\n  lrr: 0.1\n");
   expect_clean_failure(run_vitrain("train --config " + cfg), "optim.lrr");

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cli/run_vitrain.h"
-#include "engine/heatmap.h"
+#include "figures/raster.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "models/segmenter.h"
@@ -63,7 +63,7 @@ TEST_F(SegCli, MissingDataFolderIsAClearError) {
 TEST_F(SegCli, WeightsOfAnotherModelAreAnErrorNamingTheFile) {
   io::save_safetensors(path("other.safetensors"), {{"foo", Tensor::zeros({2})}});
   fs::create_directories(path("image_dir"));
-  engine::RgbImage img(40, 30);
+  figures::RgbImage img(40, 30);
   img.save(path("image.png"));
   const CliRun r = run_vitrain("viz seg -c " + path("seg.yaml") + " -w " + path("other.safetensors") + " --image " +
                                path("image.png") + " -o " + path("out.png"));
@@ -72,7 +72,7 @@ TEST_F(SegCli, WeightsOfAnotherModelAreAnErrorNamingTheFile) {
 }
 
 TEST_F(SegCli, VizSegWritesImageAndPredictionSideBySide) {
-  engine::RgbImage img(40, 30);
+  figures::RgbImage img(40, 30);
   for (int y = 0; y < 30; ++y)
     for (int x = 0; x < 40; ++x) img.set(x, y, {static_cast<uint8_t>(6 * x), static_cast<uint8_t>(8 * y), 90});
   img.save(path("image.png"));

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "cli/run_vitrain.h"
-#include "engine/plot.h"
+#include "io/metrics.h"
 #include "io/config.h"
 #include "test_util.h"
 
@@ -74,7 +74,7 @@ int interrupted_run(const RunDir& dir, const std::string& output, int sig) {
 // Every update row's step and every evaluation row's epoch of a metrics.jsonl, counted.
 void expect_each_row_once(const std::string& metrics, int64_t updates, int64_t epochs) {
   std::map<double, int> steps, evals;
-  for (const auto& row : engine::read_metrics(metrics)) {
+  for (const auto& row : io::read_metrics(metrics)) {
     if (row.count("train_loss")) ++steps[row.at("step")];
     else ++evals[row.at("epoch")];
   }

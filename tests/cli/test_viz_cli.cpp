@@ -9,7 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "engine/heatmap.h"
+#include "figures/raster.h"
+#include "figures/selection_map.h"
 #include "engine/trainer.h"
 #include "engine/viz_experts.h"
 #include "io/config.h"
@@ -52,7 +53,7 @@ class VizCli : public ::testing::Test {
   }
 
   std::string write_image() {
-    engine::RgbImage img(40, 30);
+    figures::RgbImage img(40, 30);
     for (int y = 0; y < 30; ++y)
       for (int x = 0; x < 40; ++x)
         img.set(x, y, {static_cast<uint8_t>(6 * x), static_cast<uint8_t>(8 * y), static_cast<uint8_t>((x * y) % 256)});
@@ -91,7 +92,8 @@ TEST_F(VizCli, ExpertsWritesPicturesOfTheDocumentedSizeAndTheTapsCounts) {
     ASSERT_EQ(r.code, 0) << r.output;
     for (const char* f : {"layer1_experts.png", "layer2_experts.png"})
       EXPECT_EQ(png_size(out + "/" + f), engine::expert_grid_size(4, 28)) << f;
-    EXPECT_EQ(png_size(out + "/selection_map.png"), engine::selection_map_size(2, 4));
+    const figures::SelectionMapLayout lay = figures::selection_map_layout(2, 4);
+    EXPECT_EQ(png_size(out + "/selection_map.png"), std::make_pair(lay.width, lay.height));
 
     // The counts drawn: one row per (layer, token), m·k = 16 per layer, equal to the tap's on the same input.
     models::VisionTransformer model(engine::vit_config(cfg));

@@ -60,7 +60,7 @@ TEST(WeightsCli, EvalRunsOnEveryTorchFixture) {
     const auto r = run_vitrain(tiny_eval("--json --weights " + fixture(file) + " " + extra));
     EXPECT_EQ(r.code, 0) << file << ": " << r.output;
     EXPECT_NE(r.output.find(" * Acc@1 "), std::string::npos) << file << ": " << r.output;
-    EXPECT_NE(r.output.find("\"amp\": false"), std::string::npos) << file << ": " << r.output;  // f32 by default
+    EXPECT_NE(r.output.find("\"amp\":false"), std::string::npos) << file << ": " << r.output;  // f32 by default
   }
 }
 
@@ -125,7 +125,7 @@ TEST(WeightsCli, AmpIsRecordedInTheResultsRow) {
   if (!dataset_present()) GTEST_SKIP() << "Fashion-MNIST not installed (scripts/setup.sh installs it)";
   const auto r = run_vitrain(tiny_eval("--amp --json --weights " + fixture("weights_deit.pth")));
   // bf16 autocast needs CUDA; on the CPU it is refused (an error) or recorded, never silently f32.
-  if (r.code == 0) EXPECT_NE(r.output.find("\"amp\": true"), std::string::npos) << r.output;
+  if (r.code == 0) EXPECT_NE(r.output.find("\"amp\":true"), std::string::npos) << r.output;
   else EXPECT_NE(r.output.find("error:"), std::string::npos) << r.output;
 }
 

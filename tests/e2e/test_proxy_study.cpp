@@ -50,8 +50,9 @@ TEST(ProxyStudy, CiSizedRunRecordsTablesAndChart) {
   EXPECT_NE(table.find("+0.00 | 0 (71.1)"), std::string::npos) << table;  // MiTA against itself, the paper's 0
   const std::string csv = read_file(dir / "out" / "proxy_study.csv");
   EXPECT_EQ(csv.rfind("label,mean,std,seeds\n", 0), 0u) << csv;
-  EXPECT_NE(csv.find("mita dwc,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"MiTA + DWC\","), std::string::npos) << csv;
   EXPECT_GT(fs::file_size(dir / "out" / "proxy_study.png"), 1000u);
+  EXPECT_GT(fs::file_size(dir / "out" / "proxy_study.svg"), 1000u);
 
   // Again: nothing left to run, the same table.
   ASSERT_EQ(run_study(dir, "second.log"), 0) << read_file(dir / "second.log");

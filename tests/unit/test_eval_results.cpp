@@ -48,10 +48,10 @@ TEST(EvalResults, JsonRowHasTimmsKeysInOrder) {
   const std::string line = engine::eval_results_json(row(), 0);
   EXPECT_EQ(line.find('\n'), std::string::npos);
   EXPECT_EQ(line,
-            "{\"model\": \"deit_tiny_patch16_224\", \"top1\": 72.172, \"top1_err\": 27.828, \"top5\": 91.0, "
-            "\"top5_err\": 9.0, \"param_count\": 5.72, \"img_size\": 224, \"crop_pct\": 0.875, "
-            "\"interpolation\": \"bicubic\", \"loss\": 1.2346, \"images\": 50000, \"bad_files\": 2, "
-            "\"img_per_s\": 1234.6, \"amp\": false}");
+            "{\"model\":\"deit_tiny_patch16_224\",\"top1\":72.172,\"top1_err\":27.828,\"top5\":91.0,"
+            "\"top5_err\":9.0,\"param_count\":5.72,\"img_size\":224,\"crop_pct\":0.875,"
+            "\"interpolation\":\"bicubic\",\"loss\":1.2346,\"images\":50000,\"bad_files\":2,"
+            "\"img_per_s\":1234.6,\"amp\":false}");
 }
 
 TEST(EvalResults, CsvAndResultsFile) {

@@ -44,25 +44,25 @@ TEST(Metrics, WritesOneFlushedJsonObjectPerLine) {
     io::MetricsLog log(path);
     log.log({{"epoch", 1}, {"step", 120}, {"loss", 0.5}}, {{"phase", "train"}});
     // Flushed per line: readable while the log is still open.
-    EXPECT_EQ(read_bytes(path), "{\"phase\": \"train\", \"epoch\": 1, \"step\": 120, \"loss\": 0.5}\n");
+    EXPECT_EQ(read_bytes(path), "{\"phase\":\"train\",\"epoch\":1,\"step\":120,\"loss\":0.5}\n");
     log.log({{"loss", std::nan("")}, {"lr", 2e-3}});
     log.log({}, {{"msg", "say \"hi\"\n"}});
     EXPECT_THROW(log.log({{"a", 1}, {"a", 2}}), Error);
   }
   EXPECT_EQ(read_bytes(path),
-            "{\"phase\": \"train\", \"epoch\": 1, \"step\": 120, \"loss\": 0.5}\n"
-            "{\"loss\": null, \"lr\": 0.002}\n"
-            "{\"msg\": \"say \\\"hi\\\"\\n\"}\n");
+            "{\"phase\":\"train\",\"epoch\":1,\"step\":120,\"loss\":0.5}\n"
+            "{\"loss\":null,\"lr\":0.002}\n"
+            "{\"msg\":\"say \\\"hi\\\"\\n\"}\n");
   {
     io::MetricsLog again(path, /*append=*/true);
     again.log({{"x", -1}});
   }
-  EXPECT_EQ(read_bytes(path).substr(read_bytes(path).rfind("{")), "{\"x\": -1}\n");
+  EXPECT_EQ(read_bytes(path).substr(read_bytes(path).rfind("{")), "{\"x\":-1}\n");
   {
     io::MetricsLog fresh(path);  // truncates
     fresh.log({{"y", 2}});
   }
-  EXPECT_EQ(read_bytes(path), "{\"y\": 2}\n");
+  EXPECT_EQ(read_bytes(path), "{\"y\":2}\n");
   EXPECT_THROW(io::MetricsLog(path + "/x"), Error);  // parent is a file
 }
 

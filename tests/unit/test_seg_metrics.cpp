@@ -123,9 +123,9 @@ TEST(SegMetrics, TableSummaryAndJson) {
   EXPECT_NE(table.find("| 75.00 | 37.50 | 75.00 |"), std::string::npos) << table;  // aAcc mIoU mAcc
   EXPECT_EQ(engine::seg_summary_line(s), "mIoU 37.50  mAcc 75.00  aAcc 75.00");
   EXPECT_EQ(engine::seg_scores_json(s, {"wall", "building", "sky"}, {{"images", 1}}),
-            "{\"images\":1,\"mIoU\":37.50,\"mAcc\":75.00,\"aAcc\":75.00,\"classes\":["
-            "{\"name\":\"wall\",\"IoU\":75.00,\"Acc\":75.00},{\"name\":\"building\",\"IoU\":null,\"Acc\":null},"
-            "{\"name\":\"sky\",\"IoU\":0.00,\"Acc\":null}]}");
+            "{\"images\":1,\"mIoU\":37.5,\"mAcc\":75.0,\"aAcc\":75.0,\"classes\":["
+            "{\"name\":\"wall\",\"IoU\":75.0,\"Acc\":75.0},{\"name\":\"building\",\"IoU\":null,\"Acc\":null},"
+            "{\"name\":\"sky\",\"IoU\":0.0,\"Acc\":null}]}");
 }
 
 }  // namespace

@@ -60,6 +60,18 @@ TEST(TrainingResume, StopMidEpochAndResumeGivesTheSameLossesBitForBit) {
   for (auto [k, v] : expected) EXPECT_EQ(got[k], v) << "update " << k;  // exact: same bits
   expect_same_tensors(dir.file("straight/model.safetensors"), dir.file("resumed/model.safetensors"));
   expect_same_tensors(dir.file("straight/last.safetensors"), dir.file("resumed/last.safetensors"));
+  // The run files: summary.csv rebuilt on each resume equals the straight run's (timm's columns, EMA included);
+  // train.log was appended to by all three starts; each start wrote its own TensorBoard event file.
+  const std::string summary = read_file(dir.file("straight/summary.csv"));
+  EXPECT_EQ(summary.substr(0, summary.find('\n')),
+            "epoch,train_loss,eval_loss,eval_top1,eval_top5,ema_eval_loss,ema_eval_top1,ema_eval_top5,lr");
+  EXPECT_EQ(occurrences(summary, "\n"), 3);  // header + epochs 0 and 1
+  EXPECT_EQ(read_file(dir.file("resumed/summary.csv")), summary);
+  EXPECT_EQ(occurrences(read_file(dir.file("resumed/train.log")), "device: "), 3);
+  int event_files = 0;
+  for (const auto& e : fs::directory_iterator(dir.file("resumed")))
+    event_files += e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  EXPECT_EQ(event_files, 3);
 }
 
 TEST(TrainingResume, RecoveryCheckpointsResumeExactlyAndAutoPicksTheNewest) {

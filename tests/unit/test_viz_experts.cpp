@@ -3,15 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "autograd/node.h"
 #include "data/image_decode.h"
-#include "engine/heatmap.h"
+#include "figures/heatmap.h"
+#include "figures/raster.h"
+#include "figures/selection_map.h"
 #include "engine/trainer.h"
 #include "engine/viz_experts.h"
 #include "io/config.h"
 #include "models/mita.h"
+#include "test_util.h"
 #include "unit/io_temp_dir.h"
 
 namespace vt::test {
@@ -35,14 +39,14 @@ Tensor random_image(uint64_t seed) {
   return x;
 }
 
-engine::RgbImage gradient_picture(int size) {
-  engine::RgbImage p(size, size);
+figures::RgbImage gradient_picture(int size) {
+  figures::RgbImage p(size, size);
   for (int y = 0; y < size; ++y)
     for (int x = 0; x < size; ++x) p.set(x, y, {static_cast<uint8_t>(9 * x), static_cast<uint8_t>(9 * y), 128});
   return p;
 }
 
-bool same(engine::Rgb8 a, cv::Vec3b b) { return a.r == b[0] && a.g == b[1] && a.b == b[2]; }
+bool same(figures::Rgb8 a, cv::Vec3b b) { return a.r == b[0] && a.g == b[1] && a.b == b[2]; }
 
 TEST(VizExperts, RoutingAndCountsAreTheTapsAndSumToMTimesKPerLayer) {
   const io::Config cfg = micro_mita();
@@ -93,49 +97,70 @@ TEST(VizExperts, PicturesHaveTheDocumentedSizesAndTheMapShowsTheCounts) {
   models::VisionTransformer model(engine::vit_config(micro_mita()));
   model.eval();
   const engine::ImageRouting r = engine::record_image_routing(model, random_image(5));
-  const engine::RgbImage picture = gradient_picture(28);
+  const figures::RgbImage picture = gradient_picture(28);
   engine::draw_expert_grid(r, 1, 1, picture, dir.file("grid.png"));
   const cv::Mat grid = data::load_rgb(dir.file("grid.png"));
-  // 2x2 panels of 28·4 = 112 px under 16 px label strips, 6 px gaps, a 30 px title, 10 px padding; the title
-  // (43 characters of 8 px, less the last gap) sets the width.
-  EXPECT_EQ(engine::expert_grid_size(4, 28), std::make_pair(362, 302));
-  EXPECT_EQ(grid.cols, 362);
-  EXPECT_EQ(grid.rows, 302);
+  // 2x2 panels of 28·4 = 112 px under 18 px label strips, 8 px gaps, a 46 px title, 10 px padding (46 + 2·130 +
+  // 8 + 10 = 324); the width is
+  // at least 470 px so the title's two lines fit.
+  EXPECT_EQ(engine::expert_grid_size(4, 28), std::make_pair(470, 324));
+  EXPECT_EQ(grid.cols, 470);
+  EXPECT_EQ(grid.rows, 324);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("grid.svg")));
 
   const auto counts = engine::selection_counts(r, 1);
-  engine::draw_selection_map(counts, r.grid, 1, dir.file("map.png"));
+  figures::draw_selection_map(counts, r.grid, 1, r.m, dir.file("map.png"));
   const cv::Mat map = data::load_rgb(dir.file("map.png"));
-  EXPECT_EQ(engine::selection_map_size(2, 4), std::make_pair(474, 336));  // two 224 px maps of 56 px cells
-  ASSERT_EQ(map.cols, 474);
-  ASSERT_EQ(map.rows, 336);
+  const figures::SelectionMapLayout lay = figures::selection_map_layout(2, 4);
+  EXPECT_EQ(lay.columns, 2);
+  EXPECT_EQ(lay.cell, 44);  // 176 px maps
+  ASSERT_EQ(map.cols, lay.width);
+  ASSERT_EQ(map.rows, lay.height);
   int64_t hi = 0;
   for (const auto& layer : counts)
     for (size_t t = 1; t < layer.size(); ++t) hi = std::max(hi, layer[t]);
   for (int l = 0; l < 2; ++l)
     for (int t = 1; t <= 16; ++t) {
-      const int x = 10 + l * (224 + 6) + ((t - 1) % 4) * 56 + 28, y = 46 + ((t - 1) / 4) * 56 + 28;
+      const auto [x, y] = lay.cell_origin(l, t, 4);
       const double v = static_cast<double>(counts[static_cast<size_t>(l)][static_cast<size_t>(t)]) /
                        static_cast<double>(hi);
-      EXPECT_TRUE(same(engine::colour_scale(v), map.at<cv::Vec3b>(y, x))) << "layer " << l << " token " << t;
+      EXPECT_TRUE(same(figures::colour_scale(v), map.at<cv::Vec3b>(y + lay.cell / 2, x + lay.cell / 2)))
+          << "layer " << l << " token " << t;
     }
+  // Twelve layers of 14x14 (the proxy model) fit in four columns at page width.
+  const figures::SelectionMapLayout proxy = figures::selection_map_layout(12, 14);
+  EXPECT_EQ(proxy.columns, 4);
+  EXPECT_LE(proxy.width, 800);
+  expect_error([&] { figures::draw_selection_map({{1, 2}}, 4, 0, 4, dir.file("bad.png")); }, "2 counts for a 4x4");
 }
 
 TEST(Heatmap, CellsAreColouredByValueAndTheSizeIsDocumented) {
   TempDir dir;
-  engine::HeatmapSpec spec;
+  figures::HeatmapSpec spec;
   spec.title = "top-1";
-  spec.row_axis = "m";
-  spec.col_axis = "k";
+  spec.row_axis = "m (experts)";
+  spec.col_axis = "k (keys per expert)";
+  spec.value_name = "top-1 (%)";
   spec.row_labels = {"16", "25"};
   spec.col_labels = {"16", "25", "36"};
-  engine::write_heatmap({{70.0, 71.5, 72.0}, {69.0, std::nan(""), 73.0}}, spec, dir.file("h.png"));
+  spec.outlined = {{1, 2}};
+  figures::write_heatmap({{70.0, 71.5, 72.0}, {69.0, std::nan(""), 73.0}}, spec, dir.file("h.png"));
   const cv::Mat img = data::load_rgb(dir.file("h.png"));
-  const auto [w, h] = engine::heatmap_size(2, 3, spec);
+  const auto [w, h] = figures::heatmap_size(2, 3, spec);
   EXPECT_EQ(img.cols, w);
   EXPECT_EQ(img.rows, h);
-  EXPECT_THROW(engine::write_heatmap({{1.0, 2.0}, {3.0}}, spec, dir.file("bad.png")), Error);
-  EXPECT_EQ(engine::colour_scale(0.0).r, 68);
-  EXPECT_EQ(engine::colour_scale(1.0).g, 231);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("h.svg")));
+  // The cells start after 14 px padding, a 24 px row title and 48 px row labels (x) and 14 + 34 + 22 + 22 px (y);
+  // a cell's corner (away from its text) has the colour of its value on the 69 … 73 scale; NaN is grey.
+  auto corner = [&](int i, int j) { return img.at<cv::Vec3b>(92 + i * 64 + 6, 86 + j * 64 + 6); };
+  EXPECT_TRUE(same(figures::colour_scale(0.0), corner(1, 0)));
+  EXPECT_TRUE(same(figures::colour_scale(0.25), corner(0, 0)));
+  EXPECT_TRUE(same(figures::Rgb8{200, 200, 200}, corner(1, 1)));
+  const cv::Vec3b frame = img.at<cv::Vec3b>(92 + 64 + 1, 86 + 2 * 64 + 32);  // the outlined cell's red frame
+  EXPECT_TRUE(frame[0] > 180 && frame[1] < 80 && frame[2] < 80);
+  EXPECT_THROW(figures::write_heatmap({{1.0, 2.0}, {3.0}}, spec, dir.file("bad.png")), Error);
+  EXPECT_EQ(figures::colour_scale(0.0).r, 68);
+  EXPECT_EQ(figures::colour_scale(1.0).g, 231);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+// Figure 4's grid of token-selection maps (see the header).
+#include "figures/selection_map.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "figures/figure.h"
+#include "figures/raster.h"
+#include "figures/ticks.h"
+
+namespace vt::figures {
+namespace {
+
+constexpr int kPad = 12, kGap = 14, kTitle = 34, kLabel = 20, kCls = 20, kBarH = 14, kBarTicks = 22, kBarTitle = 22;
+
+Colour to_colour(Rgb8 c) { return rgb(c.r, c.g, c.b); }
+
+}  // namespace
+
+std::pair<int, int> SelectionMapLayout::cell_origin(int64_t layer, int64_t token, int64_t grid) const {
+  const int side = static_cast<int>(grid) * cell;
+  const int col = static_cast<int>(layer % columns), row = static_cast<int>(layer / columns);
+  const int x0 = kPad + col * (side + kGap), y0 = kTitle + row * (kLabel + side + kCls + kGap) + kLabel;
+  return {x0 + static_cast<int>((token - 1) % grid) * cell, y0 + static_cast<int>((token - 1) / grid) * cell};
+}
+
+SelectionMapLayout selection_map_layout(int64_t layers, int64_t grid) {
+  SelectionMapLayout l;
+  l.columns = static_cast<int>(std::min<int64_t>(std::max<int64_t>(layers, 1), 4));
+  const int rows = static_cast<int>((layers + l.columns - 1) / l.columns);
+  l.cell = std::max(4, static_cast<int>(176 / grid));
+  const int side = static_cast<int>(grid) * l.cell;
+  l.width = std::max(2 * kPad + l.columns * side + (l.columns - 1) * kGap, 420);
+  l.height = kTitle + rows * (kLabel + side + kCls) + (rows - 1) * kGap + 8 + kBarH + kBarTicks + kBarTitle + kPad;
+  return l;
+}
+
+void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t grid, int64_t head, int64_t experts,
+                        const std::string& path) {
+  VT_CHECK(!counts.empty(), "[viz] no layers to draw");
+  int64_t hi = 0;
+  for (const auto& layer : counts) {
+    VT_CHECK(static_cast<int64_t>(layer.size()) == grid * grid + 1, "[viz] ", layer.size(), " counts for a ", grid,
+             "x", grid, " grid + CLS");
+    for (size_t t = 1; t < layer.size(); ++t) hi = std::max(hi, layer[t]);
+  }
+  const SelectionMapLayout lay = selection_map_layout(static_cast<int64_t>(counts.size()), grid);
+  Figure f(lay.width, lay.height);
+  f.text(lay.width / 2.0, 8, "Token selection per layer (head " + std::to_string(head) + ")", Font{15, true}, kInk,
+         Align::centre, VAlign::top);
+  const int side = static_cast<int>(grid) * lay.cell;
+  for (size_t l = 0; l < counts.size(); ++l) {
+    const auto [x0, y0] = lay.cell_origin(static_cast<int64_t>(l), 1, grid);
+    f.text(x0 + side / 2.0, y0 - 3, "layer " + std::to_string(l + 1), Font{12.5, true}, kInk, Align::centre,
+           VAlign::bottom);
+    RgbImage map(static_cast<int>(grid), static_cast<int>(grid));  // one pixel per token, scaled up square
+    for (int64_t t = 1; t <= grid * grid; ++t) {
+      const double v = hi > 0 ? static_cast<double>(counts[l][static_cast<size_t>(t)]) / static_cast<double>(hi) : 0;
+      map.set(static_cast<int>((t - 1) % grid), static_cast<int>((t - 1) / grid), colour_scale(v));
+    }
+    f.image(map, x0, y0, lay.cell);
+    f.frame_rect(x0 - 1, y0 - 1, side + 2, side + 2, kAxisColour);
+    f.text(x0 + side / 2.0, y0 + side + 3, "CLS: " + std::to_string(counts[l][0]), Font{12}, kInk, Align::centre,
+           VAlign::top);
+  }
+  // The shared colour bar along the bottom: 0 … the largest count.
+  const double bx = kPad, bw = lay.width - 2 * kPad;
+  const double by = lay.height - kPad - kBarTitle - kBarTicks - kBarH;
+  std::vector<Colour> stops;
+  for (Rgb8 c : colour_scale_stops()) stops.push_back(to_colour(c));
+  f.gradient_rect(bx, by, bw, kBarH, stops, /*upward=*/false);
+  f.frame_rect(bx, by, bw, kBarH, kAxisColour);
+  if (hi > 0) {
+    const auto ticks = linear_ticks(0, static_cast<double>(hi), 6);
+    for (double t : ticks) {
+      if (t != std::floor(t)) continue;  // counts are whole numbers
+      const double x = bx + t / static_cast<double>(hi) * bw;
+      f.line(x, by + kBarH, x, by + kBarH + 4, kAxisColour);
+      f.text(x, by + kBarH + 5, tick_labels({t})[0], Font{11.5}, kInk, Align::centre, VAlign::top);
+    }
+  }
+  f.text(lay.width / 2.0, lay.height - kPad, "experts (of m = " + std::to_string(experts) + ") that selected the token",
+         Font{12.5}, kInk, Align::centre, VAlign::bottom);
+  save_figure(f, path);
+}
+
+}  // namespace vt::figures

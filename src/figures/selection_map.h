@@ -1,0 +1,28 @@
+// The paper's Figure 4: per MiTA layer, how many experts selected each patch token, as a grid of G×G maps (four
+// to a row, so twelve layers stay readable at page width), one colour scale shared by all maps, the CLS
+// token's count under each map.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vt::figures {
+
+struct SelectionMapLayout {
+  int width = 0, height = 0;
+  int columns = 0;  // maps per row
+  int cell = 0;     // a token's square, pixels
+  /// Top-left pixel of token t's square (t ≥ 1: patch (t-1)/G, (t-1)%G) in the map of `layer` (0-based).
+  std::pair<int, int> cell_origin(int64_t layer, int64_t token, int64_t grid) const;
+};
+
+/// The layout draw_selection_map uses for `layers` maps of side `grid`.
+SelectionMapLayout selection_map_layout(int64_t layers, int64_t grid);
+
+/// counts[layer][token] (token 0 = CLS, then G² patches): writes the figure at `path` (.png) and as .svg beside
+/// it. `experts`: m, for the colour bar's title. Throws naming the sizes when a layer has not G² + 1 counts.
+void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t grid, int64_t head, int64_t experts,
+                        const std::string& path);
+
+}  // namespace vt::figures
