@@ -1,6 +1,6 @@
 // The benchmark loop. Synthetic batch made once on the host and copied to the device once; each step is the
-// trainer's step (autocast forward + loss, zero_grad, backward, optimizer step) with nothing read back, so the timed
-// region queues work freely and synchronize() at its two ends is the only wait.
+// training loop's update (engine/train_step.h) with nothing read back, so the timed region queues work freely and
+// synchronize() at its two ends is the only wait.
 #include "engine/bench.h"
 
 #include <omp.h>
@@ -13,6 +13,7 @@
 
 #include "autograd/node.h"
 #include "engine/graph_step.h"
+#include "engine/train_step.h"
 #include "engine/process_group.h"
 #include "io/json.h"
 #include "models/mita_attention.h"
@@ -32,7 +33,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // --cuda-graph: eager steps before the capture (lazy state, GEMM autotuning), all inside the warm-up.
-constexpr int64_t kEagerSteps = 2;
+constexpr int64_t kEagerSteps = TrainStep::kEagerSteps;
 
 // Runs fn() `warmup` times, then `windows` windows of `steps` calls each with the device synchronized at both ends
 // of every window; returns each window's seconds.
@@ -88,11 +89,13 @@ std::string json_gib(const std::optional<PeakMemory>& m) {
   return m ? json_number(static_cast<double>(m->allocated) / (1024.0 * 1024.0 * 1024.0)) : "null";
 }
 
-// The benchmark a model reduces to: the loss of one training batch and the output of one inference batch.
+// The benchmark a model reduces to: one training batch, its loss, and the output of one inference batch.
 struct Workload {
   nn::Module& model;
   optim::Optimizer& optimizer;
-  std::function<Tensor()> loss, infer;
+  TaskBatch batch;
+  std::function<Tensor(const TaskBatch&)> loss;
+  std::function<Tensor()> infer;
 };
 
 // All-reduce of one f32 buffer of the model's size, alone: its time and nccl-tests' bus bandwidth
@@ -120,27 +123,18 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
     release_cached_memory(device);
     reset_peak_memory(device);
     w.model.train();
-    Tensor loss;
     VT_CHECK(!opt.cuda_graph || !dp, "[bench] --cuda-graph runs on one GPU (not under vitrain launch)");
-    GraphStep step(device, opt.cuda_graph, kEagerSteps, [&] { w.optimizer.prepare_step(); }, [&] {
-      {
-        nn::AutocastGuard autocast(amp);
-        loss = w.loss();
-      }
-      w.optimizer.zero_grad();
-      if (dp) dp->begin_backward(true);
-      loss.backward();
-      if (dp) dp->finish_backward();
-      w.optimizer.apply_step();
-      if (dp) dp->after_step();
-    });
+    // The training loop's update (engine/train_step.h) on the one synthetic batch: no clip, no EMA.
+    TrainStep step(device, opt.cuda_graph, {w.model, w.optimizer, dp.get(), nullptr, amp}, [&] { return w.batch; },
+                   w.loss);
+    TrainStep::Result last;
     r.train_runs = rates(static_cast<double>(B * opt.steps),
-                         timed_windows(device, opt.warmup, opt.steps, opt.repeats, [&] { step.run(); }));
+                         timed_windows(device, opt.warmup, opt.steps, opt.repeats, [&] { last = step.run(); }));
     r.graph_nodes = step.graph_nodes();
     r.train_img_per_s = median(r.train_runs);
     r.train_step_ms = 1e3 * static_cast<double>(B) / r.train_img_per_s;
     r.train_peak = peak_memory(device);
-    r.last_loss = loss.item();
+    r.last_loss = last.loss.item();
     w.optimizer.zero_grad();  // drops the gradients before inference is measured
   }
   if (group.comm) measure_allreduce(*group.comm, w.model.num_parameters(), device, r);
@@ -217,7 +211,8 @@ BenchResult run_bench(const BenchOptions& opt) {
     // Spec §5: SGD, Nesterov momentum 0.9, lr 1e-3, no weight decay.
     optim::SGD sgd(optim::make_param_groups(model.named_parameters(), 0.0), 1e-3, 0.9, true);
     measure(opt, group, amp,
-            {model, sgd, [&] { return ops::pixel_cross_entropy(model.forward(images), labels); },
+            {model, sgd, {images, labels},
+             [&](const TaskBatch& b) { return ops::pixel_cross_entropy(model.forward(b.input), b.target); },
              [&] { return model.forward(images); }},
             r);
     return r;
@@ -245,7 +240,8 @@ BenchResult run_bench(const BenchOptions& opt) {
     const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
     optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
     measure(opt, group, amp,
-            {model, adamw, [&] { return ops::cross_entropy(model.forward(tokens), labels, opt.smoothing); },
+            {model, adamw, {tokens, labels},
+             [&](const TaskBatch& b) { return ops::cross_entropy(model.forward(b.input), b.target, opt.smoothing); },
              [&] { return model.forward(tokens); }},
             r);
     return r;
@@ -262,7 +258,8 @@ BenchResult run_bench(const BenchOptions& opt) {
   const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
   optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
   measure(opt, group, amp,
-          {model, adamw, [&] { return ops::cross_entropy(model.forward(images), labels, opt.smoothing); },
+          {model, adamw, {images, labels},
+           [&](const TaskBatch& b) { return ops::cross_entropy(model.forward(b.input), b.target, opt.smoothing); },
            [&] { return model.forward(images); }},
           r);
   return r;
