@@ -1,0 +1,68 @@
+// The one training loop and the task interface it runs. A task (classification: engine/trainer, segmentation:
+// engine/seg_trainer) says what is trained: the model, the next batch, the loss, an evaluation as a metrics row,
+// and which result is better. The loop owns the rest, the same for every task: the run's set-up (engine/
+// run_support's start_run), resume, the update (engine/train_step: always through GraphStep, graph on or off;
+// accumulation, clipping, EMA), the progress lines and rows, evaluation every eval.interval epochs, the best,
+// last, checkpoint-<epoch> and recovery checkpoints, train.max_steps and the stop signals (engine/run_stop), and
+// the summary and final weights.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/run_support.h"
+#include "engine/train_step.h"
+#include "engine/trainer.h"
+#include "io/config.h"
+
+namespace vt::engine {
+
+/// One evaluation of a task's model (and its EMA model).
+struct TaskEvaluation {
+  double value = 0;  ///< eval.best_metric's value
+  std::string line;  ///< the scores for the epoch's log line ("test top-1 ...")
+  /// The metrics row's scores: `scores` after epoch, step and lr; `ema_scores` after elapsed_s.
+  std::vector<std::pair<std::string, double>> scores, ema_scores;
+};
+
+class TrainTask {
+ public:
+  virtual ~TrainTask() = default;
+  /// The model to train, built on the host: the loop loads a resumed checkpoint into it and moves it.
+  virtual nn::Module& model() = 0;
+  /// The model of the same architecture that holds train.model_ema's average (host), or null without EMA.
+  virtual nn::Module* ema_model() = 0;
+  /// A fresh run's starting weights (model.initial_checkpoint) into model(); a resumed run skips it.
+  virtual void load_initial_weights() = 0;
+  /// Micro-batches of train.batch_size (on this rank) in one epoch.
+  virtual int64_t batches_per_epoch() const = 0;
+  /// The training data at micro-batch `first` of `epoch` (a resumed run starts mid-epoch).
+  virtual void begin_epoch(int64_t epoch, int64_t first) = 0;
+  /// The epoch's updates are done; its evaluation and checkpoints follow (a loader may start the next epoch).
+  virtual void end_epoch(int64_t /*epoch*/) {}
+  /// The next micro-batch of the epoch, on the run's device.
+  virtual TaskBatch next_batch() = 0;
+  /// The scalar training loss of `batch` through model() (the loop runs it under autocast and differentiates it).
+  virtual Tensor loss(const TaskBatch& batch) = 0;
+  /// Evaluates model() (in eval mode) and the EMA model when there is one; every rank gets the same scores.
+  virtual TaskEvaluation evaluate() = 0;
+  /// Whether eval.best_metric's `value` beats `best`.
+  virtual bool better(double value, double best) const = 0;
+  /// The best value for the log line ("best top1 75.1234", "best mIoU 40.12").
+  virtual std::string best_text(double best) const = 0;
+  /// Unreadable training or evaluation files skipped so far; nullopt when the data cannot have any (in memory).
+  virtual std::optional<int64_t> bad_files() const { return std::nullopt; }
+  /// The metadata of the final model.safetensors.
+  virtual std::map<std::string, std::string> weights_metadata() const = 0;
+};
+
+/// Runs a training run of the task that `make_task` builds once the run has started (its device, ranks and
+/// logger are known), and returns its summary. A resumed run that already finished builds no task.
+RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
+                      const std::function<TrainTask&(const RunStart&)>& make_task);
+
+}  // namespace vt::engine
