@@ -3,8 +3,6 @@
 // synchronize() at its two ends is the only wait.
 #include "engine/bench.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +13,7 @@
 #include "engine/graph_step.h"
 #include "engine/train_step.h"
 #include "engine/process_group.h"
+#include "engine/run_support.h"
 #include "io/json.h"
 #include "models/mita_attention.h"
 #include "models/registry.h"
@@ -23,8 +22,6 @@
 #include "optim/adamw.h"
 #include "optim/param_groups.h"
 #include "optim/sgd.h"
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace vt::engine {
 
@@ -169,6 +166,25 @@ Tensor synthetic_images(int64_t B, int64_t C, int64_t S, Device device) {
   return images.to(device);
 }
 
+// Labels [B] (i64) cycling through the classes.
+Tensor cycling_labels(int64_t B, int64_t classes, Device device) {
+  std::vector<double> v(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i % classes);
+  return Tensor::from_vector(v, {B}, DType::i64).to(device);
+}
+
+// A classifier (ViT or sequence model) with AdamW and smoothed cross-entropy on `inputs` and `labels`.
+template <typename Model>
+void measure_classifier(const BenchOptions& opt, const ProcessGroup& group, std::optional<DType> amp, Model& model,
+                        const Tensor& inputs, const Tensor& labels, BenchResult& r) {
+  optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
+  measure(opt, group, amp,
+          {model, adamw, {inputs, labels},
+           [&](const TaskBatch& b) { return ops::cross_entropy(model.forward(b.input), b.target, opt.smoothing); },
+           [&] { return model.forward(inputs); }},
+          r);
+}
+
 // Label maps [B, S, S] (i64) cycling through the classes, every 7th pixel 255 (ignored), as ADE20K's unlabelled
 // pixels after reduce_zero_label.
 Tensor synthetic_label_maps(int64_t B, int64_t S, int64_t classes, Device device) {
@@ -185,10 +201,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   VT_CHECK(opt.batch_size > 0 && opt.steps > 0 && opt.warmup >= 0, "[bench] need batch size > 0, steps > 0 and "
            "warmup >= 0, got ", opt.batch_size, ", ", opt.steps, ", ", opt.warmup);
   VT_CHECK(opt.repeats >= 1, "[bench] --repeats must be at least 1, got ", opt.repeats);
-  if (opt.threads > 0) {
-    omp_set_num_threads(opt.threads);
-    openblas_set_num_threads(opt.threads);
-  }
+  set_threads(opt.threads);
   BenchResult r;
   io::Config group_cfg;
   group_cfg.train.device = opt.device;
@@ -235,15 +248,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     Generator gen(0);
     ops::normal_(tokens, 0, 1, gen);
     tokens = tokens.to(device);
-    std::vector<double> label_values(static_cast<size_t>(B));
-    for (int64_t i = 0; i < B; ++i) label_values[static_cast<size_t>(i)] = static_cast<double>(i % opt.sequence_classes);
-    const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
-    optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
-    measure(opt, group, amp,
-            {model, adamw, {tokens, labels},
-             [&](const TaskBatch& b) { return ops::cross_entropy(model.forward(b.input), b.target, opt.smoothing); },
-             [&] { return model.forward(tokens); }},
-            r);
+    measure_classifier(opt, group, amp, model, tokens, cycling_labels(B, opt.sequence_classes, device), r);
     return r;
   }
 
@@ -253,15 +258,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.params = model.num_parameters();
   model.to(device);
   const Tensor images = synthetic_images(B, cfg.in_chans, cfg.img_size, device);
-  std::vector<double> label_values(static_cast<size_t>(B));
-  for (int64_t i = 0; i < B; ++i) label_values[static_cast<size_t>(i)] = static_cast<double>(i % cfg.num_classes);
-  const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
-  optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
-  measure(opt, group, amp,
-          {model, adamw, {images, labels},
-           [&](const TaskBatch& b) { return ops::cross_entropy(model.forward(b.input), b.target, opt.smoothing); },
-           [&] { return model.forward(images); }},
-          r);
+  measure_classifier(opt, group, amp, model, images, cycling_labels(B, cfg.num_classes, device), r);
   return r;
 }
 

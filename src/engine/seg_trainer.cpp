@@ -58,11 +58,11 @@ void log_weight_report(spdlog::logger& log, const std::string& path, const Weigh
 }
 
 // Segmentation as a task of the training loop: ADE20K pairs through the threaded loader, a Segmenter, pixel
-// cross-entropy (ignore 255), sliding-window mIoU.
+// cross-entropy (ignore 255), sliding-window mIoU (the last one written to `out`, the run's summary).
 class SegmentationTask final : public TrainTask {
  public:
-  SegmentationTask(const io::Config& cfg, const RunStart& run)
-      : cfg_(cfg), device_(run.group.device), comm_(run.group.comm), log_(*run.log),
+  SegmentationTask(const io::Config& cfg, const RunStart& run, SegTrainSummary& out)
+      : cfg_(cfg), out_(out), device_(run.group.device), comm_(run.group.comm), log_(*run.log),
         train_source_(limited(data::ade20k(cfg.data.data_dir, "training"), cfg.data.train_limit),
                       seg_train_config(cfg), /*reduce_zero=*/true, seg_normalization(cfg)),
         val_pairs_(data::ade20k(cfg.data.data_dir, "validation")), eval_opt_(seg_eval_options(cfg)) {
@@ -138,13 +138,12 @@ class SegmentationTask final : public TrainTask {
     // One protocol for every evaluation: eval.seg_* (Segmenter's in-training eval used stride = crop). Data
     // parallel: each rank evaluates its share of the images; every rank gets the summed scores, so the best-
     // checkpoint decision (a collective) is the same on all.
-    test_ = evaluate_segmentation(*model_, val_pairs_, eval_opt_, device_, comm_);
+    const SegEvalResult& test = out_.test = evaluate_segmentation(*model_, val_pairs_, eval_opt_, device_, comm_);
     TaskEvaluation e;
-    e.value = test_.scores.miou;
-    e.line = fmt::format("{} ({} images, {:.1f} img/s)", seg_summary_line(test_.scores), test_.images,
-                         test_.img_per_s);
-    e.scores = {{"miou", test_.scores.miou}, {"macc", test_.scores.macc}, {"aacc", test_.scores.aacc},
-                {"eval_images", static_cast<double>(test_.images)}, {"eval_img_per_s", test_.img_per_s}};
+    e.value = test.scores.miou;
+    e.line = fmt::format("{} ({} images, {:.1f} img/s)", seg_summary_line(test.scores), test.images, test.img_per_s);
+    e.scores = {{"miou", test.scores.miou}, {"macc", test.scores.macc}, {"aacc", test.scores.aacc},
+                {"eval_images", static_cast<double>(test.images)}, {"eval_img_per_s", test.img_per_s}};
     if (ema_model_) {
       const SegEvalResult ema = evaluate_segmentation(*ema_model_, val_pairs_, eval_opt_, device_, comm_);
       e.line += "; EMA " + seg_summary_line(ema.scores);
@@ -159,10 +158,9 @@ class SegmentationTask final : public TrainTask {
     return {{"model", cfg_.model.name}, {"attention", cfg_.model.attention.type}, {"decoder", cfg_.model.decoder.type}};
   }
 
-  const SegEvalResult& test() const { return test_; }
-
  private:
   const io::Config& cfg_;
+  SegTrainSummary& out_;
   const Device device_;
   dist::Communicator* comm_;
   spdlog::logger& log_;
@@ -173,7 +171,6 @@ class SegmentationTask final : public TrainTask {
   std::optional<data::Loader> loader_;
   std::unique_ptr<models::Segmenter> model_, ema_model_;
   int64_t epoch_ = 0, next_ = 0, loader_epoch_ = -1;  // loader_epoch_: the epoch the loader is building
-  SegEvalResult test_;
 };
 
 }  // namespace
@@ -183,8 +180,7 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   std::optional<SegmentationTask> task;
   SegTrainSummary summary;
   static_cast<RunSummary&>(summary) =
-      train_loop(cfg, hooks, [&](const RunStart& run) -> TrainTask& { return task.emplace(cfg, run); });
-  if (task) summary.test = task->test();
+      train_loop(cfg, hooks, [&](const RunStart& run) -> TrainTask& { return task.emplace(cfg, run, summary); });
   return summary;
 }
 

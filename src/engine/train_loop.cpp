@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <memory>
 
 #include "core/rng.h"
@@ -19,6 +20,55 @@
 #include "optim/optimizer.h"
 
 namespace vt::engine {
+
+namespace {
+
+// The training losses since the last check, summed on the device (NaN/Inf propagate through the sum), so the run
+// reads them only where it synchronises anyway: progress lines and checkpoints.
+class LossWatch {
+ public:
+  explicit LossWatch(int64_t next_update) : from_(next_update) {}
+  void add(const Tensor& loss) { sum_ = sum_.defined() ? sum_ + loss : loss; }
+  // Throws naming the updates from..upto when their summed loss is not finite; starts a new window after upto.
+  void require_finite(int64_t upto) {
+    if (!sum_.defined()) return;
+    const double v = sum_.item();
+    VT_CHECK(std::isfinite(v), "[train] non-finite loss (", v, ") in updates ", from_, "..", upto,
+             ": stopping; the last checkpoint was written before it (lower optim.lr or set optim.clip_grad)");
+    sum_ = Tensor();
+    from_ = upto + 1;
+  }
+
+ private:
+  Tensor sum_;
+  int64_t from_;
+};
+
+// model.load_state_dict(tensors) (strict) naming the checkpoint: one that lacks a tensor of the model, or holds one
+// it lacks, stops the resume saying which file.
+void load_resumed_weights(nn::Module& model, const io::NamedTensors& tensors, const std::string& path) {
+  try {
+    model.load_state_dict(tensors);
+  } catch (const Error& e) {
+    VT_FAIL("[resume] '", path, "': ", e.what());
+  }
+}
+
+// The line a run stopping early leaves: `signal` (SIGTERM, ...; 0: train.max_steps) with where it stopped (`pos`:
+// the next update) and the recovery `checkpoint` it wrote.
+void log_run_stop(spdlog::logger& log, const io::Config& cfg, int signal, const TrainPosition& pos,
+                  int64_t updates_per_epoch, const std::string& checkpoint) {
+  if (signal == 0) {
+    log.info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
+    return;
+  }
+  log.info("{} received: stopped in epoch {}/{} after update {}/{} of the epoch ({} updates done); recovery "
+           "checkpoint {}; resume with --resume auto",
+           signal_name(signal), pos.epoch + 1, cfg.train.epochs, pos.step_in_epoch, updates_per_epoch,
+           pos.global_step, checkpoint);
+}
+
+}  // namespace
 
 RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
                       const std::function<TrainTask&(const RunStart&)>& make_task) {
@@ -111,12 +161,26 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
 
   LossWatch losses(state.position.global_step + 1);
   StopPoll stopper(cfg, group, hooks.stop_signal);
+  // With ZeRO-1 every rank comes here: the whole optimizer state is gathered first (a collective), then released.
   auto checkpoint = [&](const std::string& path) {
     losses.require_finite(state.position.global_step);
-    write_run_checkpoint(path, model, ema ? &ema->shadow() : nullptr, *opt, dp.get(), state, run.config_yaml, lead);
+    if (dp) dp->gather_state();
+    if (lead) {
+      Checkpoint c;
+      c.model = host_state_dict(model);
+      if (ema) c.ema = host_state_dict(ema->shadow());
+      for (auto& [k, t] : opt->state()) c.optimizer.emplace_back(k, t.to(cpu()));
+      c.state = state;
+      c.state.rng_seed = default_generator().seed();
+      c.state.rng_offset = default_generator().offset();
+      c.state.config_yaml = run.config_yaml;
+      save_checkpoint(path, c);
+    }
+    if (dp) dp->release_state();
     stopper.checkpoint_written();
   };
 
+  const std::string recovery_path = files.path("recovery.safetensors");
   const auto t_start = RunClock::now();
   double train_time = 0;
   int64_t images_seen = 0;
@@ -131,9 +195,23 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
     data_wait = 0;
     auto t_window = RunClock::now();
     for (; pos.step_in_epoch < updates_per_epoch; ++pos.step_in_epoch) {
-      // Between updates: a signal or train.max_steps stops the run, train.recovery_minutes writes a checkpoint.
-      if (stop_between_updates(stopper, *log, cfg, pos, updates_per_epoch, files, checkpoint, state, summary))
+      // Between updates (every rank polls, so all act at the same update): a signal or train.max_steps stops the
+      // run, train.recovery_minutes writes a recovery checkpoint.
+      const StopPoll::Verdict stop = stopper.poll();
+      const bool at_max_steps = cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps;
+      if (stop.signal != 0 || at_max_steps || stop.recovery_due) checkpoint(recovery_path);
+      if (stop.signal != 0 || at_max_steps) {
+        log_run_stop(*log, cfg, stop.signal, pos, updates_per_epoch, recovery_path);
+        summary.stopped_at_max_steps = stop.signal == 0;
+        summary.stop_signal = stop.signal;
+        summary.steps = pos.global_step;
+        summary.best_metric = state.best_metric;
+        summary.best_epoch = state.best_epoch;
         return summary;
+      }
+      if (stop.recovery_due)
+        log->info("recovery checkpoint ({} min since the last checkpoint): {}, {} updates done",
+                  cfg.train.recovery_minutes, recovery_path, pos.global_step);
       opt->lr = lr_plan.lr(pos.global_step, epoch);
       const TrainStep::Result update = step.run();
       ++pos.global_step;
@@ -171,7 +249,7 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
       if (cfg.train.recovery_interval > 0 && pos.global_step % cfg.train.recovery_interval == 0) {
         const TrainPosition current = pos;  // the loop's increment has not run yet: the next update is s + 1
         ++pos.step_in_epoch;
-        checkpoint(files.path("recovery.safetensors"));
+        checkpoint(recovery_path);
         pos = current;
       }
     }

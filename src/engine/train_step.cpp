@@ -4,12 +4,8 @@
 #include <utility>
 
 #include "core/error.h"
-#include "dist/data_parallel.h"
-#include "engine/ema.h"
 #include "nn/autocast.h"
-#include "nn/module.h"
 #include "ops/ops.h"
-#include "optim/optimizer.h"
 
 namespace vt::engine {
 

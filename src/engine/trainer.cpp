@@ -126,11 +126,12 @@ double metric_value(const std::string& metric, const EvalResult& raw, const std:
 }
 
 // Image classification as a task of the training loop: Fashion-MNIST in memory or an ImageFolder through the
-// threaded loader (engine/imagenet_data.h), a VisionTransformer, (soft-target) cross-entropy, top-1/top-5.
+// threaded loader (engine/imagenet_data.h), a VisionTransformer, (soft-target) cross-entropy, top-1/top-5
+// (written to `out`, the run's summary).
 class ClassificationTask final : public TrainTask {
  public:
-  ClassificationTask(const io::Config& cfg, const RunStart& run)
-      : cfg_(cfg), rank_(run.group.rank), world_(run.group.world), device_(run.group.device), amp_(amp_dtype(cfg)),
+  ClassificationTask(const io::Config& cfg, const RunStart& run, TrainSummary& out)
+      : cfg_(cfg), out_(out), rank_(run.group.rank), world_(run.group.world), device_(run.group.device), amp_(amp_dtype(cfg)),
         comm_(run.group.comm) {
     if (uses_image_folder(cfg)) {
       imagenet_.emplace(cfg, vit_config(cfg).img_size, device_, true, rank_, world_);
@@ -182,18 +183,18 @@ class ClassificationTask final : public TrainTask {
                                           : ops::cross_entropy(logits, b.target, cfg_.optim.smoothing);
   }
   TaskEvaluation evaluate() override {
-    test_ = evaluate_on_test(*model_);
-    if (ema_model_) test_ema_ = evaluate_on_test(*ema_model_);
+    const EvalResult& test = out_.test = evaluate_on_test(*model_);
+    if (ema_model_) out_.test_ema = evaluate_on_test(*ema_model_);
+    const std::optional<EvalResult>& ema = out_.test_ema;
     TaskEvaluation e;
-    e.value = metric_value(cfg_.eval.best_metric, test_, test_ema_);
-    e.line = fmt::format("test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images){}", test_.top1, test_.top5,
-                         test_.loss, test_.count,
-                         test_ema_ ? fmt::format("; EMA top-1 {:.2f}% top-5 {:.2f}% loss {:.4f}", test_ema_->top1,
-                                                 test_ema_->top5, test_ema_->loss)
-                                   : std::string());
-    e.scores = {{"test_top1", test_.top1}, {"test_top5", test_.top5}, {"test_loss", test_.loss}};
-    if (test_ema_)
-      e.ema_scores = {{"ema_top1", test_ema_->top1}, {"ema_top5", test_ema_->top5}, {"ema_loss", test_ema_->loss}};
+    e.value = metric_value(cfg_.eval.best_metric, test, ema);
+    e.line = fmt::format("test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images){}", test.top1, test.top5,
+                         test.loss, test.count,
+                         ema ? fmt::format("; EMA top-1 {:.2f}% top-5 {:.2f}% loss {:.4f}", ema->top1, ema->top5,
+                                           ema->loss)
+                             : std::string());
+    e.scores = {{"test_top1", test.top1}, {"test_top5", test.top5}, {"test_loss", test.loss}};
+    if (ema) e.ema_scores = {{"ema_top1", ema->top1}, {"ema_top5", ema->top5}, {"ema_loss", ema->loss}};
     return e;
   }
   bool better(double value, double best) const override {
@@ -209,9 +210,6 @@ class ClassificationTask final : public TrainTask {
     return {{"model", cfg_.model.name}, {"attention", cfg_.model.attention.type}};
   }
 
-  const EvalResult& test() const { return test_; }
-  const std::optional<EvalResult>& test_ema() const { return test_ema_; }
-
  private:
   EvalResult evaluate_on_test(const models::VisionTransformer& m) {
     if (!imagenet_)  // Fashion-MNIST: test batch s goes to rank s % world
@@ -222,6 +220,7 @@ class ClassificationTask final : public TrainTask {
   }
 
   const io::Config& cfg_;
+  TrainSummary& out_;
   const int rank_, world_;
   const Device device_;
   const std::optional<DType> amp_;
@@ -231,8 +230,6 @@ class ClassificationTask final : public TrainTask {
   std::optional<ImageNetData> imagenet_;
   std::unique_ptr<models::VisionTransformer> model_, ema_model_;
   int64_t epoch_ = 0, next_ = 0;
-  EvalResult test_;
-  std::optional<EvalResult> test_ema_;
 };
 
 }  // namespace
@@ -241,11 +238,7 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
   std::optional<ClassificationTask> task;
   TrainSummary summary;
   static_cast<RunSummary&>(summary) =
-      train_loop(cfg, hooks, [&](const RunStart& run) -> TrainTask& { return task.emplace(cfg, run); });
-  if (task) {
-    summary.test = task->test();
-    summary.test_ema = task->test_ema();
-  }
+      train_loop(cfg, hooks, [&](const RunStart& run) -> TrainTask& { return task.emplace(cfg, run, summary); });
   return summary;
 }
 
