@@ -11,9 +11,9 @@
 
 #include "autograd/node.h"
 #include "engine/graph_step.h"
-#include "engine/train_step.h"
 #include "engine/process_group.h"
 #include "engine/run_support.h"
+#include "engine/train_step.h"
 #include "io/json.h"
 #include "models/mita_attention.h"
 #include "models/registry.h"
@@ -46,11 +46,6 @@ std::vector<double> timed_windows(Device device, int64_t warmup, int64_t steps, 
     seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return seconds;
-}
-
-template <typename Fn>
-double timed(Device device, int64_t warmup, int64_t steps, Fn&& fn) {
-  return timed_windows(device, warmup, steps, 1, fn).front();
 }
 
 // Items per second of each window (`items` per window).
@@ -100,7 +95,7 @@ struct Workload {
 void measure_allreduce(dist::Communicator& comm, int64_t numel, Device device, BenchResult& r) {
   const Tensor buffer = Tensor::zeros({numel}, DType::f32, device);
   const int64_t reps = 20;
-  const double seconds = timed(device, 5, reps, [&] { comm.all_reduce_sum(buffer); });
+  const double seconds = timed_windows(device, 5, reps, 1, [&] { comm.all_reduce_sum(buffer); }).front();
   const double n = comm.world();
   r.allreduce_ms = 1e3 * seconds / reps;
   r.allreduce_busbw_gbps = static_cast<double>(numel) * 4 / (seconds / reps) * 2 * (n - 1) / n / 1e9;

@@ -3,15 +3,13 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 
 #include "data/datasets.h"
 #include "data/loader.h"
-#include "data/samplers.h"
 #include "data/sources.h"
-#include "dist/communicator.h"
+#include "engine/imagenet_data.h"
 #include "engine/run_support.h"
 #include "engine/train_loop.h"
 #include "engine/timm_weights.h"
@@ -36,25 +34,10 @@ data::SegTrainConfig seg_train_config(const io::Config& cfg) {
   return t;
 }
 
-// data.mean/std, or ImageNet's (Normalization's default, as mmseg) when empty; the evaluation's come from the
-// same keys (seg_eval_options).
-data::Normalization seg_normalization(const io::Config& cfg) {
-  data::Normalization n;
-  for (size_t i = 0; i < cfg.data.mean.size(); ++i) n.mean[i] = static_cast<float>(cfg.data.mean[i]);
-  for (size_t i = 0; i < cfg.data.std.size(); ++i) n.std[i] = static_cast<float>(cfg.data.std[i]);
-  return n;
-}
-
 // The first data.train_limit pairs (0: all).
 std::vector<data::SegmentationPair> limited(std::vector<data::SegmentationPair> pairs, int64_t limit) {
   if (limit > 0 && static_cast<size_t>(limit) < pairs.size()) pairs.resize(static_cast<size_t>(limit));
   return pairs;
-}
-
-void log_weight_report(spdlog::logger& log, const std::string& path, const WeightLoadReport& r) {
-  log.info("backbone {}: loaded{}{}", path,
-           r.adapted.empty() ? "" : fmt::format("; {} adapted: {}", r.adapted.size(), fmt::join(r.adapted, ", ")),
-           r.ignored.empty() ? "" : fmt::format("; {} unused: {}", r.ignored.size(), fmt::join(r.ignored, ", ")));
 }
 
 // Segmentation as a task of the training loop: ADE20K pairs through the threaded loader, a Segmenter, pixel
@@ -64,34 +47,17 @@ class SegmentationTask final : public TrainTask {
   SegmentationTask(const io::Config& cfg, const RunStart& run, SegTrainSummary& out)
       : cfg_(cfg), out_(out), device_(run.group.device), comm_(run.group.comm), log_(*run.log),
         train_source_(limited(data::ade20k(cfg.data.data_dir, "training"), cfg.data.train_limit),
-                      seg_train_config(cfg), /*reduce_zero=*/true, seg_normalization(cfg)),
+                      seg_train_config(cfg), /*reduce_zero=*/true, normalization(cfg.data)),
         val_pairs_(data::ade20k(cfg.data.data_dir, "validation")), eval_opt_(seg_eval_options(cfg)) {
     // Data parallel: each rank reads its shard of the epoch's shuffled order (DistributedSampler, padded; the
     // same order on every rank) and draws its own augmentations.
     const int rank = run.group.rank, world = run.group.world;
-    const uint64_t data_seed = static_cast<uint64_t>(cfg.train.seed);
     const int64_t n_train = train_source_.size();
-    data::LoaderOptions lo;
-    lo.batch_size = cfg.train.batch_size;
-    lo.threads = std::max(1, cfg.data.workers);
-    lo.seed = data_seed;
-    lo.stream = static_cast<uint64_t>(rank);
-    lo.max_bad_files = cfg.data.max_bad_files;
-    data::Loader::Sampler sampler = [n_train, data_seed](int64_t epoch) {
-      return data::shuffled_order(n_train, data_seed, epoch);
-    };
-    if (world > 1) {
-      data::DistributedSamplerOptions shard;
-      shard.rank = rank;
-      shard.world = world;
-      shard.seed = data_seed;
-      sampler = [n_train, shard](int64_t epoch) { return data::distributed_indices(n_train, shard, epoch); };
-    }
-    // The last partial batch is dropped; every rank's shard has the same length.
-    batches_ = static_cast<int64_t>(sampler(0).size()) / cfg.train.batch_size;
+    const data::Loader::Sampler sampler = train_sampler(n_train, static_cast<uint64_t>(cfg.train.seed), rank, world);
+    batches_ = static_cast<int64_t>(sampler(0).size()) / cfg.train.batch_size;  // the last partial batch is dropped
     VT_CHECK(batches_ >= 1, "[train] ", n_train, " training images make no batch of train.batch_size ",
              cfg.train.batch_size, world > 1 ? fmt::format(" on each of {} ranks", world) : std::string());
-    loader_.emplace(train_source_, sampler, lo);
+    loader_.emplace(train_source_, sampler, train_loader_options(cfg, rank));
     log_.info("ADE20K {}: {} training pairs ({} updates per epoch), {} validation images{}", cfg.data.data_dir,
               n_train, batches_ / cfg.train.grad_accum_steps, val_pairs_.size(),
               cfg.data.test_limit > 0 ? fmt::format(" (evaluating the first {})", cfg.data.test_limit) : "");
@@ -105,9 +71,12 @@ class SegmentationTask final : public TrainTask {
   nn::Module& model() override { return *model_; }
   nn::Module* ema_model() override { return ema_model_.get(); }
   void load_initial_weights() override {  // a timm ViT as the backbone
-    if (!cfg_.model.initial_checkpoint.empty())
-      log_weight_report(log_, cfg_.model.initial_checkpoint,
-                        load_segmenter_backbone(*model_, cfg_.model.initial_checkpoint));
+    const std::string& path = cfg_.model.initial_checkpoint;
+    if (path.empty()) return;
+    const WeightLoadReport r = load_segmenter_backbone(*model_, path);
+    log_.info("backbone {}: loaded{}{}", path,
+              r.adapted.empty() ? "" : fmt::format("; {} adapted: {}", r.adapted.size(), fmt::join(r.adapted, ", ")),
+              r.ignored.empty() ? "" : fmt::format("; {} unused: {}", r.ignored.size(), fmt::join(r.ignored, ", ")));
   }
   int64_t batches_per_epoch() const override { return batches_; }
   void begin_epoch(int64_t epoch, int64_t first) override {
@@ -177,11 +146,7 @@ class SegmentationTask final : public TrainTask {
 
 SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hooks) {
   VT_CHECK(!cfg.model.decoder.type.empty(), "[train] train_segmentation needs model.decoder.type (cbt | linear)");
-  std::optional<SegmentationTask> task;
-  SegTrainSummary summary;
-  static_cast<RunSummary&>(summary) =
-      train_loop(cfg, hooks, [&](const RunStart& run) -> TrainTask& { return task.emplace(cfg, run, summary); });
-  return summary;
+  return train_task<SegmentationTask, SegTrainSummary>(cfg, hooks);
 }
 
 std::string seg_train_report(const SegTrainSummary& s) {

@@ -21,55 +21,6 @@
 
 namespace vt::engine {
 
-namespace {
-
-// The training losses since the last check, summed on the device (NaN/Inf propagate through the sum), so the run
-// reads them only where it synchronises anyway: progress lines and checkpoints.
-class LossWatch {
- public:
-  explicit LossWatch(int64_t next_update) : from_(next_update) {}
-  void add(const Tensor& loss) { sum_ = sum_.defined() ? sum_ + loss : loss; }
-  // Throws naming the updates from..upto when their summed loss is not finite; starts a new window after upto.
-  void require_finite(int64_t upto) {
-    if (!sum_.defined()) return;
-    const double v = sum_.item();
-    VT_CHECK(std::isfinite(v), "[train] non-finite loss (", v, ") in updates ", from_, "..", upto,
-             ": stopping; the last checkpoint was written before it (lower optim.lr or set optim.clip_grad)");
-    sum_ = Tensor();
-    from_ = upto + 1;
-  }
-
- private:
-  Tensor sum_;
-  int64_t from_;
-};
-
-// model.load_state_dict(tensors) (strict) naming the checkpoint: one that lacks a tensor of the model, or holds one
-// it lacks, stops the resume saying which file.
-void load_resumed_weights(nn::Module& model, const io::NamedTensors& tensors, const std::string& path) {
-  try {
-    model.load_state_dict(tensors);
-  } catch (const Error& e) {
-    VT_FAIL("[resume] '", path, "': ", e.what());
-  }
-}
-
-// The line a run stopping early leaves: `signal` (SIGTERM, ...; 0: train.max_steps) with where it stopped (`pos`:
-// the next update) and the recovery `checkpoint` it wrote.
-void log_run_stop(spdlog::logger& log, const io::Config& cfg, int signal, const TrainPosition& pos,
-                  int64_t updates_per_epoch, const std::string& checkpoint) {
-  if (signal == 0) {
-    log.info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
-    return;
-  }
-  log.info("{} received: stopped in epoch {}/{} after update {}/{} of the epoch ({} updates done); recovery "
-           "checkpoint {}; resume with --resume auto",
-           signal_name(signal), pos.epoch + 1, cfg.train.epochs, pos.step_in_epoch, updates_per_epoch,
-           pos.global_step, checkpoint);
-}
-
-}  // namespace
-
 RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
                       const std::function<TrainTask&(const RunStart&)>& make_task) {
   check_supported(cfg);
@@ -99,12 +50,19 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
   state.rng_seed = static_cast<uint64_t>(cfg.train.seed) + 1;  // dropout / drop-path stream
   Checkpoint resumed = std::move(run.resumed);                 // start_run loaded it
   if (!resume_path.empty()) {
+    auto load_resumed_weights = [&](nn::Module& m, const io::NamedTensors& tensors) {  // strict, naming the file
+      try {
+        m.load_state_dict(tensors);
+      } catch (const Error& e) {
+        VT_FAIL("[resume] '", resume_path, "': ", e.what());
+      }
+    };
     VT_CHECK(resumed.state.data_seed == data_seed, "[resume] '", resume_path, "' was written with train.seed ",
              resumed.state.data_seed, ", this run has ", data_seed, ": the data order would differ");
-    load_resumed_weights(model, resumed.model, resume_path);
+    load_resumed_weights(model, resumed.model);
     if (ema_model) {
       VT_CHECK(!resumed.ema.empty(), "[resume] '", resume_path, "' holds no EMA weights but train.model_ema is on");
-      load_resumed_weights(*ema_model, resumed.ema, resume_path);
+      load_resumed_weights(*ema_model, resumed.ema);
     }
     state = resumed.state;
     log->info("resuming from {}: epoch {}, update {} of the epoch, {} updates done", resume_path,
@@ -159,11 +117,23 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
                  },
                  [&](const TaskBatch& b) { return task.loss(b); });
 
-  LossWatch losses(state.position.global_step + 1);
+  // The losses since the last check, summed on the device (NaN/Inf propagate), read only where the run
+  // synchronises anyway (progress lines, checkpoints): a non-finite sum stops it before a checkpoint holds it.
+  Tensor unchecked_losses;
+  int64_t unchecked_from = state.position.global_step + 1;
+  auto require_finite_losses = [&] {
+    if (!unchecked_losses.defined()) return;
+    const double v = unchecked_losses.item();
+    VT_CHECK(std::isfinite(v), "[train] non-finite loss (", v, ") in updates ", unchecked_from, "..",
+             state.position.global_step, ": stopping; the last checkpoint was written before it (lower optim.lr "
+             "or set optim.clip_grad)");
+    unchecked_losses = Tensor();
+    unchecked_from = state.position.global_step + 1;
+  };
   StopPoll stopper(cfg, group, hooks.stop_signal);
   // With ZeRO-1 every rank comes here: the whole optimizer state is gathered first (a collective), then released.
   auto checkpoint = [&](const std::string& path) {
-    losses.require_finite(state.position.global_step);
+    require_finite_losses();
     if (dp) dp->gather_state();
     if (lead) {
       Checkpoint c;
@@ -181,10 +151,16 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
   };
 
   const std::string recovery_path = files.path("recovery.safetensors");
+  TrainPosition& pos = state.position;
+  auto record = [&](RunSummary& s) -> RunSummary& {  // where the run is, for its summary
+    s.steps = pos.global_step;
+    s.best_metric = state.best_metric;
+    s.best_epoch = state.best_epoch;
+    return s;
+  };
   const auto t_start = RunClock::now();
   double train_time = 0;
   int64_t images_seen = 0;
-  TrainPosition& pos = state.position;
   while (pos.epoch < cfg.train.epochs) {
     const int64_t epoch = pos.epoch;
     model.train();
@@ -201,13 +177,15 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
       const bool at_max_steps = cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps;
       if (stop.signal != 0 || at_max_steps || stop.recovery_due) checkpoint(recovery_path);
       if (stop.signal != 0 || at_max_steps) {
-        log_run_stop(*log, cfg, stop.signal, pos, updates_per_epoch, recovery_path);
+        if (stop.signal == 0)
+          log->info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
+        else
+          log->info("{} received: stopped in epoch {}/{} after update {}/{} of the epoch ({} updates done); "
+                    "recovery checkpoint {}; resume with --resume auto", signal_name(stop.signal), epoch + 1,
+                    cfg.train.epochs, pos.step_in_epoch, updates_per_epoch, pos.global_step, recovery_path);
         summary.stopped_at_max_steps = stop.signal == 0;
         summary.stop_signal = stop.signal;
-        summary.steps = pos.global_step;
-        summary.best_metric = state.best_metric;
-        summary.best_epoch = state.best_epoch;
-        return summary;
+        return record(summary);
       }
       if (stop.recovery_due)
         log->info("recovery checkpoint ({} min since the last checkpoint): {}, {} updates done",
@@ -215,7 +193,7 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
       opt->lr = lr_plan.lr(pos.global_step, epoch);
       const TrainStep::Result update = step.run();
       ++pos.global_step;
-      losses.add(update.loss);
+      unchecked_losses = unchecked_losses.defined() ? unchecked_losses + update.loss : update.loss;
       loss_window = loss_window.defined() ? loss_window + update.loss : update.loss;
       ++window;
       window_images += update.items;
@@ -226,7 +204,7 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
         double loss_sum = loss_window.item();  // the step's one host sync
         if (comm && world > 1) loss_sum = dist::sum_over_ranks(*comm, {loss_sum}, device)[0] / world;  // all samples
         const double loss_mean = loss_sum / static_cast<double>(window);
-        losses.require_finite(pos.global_step);
+        require_finite_losses();
         const double dt = seconds_since(t_window);
         const double ips = static_cast<double>(window_images) * world / dt;  // all ranks together
         const double eta =
@@ -284,9 +262,7 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
       if (lead) files.prune_epoch_checkpoints(cfg.train.checkpoint_hist);
     }
   }
-  summary.steps = pos.global_step;
-  summary.best_metric = state.best_metric;
-  summary.best_epoch = state.best_epoch;
+  record(summary);
   summary.train_seconds = train_time;
   summary.train_img_per_s = train_time > 0 ? static_cast<double>(images_seen) * world / train_time : 0;
   if (lead) io::save_safetensors(summary.weights_path, host_state_dict(model), task.weights_metadata());

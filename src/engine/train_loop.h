@@ -1,10 +1,9 @@
 // The one training loop and the task interface it runs. A task (classification: engine/trainer, segmentation:
 // engine/seg_trainer) says what is trained: the model, the next batch, the loss, an evaluation as a metrics row,
-// and which result is better. The loop owns the rest, the same for every task: the run's set-up (engine/
-// run_support's start_run), resume, the update (engine/train_step: always through GraphStep, graph on or off;
-// accumulation, clipping, EMA), the progress lines and rows, evaluation every eval.interval epochs, the best,
-// last, checkpoint-<epoch> and recovery checkpoints, train.max_steps and the stop signals (engine/run_stop), and
-// the summary and final weights.
+// and which result is better. The loop owns the rest, the same for every task: the run's set-up (start_run),
+// resume, the update (engine/train_step: accumulation, clipping, EMA, always through GraphStep, graph on or off),
+// progress lines and rows, evaluation every eval.interval epochs, the best, last, checkpoint-<epoch> and recovery
+// checkpoints, train.max_steps and the stop signals (engine/run_stop), the summary and the final weights.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -34,7 +33,7 @@ class TrainTask {
   virtual ~TrainTask() = default;
   /// The model to train, built on the host: the loop loads a resumed checkpoint into it and moves it.
   virtual nn::Module& model() = 0;
-  /// The model of the same architecture that holds train.model_ema's average (host), or null without EMA.
+  /// A model of the same architecture for train.model_ema's average (host), or null without the EMA.
   virtual nn::Module* ema_model() = 0;
   /// A fresh run's starting weights (model.initial_checkpoint) into model(); a resumed run skips it.
   virtual void load_initial_weights() = 0;
@@ -46,7 +45,7 @@ class TrainTask {
   virtual void end_epoch(int64_t /*epoch*/) {}
   /// The next micro-batch of the epoch, on the run's device.
   virtual TaskBatch next_batch() = 0;
-  /// The scalar training loss of `batch` through model() (the loop runs it under autocast and differentiates it).
+  /// The scalar training loss of `batch` through model() (run under autocast, then differentiated).
   virtual Tensor loss(const TaskBatch& batch) = 0;
   /// Evaluates model() (in eval mode) and the EMA model when there is one; every rank gets the same scores.
   virtual TaskEvaluation evaluate() = 0;
@@ -54,15 +53,30 @@ class TrainTask {
   virtual bool better(double value, double best) const = 0;
   /// The best value for the log line ("best top1 75.1234", "best mIoU 40.12").
   virtual std::string best_text(double best) const = 0;
-  /// Unreadable training or evaluation files skipped so far; nullopt when the data cannot have any (in memory).
+  /// Unreadable files skipped so far; nullopt when the data cannot have any (in memory).
   virtual std::optional<int64_t> bad_files() const { return std::nullopt; }
   /// The metadata of the final model.safetensors.
   virtual std::map<std::string, std::string> weights_metadata() const = 0;
 };
 
-/// Runs a training run of the task that `make_task` builds once the run has started (its device, ranks and
-/// logger are known), and returns its summary. A resumed run that already finished builds no task.
+/// Trains the task that `make_task` builds once the run has started (its device, ranks and logger known) on
+/// cfg.train.device (bf16 autocast on CUDA with train.amp) and returns the run's summary; a resumed run that already
+/// finished builds no task. Inside an update the host waits for the device only when a progress line reads the
+/// loss; a non-finite loss stops the run with an error before any checkpoint holds it. In a launched job
+/// (dist::launch_env().distributed()) or with hooks.communicator, each rank trains with data parallelism
+/// (dist/data_parallel.h, dist.* keys: train.batch_size per rank, gradients averaged, each rank its share of the
+/// data, evaluation totals summed over the ranks); rank 0 alone writes the log, metrics, checkpoints and weights.
 RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
                       const std::function<TrainTask&(const RunStart&)>& make_task);
+
+/// train_loop over a `Task` built as Task(cfg, run, summary), which writes its scores into the returned summary.
+template <typename Task, typename Summary>
+Summary train_task(const io::Config& cfg, const TrainHooks& hooks) {
+  std::optional<Task> task;
+  Summary summary;
+  static_cast<RunSummary&>(summary) =
+      train_loop(cfg, hooks, [&](const RunStart& run) -> TrainTask& { return task.emplace(cfg, run, summary); });
+  return summary;
+}
 
 }  // namespace vt::engine

@@ -23,9 +23,18 @@ TrainStep::TrainStep(Device device, bool use_graph, StepParts parts, std::functi
 
 TrainStep::Result TrainStep::run() {
   items_ = 0;
-  if (use_graph_) {
-    stage(next_batch_());
-    items_ = staged_.input.size(0);
+  if (use_graph_) {  // the batch into the captured inputs (made by the first update)
+    const TaskBatch b = next_batch_();
+    if (!staged_.input.defined())
+      staged_ = {Tensor::empty(b.input.shape(), b.input.dtype(), b.input.device()),
+                 Tensor::empty(b.target.shape(), b.target.dtype(), b.target.device())};
+    VT_CHECK(b.input.shape() == staged_.input.shape() && b.input.dtype() == staged_.input.dtype() &&
+                 b.target.shape() == staged_.target.shape() && b.target.dtype() == staged_.target.dtype(),
+             "[train] train.cuda_graph replays one batch shape: got input ", b.input.describe(), " and target ",
+             b.target.describe(), " after ", staged_.input.describe(), " and ", staged_.target.describe());
+    staged_.input.copy_(b.input);
+    staged_.target.copy_(b.target);
+    items_ = b.input.size(0);
   }
   step_.run();
   return {use_graph_ ? loss_.detach().clone() : loss_, items_};  // the next replay rewrites loss_
@@ -38,7 +47,8 @@ void TrainStep::body() {
   p.opt.zero_grad();
   Tensor total;
   for (int64_t j = 0; j < p.accum; ++j) {
-    const TaskBatch b = micro_batch();
+    const TaskBatch b = use_graph_ ? staged_ : next_batch_();
+    if (!use_graph_) items_ += b.input.size(0);
     Tensor loss;
     {
       nn::AutocastGuard autocast(p.amp);  // forward and loss only; backward follows the recorded dtypes
@@ -55,26 +65,6 @@ void TrainStep::body() {
   if (p.dp) p.dp->after_step();
   if (p.ema) p.ema->update(p.model);
   loss_ = total;
-}
-
-TaskBatch TrainStep::micro_batch() {
-  if (use_graph_) return staged_;
-  TaskBatch b = next_batch_();
-  items_ += b.input.size(0);
-  return b;
-}
-
-void TrainStep::stage(const TaskBatch& b) {
-  if (!staged_.input.defined()) {
-    staged_.input = Tensor::empty(b.input.shape(), b.input.dtype(), b.input.device());
-    staged_.target = Tensor::empty(b.target.shape(), b.target.dtype(), b.target.device());
-  }
-  VT_CHECK(b.input.shape() == staged_.input.shape() && b.input.dtype() == staged_.input.dtype() &&
-               b.target.shape() == staged_.target.shape() && b.target.dtype() == staged_.target.dtype(),
-           "[train] train.cuda_graph replays one batch shape: got input ", b.input.describe(), " and target ",
-           b.target.describe(), " after ", staged_.input.describe(), " and ", staged_.target.describe());
-  staged_.input.copy_(b.input);
-  staged_.target.copy_(b.target);
 }
 
 }  // namespace vt::engine

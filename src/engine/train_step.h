@@ -49,8 +49,6 @@ class TrainStep {
 
  private:
   void body();
-  TaskBatch micro_batch();
-  void stage(const TaskBatch& b);
 
   StepParts parts_;
   bool use_graph_;

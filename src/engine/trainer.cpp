@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <map>
 #include <set>
 
@@ -12,9 +11,8 @@
 #include "data/idx.h"
 #include "dist/data_parallel.h"
 #include "engine/device.h"
-#include "engine/pretrained_cfg.h"
-#include "engine/process_group.h"
 #include "engine/imagenet_data.h"
+#include "engine/pretrained_cfg.h"
 #include "engine/run_support.h"
 #include "engine/timm_weights.h"
 #include "engine/train_loop.h"
@@ -104,25 +102,12 @@ EvalResult evaluate_batches(const models::VisionTransformer& model,
   return r;
 }
 
-}  // namespace
-
-EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& batches, Device device,
-                    std::optional<DType> amp) {
-  return evaluate_batches(model, [&](const std::function<void(const data::Batch&)>& fn) {
-    for (int64_t s = 0; s < batches.batches_per_epoch(); ++s) fn(batches.get(0, s));
-  }, device, amp);
-}
-
-namespace {
-
-bool higher_is_better(const std::string& metric) { return metric.find("top1") != std::string::npos; }
-
-// The value of eval.best_metric among this evaluation's results.
-double metric_value(const std::string& metric, const EvalResult& raw, const std::optional<EvalResult>& ema) {
-  const bool use_ema = metric.rfind("ema_", 0) == 0;
-  VT_CHECK(!use_ema || ema, "[train] eval.best_metric ", metric, " needs the EMA");
-  const EvalResult& r = use_ema ? *ema : raw;
-  return higher_is_better(metric) ? r.top1 : r.loss;
+// The Fashion-MNIST test split: batch s goes to rank s % world.
+EvalResult evaluate_fashion(const models::VisionTransformer& model, data::ImageBatches& batches, Device device,
+                            std::optional<DType> amp, int rank = 0, int world = 1, dist::Communicator* comm = nullptr) {
+  return evaluate_batches(model, [&](const auto& fn) {
+    for (int64_t s = rank; s < batches.batches_per_epoch(); s += world) fn(batches.get(0, s));
+  }, device, amp, comm);
 }
 
 // Image classification as a task of the training loop: Fashion-MNIST in memory or an ImageFolder through the
@@ -131,8 +116,8 @@ double metric_value(const std::string& metric, const EvalResult& raw, const std:
 class ClassificationTask final : public TrainTask {
  public:
   ClassificationTask(const io::Config& cfg, const RunStart& run, TrainSummary& out)
-      : cfg_(cfg), out_(out), rank_(run.group.rank), world_(run.group.world), device_(run.group.device), amp_(amp_dtype(cfg)),
-        comm_(run.group.comm) {
+      : cfg_(cfg), out_(out), rank_(run.group.rank), world_(run.group.world), device_(run.group.device),
+        amp_(amp_dtype(cfg)), comm_(run.group.comm) {
     if (uses_image_folder(cfg)) {
       imagenet_.emplace(cfg, vit_config(cfg).img_size, device_, true, rank_, world_);
       VT_CHECK(imagenet_->num_classes() <= vit_config(cfg).num_classes, "[data] ", cfg.data.data_dir, " has ",
@@ -186,8 +171,11 @@ class ClassificationTask final : public TrainTask {
     const EvalResult& test = out_.test = evaluate_on_test(*model_);
     if (ema_model_) out_.test_ema = evaluate_on_test(*ema_model_);
     const std::optional<EvalResult>& ema = out_.test_ema;
+    const std::string& metric = cfg_.eval.best_metric;  // [ema_]top1 or [ema_]loss
+    const bool of_ema = metric.rfind("ema_", 0) == 0;
+    VT_CHECK(!of_ema || ema, "[train] eval.best_metric ", metric, " needs the EMA");
     TaskEvaluation e;
-    e.value = metric_value(cfg_.eval.best_metric, test, ema);
+    e.value = higher_is_better() ? (of_ema ? *ema : test).top1 : (of_ema ? *ema : test).loss;
     e.line = fmt::format("test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images){}", test.top1, test.top5,
                          test.loss, test.count,
                          ema ? fmt::format("; EMA top-1 {:.2f}% top-5 {:.2f}% loss {:.4f}", ema->top1, ema->top5,
@@ -197,9 +185,7 @@ class ClassificationTask final : public TrainTask {
     if (ema) e.ema_scores = {{"ema_top1", ema->top1}, {"ema_top5", ema->top5}, {"ema_loss", ema->loss}};
     return e;
   }
-  bool better(double value, double best) const override {
-    return higher_is_better(cfg_.eval.best_metric) ? value > best : value < best;
-  }
+  bool better(double value, double best) const override { return higher_is_better() ? value > best : value < best; }
   std::string best_text(double best) const override {
     return fmt::format("best {} {:.4f}", cfg_.eval.best_metric, best);
   }
@@ -211,11 +197,9 @@ class ClassificationTask final : public TrainTask {
   }
 
  private:
+  bool higher_is_better() const { return cfg_.eval.best_metric.find("top1") != std::string::npos; }
   EvalResult evaluate_on_test(const models::VisionTransformer& m) {
-    if (!imagenet_)  // Fashion-MNIST: test batch s goes to rank s % world
-      return evaluate_batches(m, [&](const auto& fn) {
-        for (int64_t s = rank_; s < test_batches_->batches_per_epoch(); s += world_) fn(test_batches_->get(0, s));
-      }, device_, amp_, comm_);
+    if (!imagenet_) return evaluate_fashion(m, *test_batches_, device_, amp_, rank_, world_, comm_);
     return evaluate_batches(m, [&](const auto& fn) { imagenet_->for_each_eval_batch(fn); }, device_, amp_, comm_);
   }
 
@@ -235,11 +219,7 @@ class ClassificationTask final : public TrainTask {
 }  // namespace
 
 TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
-  std::optional<ClassificationTask> task;
-  TrainSummary summary;
-  static_cast<RunSummary&>(summary) =
-      train_loop(cfg, hooks, [&](const RunStart& run) -> TrainTask& { return task.emplace(cfg, run, summary); });
-  return summary;
+  return train_task<ClassificationTask, TrainSummary>(cfg, hooks);
 }
 
 WeightLoadReport load_weights_compatible(nn::Module& model, const io::NamedTensors& weights) {
@@ -296,7 +276,7 @@ EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_pa
     data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit),
                                     cfg.eval.batch_size, false, 0.0, kFashionMean, kFashionStd, 0);
     start = std::chrono::steady_clock::now();
-    r = evaluate(model, test_batches, device, amp);
+    r = evaluate_fashion(model, test_batches, device, amp);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.img_per_s = seconds > 0 ? static_cast<double>(r.count) / seconds : 0.0;
