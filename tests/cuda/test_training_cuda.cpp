@@ -28,6 +28,24 @@ namespace fs = std::filesystem;
 // Head dim 32 (width 64, 2 heads): the flash kernels run under autocast.
 io::Config tiny_gpu_config(const std::string& out) { return tiny_training_config(out, "cuda:0", 64); }
 
+// model.safetensors and last.safetensors of runs `a` and `b` under `dir`: integer tensors equal, floating ones within
+// 1e-5 of their scale.
+void expect_same_files_to_f32_rounding(const TempDir& dir, const std::string& a_run, const std::string& b_run) {
+  for (const char* file : {"model.safetensors", "last.safetensors"}) {
+    auto a = io::load_safetensors(dir.file(a_run + "/" + file));
+    auto b = io::load_safetensors(dir.file(b_run + "/" + file));
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!is_floating(a[i].second.dtype())) {
+        EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << file << " " << a[i].first;
+        continue;
+      }
+      EXPECT_LE(max_abs_diff(a[i].second, b[i].second), 1e-5 * (max_abs(a[i].second) + 1e-3))
+          << file << " " << a[i].first;
+    }
+  }
+}
+
 TEST(TrainingCuda, StopMidEpochAndResumeGivesTheSameLosses) {
   VT_REQUIRE_DEVICE();
   if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not at " << io::Config().data.data_dir;
@@ -85,19 +103,7 @@ TEST(TrainingCuda, CudaGraphTrainingEqualsEagerTraining) {
     exact += straight[k] == v;
   }
   std::printf("CUDA-graph losses equal to the bit: %d of %zu\n", exact, expected.size());
-  for (const char* file : {"model.safetensors", "last.safetensors"}) {  // last: also the EMA and AdamW moments
-    auto a = io::load_safetensors(dir.file(std::string("eager/") + file));
-    auto b = io::load_safetensors(dir.file(std::string("graph/") + file));
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!is_floating(a[i].second.dtype())) {
-        EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << file << " " << a[i].first;
-        continue;
-      }
-      EXPECT_LE(max_abs_diff(a[i].second, b[i].second), 1e-5 * (max_abs(a[i].second) + 1e-3))
-          << file << " " << a[i].first;
-    }
-  }
+  expect_same_files_to_f32_rounding(dir, "eager", "graph");  // last.safetensors: also the EMA and AdamW moments
 }
 
 // Segmentation through the same loop: a tiny Segmenter on a generated mini-ADE20K with train.cuda_graph (the EMA and
@@ -127,16 +133,7 @@ TEST(TrainingCuda, SegmentationCudaGraphTrainingEqualsEagerTraining) {
     exact += graph[k] == eager[k];
   }
   std::printf("segmentation CUDA-graph losses equal to the bit: %d of %zu\n", exact, eager.size());
-  for (const char* file : {"model.safetensors", "last.safetensors"}) {  // last: also the EMA and SGD momentum
-    auto a = io::load_safetensors(dir.file(std::string("eager/") + file));
-    auto b = io::load_safetensors(dir.file(std::string("graph/") + file));
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!is_floating(a[i].second.dtype())) continue;
-      EXPECT_LE(max_abs_diff(a[i].second, b[i].second), 1e-5 * (max_abs(a[i].second) + 1e-3))
-          << file << " " << a[i].first;
-    }
-  }
+  expect_same_files_to_f32_rounding(dir, "eager", "graph");  // last.safetensors: also the EMA and SGD momentum
 }
 
 }  // namespace
