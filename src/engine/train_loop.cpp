@@ -105,10 +105,12 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
   // train.cuda_graph: the update replayed from a CUDA graph after two eager ones (engine/train_step.h).
   const bool use_graph = cfg.train.cuda_graph && device.is_cuda();
   if (cfg.train.cuda_graph && !device.is_cuda()) log->warn("train.cuda_graph is ignored on the CPU");
-  VT_CHECK(!use_graph || (!dp && accum == 1), "[train] train.cuda_graph needs one process and "
+  VT_CHECK(!use_graph || (world == 1 && accum == 1), "[train] train.cuda_graph needs one process and "
            "train.grad_accum_steps = 1, got ", world, " processes and ", accum, " accumulation steps");
   double data_wait = 0;  // seconds spent waiting for batches in this progress window
-  TrainStep step(device, use_graph, {model, *opt, dp.get(), ema ? &*ema : nullptr, amp, cfg.optim.clip_grad, accum},
+  // A one-rank job's data parallelism changes nothing: a captured update leaves it out.
+  TrainStep step(device, use_graph, {model, *opt, use_graph ? nullptr : dp.get(), ema ? &*ema : nullptr, amp,
+                                     cfg.optim.clip_grad, accum},
                  [&] {
                    const auto t_data = RunClock::now();
                    TaskBatch b = task.next_batch();
