@@ -49,8 +49,7 @@ class SegmentationTask final : public TrainTask {
         train_source_(limited(data::ade20k(cfg.data.data_dir, "training"), cfg.data.train_limit),
                       seg_train_config(cfg), /*reduce_zero=*/true, normalization(cfg.data)),
         val_pairs_(data::ade20k(cfg.data.data_dir, "validation")), eval_opt_(seg_eval_options(cfg)) {
-    // Data parallel: each rank reads its shard of the epoch's shuffled order (DistributedSampler, padded; the
-    // same order on every rank) and draws its own augmentations.
+    // Data parallel: each rank reads its shard of the epoch's order and draws its own augmentations.
     const int rank = run.group.rank, world = run.group.world;
     const int64_t n_train = train_source_.size();
     const data::Loader::Sampler sampler = train_sampler(n_train, static_cast<uint64_t>(cfg.train.seed), rank, world);

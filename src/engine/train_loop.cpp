@@ -38,8 +38,7 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
   const Device device = group.device;
   const auto log = run.log;
 
-  // The task builds its data and models on the host, so every device starts equal; then they move (f32 master
-  // weights).
+  // The task builds its data and models on the host, so every device starts equal; they move after loading.
   TrainTask& task = make_task(run);
   nn::Module& model = task.model();
   nn::Module* ema_model = task.ema_model();
