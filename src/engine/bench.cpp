@@ -1,9 +1,7 @@
 // The benchmark loop. Synthetic batch made once on the host and copied to the device once; each step is the
-// trainer's step (autocast forward + loss, zero_grad, backward, optimizer step) with nothing read back, so the timed
-// region queues work freely and synchronize() at its two ends is the only wait.
+// training loop's update (engine/train_step.h) with nothing read back, so the timed region queues work freely and
+// synchronize() at its two ends is the only wait.
 #include "engine/bench.h"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +15,8 @@
 #include "autograd/node.h"
 #include "engine/graph_step.h"
 #include "engine/process_group.h"
+#include "engine/run_support.h"
+#include "engine/train_step.h"
 #include "models/mita_attention.h"
 #include "models/registry.h"
 #include "nn/autocast.h"
@@ -25,8 +25,6 @@
 #include "optim/param_groups.h"
 #include "optim/sgd.h"
 
-extern "C" void openblas_set_num_threads(int);
-
 namespace vt::engine {
 
 namespace {
@@ -34,7 +32,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // --cuda-graph: eager steps before the capture (lazy state, GEMM autotuning), all inside the warm-up.
-constexpr int64_t kEagerSteps = 2;
+constexpr int64_t kEagerSteps = TrainStep::kEagerSteps;
 
 // Runs fn() `warmup` times, then `windows` windows of `steps` calls each with the device synchronized at both ends
 // of every window; returns each window's seconds.
@@ -50,11 +48,6 @@ std::vector<double> timed_windows(Device device, int64_t warmup, int64_t steps, 
     seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return seconds;
-}
-
-template <typename Fn>
-double timed(Device device, int64_t warmup, int64_t steps, Fn&& fn) {
-  return timed_windows(device, warmup, steps, 1, fn).front();
 }
 
 // Items per second of each window (`items` per window).
@@ -89,11 +82,13 @@ nlohmann::ordered_json gib(const std::optional<PeakMemory>& m) {
   return measured(static_cast<double>(m->allocated) / (1024.0 * 1024.0 * 1024.0));
 }
 
-// The benchmark a model reduces to: the loss of one training batch and the output of one inference batch.
+// The benchmark a model reduces to: one training batch, its loss, and the output of one inference batch.
 struct Workload {
   nn::Module& model;
   optim::Optimizer& optimizer;
-  std::function<Tensor()> loss, infer;
+  TaskBatch batch;
+  std::function<Tensor(const TaskBatch&)> loss;
+  std::function<Tensor()> infer;
 };
 
 // All-reduce of one f32 buffer of the model's size, alone: its time and nccl-tests' bus bandwidth
@@ -101,7 +96,7 @@ struct Workload {
 void measure_allreduce(dist::Communicator& comm, int64_t numel, Device device, BenchResult& r) {
   const Tensor buffer = Tensor::zeros({numel}, DType::f32, device);
   const int64_t reps = 20;
-  const double seconds = timed(device, 5, reps, [&] { comm.all_reduce_sum(buffer); });
+  const double seconds = timed_windows(device, 5, reps, 1, [&] { comm.all_reduce_sum(buffer); }).front();
   const double n = comm.world();
   r.allreduce_ms = 1e3 * seconds / reps;
   r.allreduce_busbw_gbps = static_cast<double>(numel) * 4 / (seconds / reps) * 2 * (n - 1) / n / 1e9;
@@ -121,27 +116,18 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
     release_cached_memory(device);
     reset_peak_memory(device);
     w.model.train();
-    Tensor loss;
     VT_CHECK(!opt.cuda_graph || !dp, "[bench] --cuda-graph runs on one GPU (not under vitrain launch)");
-    GraphStep step(device, opt.cuda_graph, kEagerSteps, [&] { w.optimizer.prepare_step(); }, [&] {
-      {
-        nn::AutocastGuard autocast(amp);
-        loss = w.loss();
-      }
-      w.optimizer.zero_grad();
-      if (dp) dp->begin_backward(true);
-      loss.backward();
-      if (dp) dp->finish_backward();
-      w.optimizer.apply_step();
-      if (dp) dp->after_step();
-    });
+    // The training loop's update (engine/train_step.h) on the one synthetic batch: no clip, no EMA.
+    TrainStep step(device, opt.cuda_graph, {w.model, w.optimizer, dp.get(), nullptr, amp}, [&] { return w.batch; },
+                   w.loss);
+    TrainStep::Result last;
     r.train_runs = rates(static_cast<double>(B * opt.steps),
-                         timed_windows(device, opt.warmup, opt.steps, opt.repeats, [&] { step.run(); }));
+                         timed_windows(device, opt.warmup, opt.steps, opt.repeats, [&] { last = step.run(); }));
     r.graph_nodes = step.graph_nodes();
     r.train_img_per_s = median(r.train_runs);
     r.train_step_ms = 1e3 * static_cast<double>(B) / r.train_img_per_s;
     r.train_peak = peak_memory(device);
-    r.last_loss = loss.item();
+    r.last_loss = last.loss.item();
     w.optimizer.zero_grad();  // drops the gradients before inference is measured
   }
   if (group.comm) measure_allreduce(*group.comm, w.model.num_parameters(), device, r);
@@ -176,6 +162,25 @@ Tensor synthetic_images(int64_t B, int64_t C, int64_t S, Device device) {
   return images.to(device);
 }
 
+// Labels [B] (i64) cycling through the classes.
+Tensor cycling_labels(int64_t B, int64_t classes, Device device) {
+  std::vector<double> v(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i % classes);
+  return Tensor::from_vector(v, {B}, DType::i64).to(device);
+}
+
+// A classifier (ViT or sequence model) with AdamW and smoothed cross-entropy on `inputs` and `labels`.
+template <typename Model>
+void measure_classifier(const BenchOptions& opt, const ProcessGroup& group, std::optional<DType> amp, Model& model,
+                        const Tensor& inputs, const Tensor& labels, BenchResult& r) {
+  optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
+  measure(opt, group, amp,
+          {model, adamw, {inputs, labels},
+           [&](const TaskBatch& b) { return ops::cross_entropy(model.forward(b.input), b.target, opt.smoothing); },
+           [&] { return model.forward(inputs); }},
+          r);
+}
+
 // Label maps [B, S, S] (i64) cycling through the classes, every 7th pixel 255 (ignored), as ADE20K's unlabelled
 // pixels after reduce_zero_label.
 Tensor synthetic_label_maps(int64_t B, int64_t S, int64_t classes, Device device) {
@@ -192,10 +197,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   VT_CHECK(opt.batch_size > 0 && opt.steps > 0 && opt.warmup >= 0, "[bench] need batch size > 0, steps > 0 and "
            "warmup >= 0, got ", opt.batch_size, ", ", opt.steps, ", ", opt.warmup);
   VT_CHECK(opt.repeats >= 1, "[bench] --repeats must be at least 1, got ", opt.repeats);
-  if (opt.threads > 0) {
-    omp_set_num_threads(opt.threads);
-    openblas_set_num_threads(opt.threads);
-  }
+  set_threads(opt.threads);
   BenchResult r;
   io::Config group_cfg;
   group_cfg.train.device = opt.device;
@@ -218,7 +220,8 @@ BenchResult run_bench(const BenchOptions& opt) {
     // Spec §5: SGD, Nesterov momentum 0.9, lr 1e-3, no weight decay.
     optim::SGD sgd(optim::make_param_groups(model.named_parameters(), 0.0), 1e-3, 0.9, true);
     measure(opt, group, amp,
-            {model, sgd, [&] { return ops::pixel_cross_entropy(model.forward(images), labels); },
+            {model, sgd, {images, labels},
+             [&](const TaskBatch& b) { return ops::pixel_cross_entropy(model.forward(b.input), b.target); },
              [&] { return model.forward(images); }},
             r);
     return r;
@@ -241,14 +244,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     Generator gen(0);
     ops::normal_(tokens, 0, 1, gen);
     tokens = tokens.to(device);
-    std::vector<double> label_values(static_cast<size_t>(B));
-    for (int64_t i = 0; i < B; ++i) label_values[static_cast<size_t>(i)] = static_cast<double>(i % opt.sequence_classes);
-    const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
-    optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
-    measure(opt, group, amp,
-            {model, adamw, [&] { return ops::cross_entropy(model.forward(tokens), labels, opt.smoothing); },
-             [&] { return model.forward(tokens); }},
-            r);
+    measure_classifier(opt, group, amp, model, tokens, cycling_labels(B, opt.sequence_classes, device), r);
     return r;
   }
 
@@ -258,14 +254,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.params = model.num_parameters();
   model.to(device);
   const Tensor images = synthetic_images(B, cfg.in_chans, cfg.img_size, device);
-  std::vector<double> label_values(static_cast<size_t>(B));
-  for (int64_t i = 0; i < B; ++i) label_values[static_cast<size_t>(i)] = static_cast<double>(i % cfg.num_classes);
-  const Tensor labels = Tensor::from_vector(label_values, {B}, DType::i64).to(device);
-  optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
-  measure(opt, group, amp,
-          {model, adamw, [&] { return ops::cross_entropy(model.forward(images), labels, opt.smoothing); },
-           [&] { return model.forward(images); }},
-          r);
+  measure_classifier(opt, group, amp, model, images, cycling_labels(B, cfg.num_classes, device), r);
   return r;
 }
 

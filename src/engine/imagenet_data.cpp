@@ -13,14 +13,6 @@ namespace {
 
 constexpr uint64_t kMixStream = 0x6d6978;  // "mix": the batch-level draws, apart from the per-sample streams
 
-// data.mean / data.std (timm --mean/--std); empty keeps ImageNet's.
-data::Normalization normalization(const io::DataConfig& d) {
-  data::Normalization n;
-  for (size_t c = 0; c < d.mean.size() && c < 3; ++c) n.mean[c] = static_cast<float>(d.mean[c]);
-  for (size_t c = 0; c < d.std.size() && c < 3; ++c) n.std[c] = static_cast<float>(d.std[c]);
-  return n;
-}
-
 // data.train_limit / test_limit: `limit` files evenly spaced over the class-sorted list, so every class keeps its
 // share (the first `limit` would be the first classes only); 0 or at least the list's size: all of them.
 std::vector<data::LabeledFile> limited(std::vector<data::LabeledFile> files, int64_t limit) {
@@ -51,6 +43,32 @@ data::ClassificationTransform train_transform(const io::DataConfig& d, int size)
 }
 
 }  // namespace
+
+data::Normalization normalization(const io::DataConfig& d) {
+  data::Normalization n;
+  for (size_t c = 0; c < d.mean.size() && c < 3; ++c) n.mean[c] = static_cast<float>(d.mean[c]);
+  for (size_t c = 0; c < d.std.size() && c < 3; ++c) n.std[c] = static_cast<float>(d.std[c]);
+  return n;
+}
+
+data::Loader::Sampler train_sampler(int64_t n, uint64_t seed, int rank, int world) {
+  if (world == 1) return [n, seed](int64_t epoch) { return data::shuffled_order(n, seed, epoch); };
+  data::DistributedSamplerOptions o;
+  o.rank = rank;
+  o.world = world;
+  o.seed = seed;
+  return [n, o](int64_t epoch) { return data::distributed_indices(n, o, epoch); };
+}
+
+data::LoaderOptions train_loader_options(const io::Config& cfg, int rank) {
+  data::LoaderOptions lo;
+  lo.batch_size = cfg.train.batch_size;
+  lo.threads = std::max(1, cfg.data.workers);
+  lo.seed = static_cast<uint64_t>(cfg.train.seed);
+  lo.stream = static_cast<uint64_t>(rank);  // each rank its own augmentations
+  lo.max_bad_files = cfg.data.max_bad_files;
+  return lo;
+}
 
 bool uses_image_folder(const io::Config& cfg) {
   return cfg.data.dataset == "imagefolder" || cfg.data.dataset == "imagenet";
@@ -101,23 +119,11 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
     o.world = world;
     o.selected_round = n >= 256 ? 256 : 0;  // DeiT rounds down to 256s, which would leave a tiny set empty
     sampler = [n, o](int64_t epoch) { return data::repeated_aug_indices(n, o, epoch); };
-  } else if (world > 1) {
-    data::DistributedSamplerOptions o;
-    o.rank = rank;
-    o.world = world;
-    o.seed = seed_;
-    sampler = [n, o](int64_t epoch) { return data::distributed_indices(n, o, epoch); };
   } else {
-    const uint64_t seed = seed_;
-    sampler = [n, seed](int64_t epoch) { return data::shuffled_order(n, seed, epoch); };
+    sampler = train_sampler(n, seed_, rank, world);
   }
   train_batches_ = static_cast<int64_t>(sampler(0).size()) / cfg.train.batch_size;  // same length every epoch
-  data::LoaderOptions lo;
-  lo.batch_size = cfg.train.batch_size;
-  lo.threads = std::max(1, d.workers);
-  lo.seed = seed_;
-  lo.stream = static_cast<uint64_t>(rank);  // each rank its own augmentations
-  lo.max_bad_files = d.max_bad_files;
+  data::LoaderOptions lo = train_loader_options(cfg, rank);
   lo.pixels = true;  // u8 over the bus; normalize + erasing in train_batch on the training device
   train_loader_ = std::make_unique<data::Loader>(*train_source_, sampler, lo);
   prefetcher_ = std::make_unique<data::DevicePrefetcher>(*train_loader_, device);

@@ -19,6 +19,15 @@
 
 namespace vt::engine {
 
+/// data.mean / data.std (timm --mean/--std; mmseg's for segmentation); empty keeps ImageNet's.
+data::Normalization normalization(const io::DataConfig& d);
+/// An epoch's training order for rank `rank` of `world`: a shuffle of (seed, epoch), or with several ranks
+/// DistributedSampler's shard of it (padded: every rank the same length).
+data::Loader::Sampler train_sampler(int64_t n, uint64_t seed, int rank, int world);
+/// The training loader of rank `rank`: train.batch_size, data.workers threads, data.max_bad_files, train.seed with
+/// the rank as its augmentation stream.
+data::LoaderOptions train_loader_options(const io::Config& cfg, int rank);
+
 /// True when cfg.data.dataset names the ImageFolder layout ("imagefolder", or "imagenet" as the Table 2 configs say).
 bool uses_image_folder(const io::Config& cfg);
 

@@ -100,11 +100,10 @@ void check_supported(const io::Config& cfg) {
     need(d.reprob > 0, "data.reprob");
     need(d.aug_repeats > 0, "data.aug_repeats");
     need(cfg.optim.smoothing > 0, "optim.smoothing (set 0: the pixel cross-entropy has no label smoothing)");
-    need(cfg.train.model_ema, "train.model_ema");
-    need(cfg.train.grad_accum_steps != 1, "train.grad_accum_steps");
     VT_CHECK(missing.empty(), "[train] the segmentation trainer cannot honour: ", missing,
              ". Supported: data.dataset ade20k with mmseg's train pipeline (resize, crop, flip data.hflip, "
-             "photometric distortion), data.mean/std, SGD/AdamW with cosine or poly, optim.clip_grad");
+             "photometric distortion), data.mean/std, SGD/AdamW with cosine or poly, optim.clip_grad, "
+             "train.grad_accum_steps, train.model_ema, train.cuda_graph");
     check_model_fits_data(cfg);
     return;
   }

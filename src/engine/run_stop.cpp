@@ -26,20 +26,6 @@ std::mutex g_mu;
 int g_installs = 0;
 struct sigaction g_old[3];
 
-// The line a run stopping early leaves: `signal` (SIGTERM, ...; 0: train.max_steps) with where it stopped (`pos`:
-// the next update) and the recovery `checkpoint` it wrote.
-void log_run_stop(spdlog::logger& log, const io::Config& cfg, int signal, const TrainPosition& pos,
-                  int64_t updates_per_epoch, const std::string& checkpoint) {
-  if (signal == 0) {
-    log.info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
-    return;
-  }
-  log.info("{} received: stopped in epoch {}/{} after update {}/{} of the epoch ({} updates done); recovery "
-           "checkpoint {}; resume with --resume auto",
-           signal_name(signal), pos.epoch + 1, cfg.train.epochs, pos.step_in_epoch, updates_per_epoch,
-           pos.global_step, checkpoint);
-}
-
 }  // namespace
 
 StopSignals::StopSignals() {
@@ -88,29 +74,6 @@ StopPoll::Verdict StopPoll::poll() {
   for (size_t i = 0; i < 3 && verdict.signal == 0; ++i)
     if (v[i + 1] > 0) verdict.signal = kSignals[i];
   return verdict;
-}
-
-bool stop_between_updates(StopPoll& stopper, spdlog::logger& log, const io::Config& cfg, const TrainPosition& pos,
-                          int64_t updates_per_epoch, const RunFiles& files,
-                          const std::function<void(const std::string&)>& checkpoint, const CheckpointState& state,
-                          RunSummary& summary) {
-  const StopPoll::Verdict stop = stopper.poll();
-  const bool at_max_steps = cfg.train.max_steps > 0 && pos.global_step >= cfg.train.max_steps;
-  const std::string recovery = files.path("recovery.safetensors");
-  if (stop.signal != 0 || at_max_steps || stop.recovery_due) checkpoint(recovery);
-  if (stop.signal != 0 || at_max_steps) {
-    log_run_stop(log, cfg, stop.signal, pos, updates_per_epoch, recovery);
-    summary.stopped_at_max_steps = stop.signal == 0;
-    summary.stop_signal = stop.signal;
-    summary.steps = pos.global_step;
-    summary.best_metric = state.best_metric;
-    summary.best_epoch = state.best_epoch;
-    return true;
-  }
-  if (stop.recovery_due)
-    log.info("recovery checkpoint ({} min since the last checkpoint): {}, {} updates done", cfg.train.recovery_minutes,
-             recovery, pos.global_step);
-  return false;
 }
 
 }  // namespace vt::engine

@@ -48,13 +48,4 @@ class StopPoll {
   RunClock::time_point last_checkpoint_;
 };
 
-/// What both training loops do between two updates (`pos`: the next one): poll (every rank, so all act at the same
-/// update), write files.path("recovery.safetensors") through `checkpoint` when a stop or the recovery timer asks
-/// for it, and log it. True when the run stops here (a signal or train.max_steps): `summary` then says why and
-/// where, with `state`'s best metric.
-bool stop_between_updates(StopPoll& stopper, spdlog::logger& log, const io::Config& cfg, const TrainPosition& pos,
-                          int64_t updates_per_epoch, const RunFiles& files,
-                          const std::function<void(const std::string&)>& checkpoint, const CheckpointState& state,
-                          RunSummary& summary);
-
 }  // namespace vt::engine

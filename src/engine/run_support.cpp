@@ -6,16 +6,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
-#include "core/rng.h"
 #include "engine/resume.h"
-#include "engine/run_stop.h"
-#include "ops/elementwise.h"
 #include "optim/adamw.h"
 #include "optim/param_groups.h"
 #include "optim/sgd.h"
@@ -75,35 +71,6 @@ void RunFiles::prune_epoch_checkpoints(int keep) const {
   }
   std::sort(epochs.rbegin(), epochs.rend());
   for (size_t i = static_cast<size_t>(keep); i < epochs.size(); ++i) std::filesystem::remove(epoch_path(epochs[i]));
-}
-
-void LossWatch::add(const Tensor& loss) { sum_ = sum_.defined() ? ops::add(sum_, loss) : loss; }
-
-void LossWatch::require_finite(int64_t upto) {
-  if (!sum_.defined()) return;
-  const double v = sum_.item();
-  VT_CHECK(std::isfinite(v), "[train] non-finite loss (", v, ") in updates ", from_, "..", upto,
-           ": stopping; the last checkpoint was written before it (lower optim.lr or set optim.clip_grad)");
-  sum_ = Tensor();
-  from_ = upto + 1;
-}
-
-void write_run_checkpoint(const std::string& path, const nn::Module& model, const nn::Module* ema,
-                          optim::Optimizer& opt, dist::DataParallel* dp, CheckpointState state,
-                          const std::string& config_yaml, bool lead) {
-  if (dp) dp->gather_state();  // ZeRO-1: the full optimizer state (a collective: every rank comes here)
-  if (lead) {
-    Checkpoint c;
-    c.model = host_state_dict(model);
-    if (ema) c.ema = host_state_dict(*ema);
-    for (auto& [k, t] : opt.state()) c.optimizer.emplace_back(k, t.to(cpu()));
-    c.state = std::move(state);
-    c.state.rng_seed = default_generator().seed();
-    c.state.rng_offset = default_generator().offset();
-    c.state.config_yaml = config_yaml;
-    save_checkpoint(path, c);
-  }
-  if (dp) dp->release_state();  // ZeRO-1: back to this rank's slice of the state
 }
 
 RunSummary RunStart::summary() const {
@@ -186,14 +153,6 @@ RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::option
                   cfg.dist.bucket_mb, cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
   run.log->info("device: {}", describe_device(g.device, amp, cfg.train.device));
   return run;
-}
-
-void load_resumed_weights(nn::Module& model, const io::NamedTensors& tensors, const std::string& path) {
-  try {
-    model.load_state_dict(tensors);
-  } catch (const Error& e) {
-    VT_FAIL("[resume] '", path, "': ", e.what());
-  }
 }
 
 }  // namespace vt::engine

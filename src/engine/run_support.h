@@ -1,6 +1,6 @@
-// The pieces of a training run that the classification (trainer) and segmentation (seg_trainer) loops share:
-// threads, the run's logger, the optimizer a config names, host copies of weights for checkpoints, the device
-// line, and the checkpoint file names of an output folder.
+// The pieces of a training run around the loop (engine/train_loop): threads, the run's logger, the optimizer a
+// config names, host copies of weights, the device line, the checkpoint file names of an output folder, and the
+// run's opening (start_run).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -13,7 +13,6 @@
 #include <spdlog/spdlog.h>
 
 #include "core/device.h"
-#include "dist/data_parallel.h"
 #include "engine/checkpoint.h"
 #include "engine/run_record.h"
 #include "engine/process_group.h"
@@ -49,32 +48,6 @@ std::map<std::string, std::string> weights_metadata(const io::Config& cfg);
 
 /// "cuda:0 (bf16 autocast)", "cpu (8 threads) (auto: no GPU)", ... for the run's first lines.
 std::string describe_device(Device device, std::optional<DType> amp, const std::string& spec);
-
-/// The training losses since the last check, summed on the device (NaN/Inf propagate through the sum), so a run
-/// reads them only where it synchronises anyway: progress lines and checkpoints.
-class LossWatch {
- public:
-  /// `next_update`: the number of the first update whose loss will be added.
-  explicit LossWatch(int64_t next_update) : from_(next_update) {}
-  void add(const Tensor& loss);
-  /// Throws naming the updates from..upto when their summed loss is not finite; starts a new window after upto.
-  void require_finite(int64_t upto);
-
- private:
-  Tensor sum_;
-  int64_t from_;
-};
-
-/// model.load_state_dict(tensors) (strict) with `path` named in the error: a checkpoint that lacks a tensor of the
-/// model, or holds one it lacks, stops the resume saying which file.
-void load_resumed_weights(nn::Module& model, const io::NamedTensors& tensors, const std::string& path);
-
-/// Writes a run's checkpoint (checkpoint.h) at `path`. With ZeRO-1 (`dp`) every rank must call it: the whole
-/// optimizer state is gathered first (a collective) and released after. Rank 0 (`lead`) writes the model, the EMA
-/// weights (`ema`, may be null), the optimizer state, `state` with the default generator's position, and the config.
-void write_run_checkpoint(const std::string& path, const nn::Module& model, const nn::Module* ema,
-                          optim::Optimizer& opt, dist::DataParallel* dp, CheckpointState state,
-                          const std::string& config_yaml, bool lead);
 
 /// Checkpoint file names of one run folder (see checkpoint.h): last, best, recovery, checkpoint-<epoch>.
 struct RunFiles {

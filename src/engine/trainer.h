@@ -49,11 +49,6 @@ models::ViTConfig vit_config(const io::Config& cfg);
 /// The autocast dtype a config asks for: bf16 when train.amp is on (only used on CUDA), else none.
 std::optional<DType> amp_dtype(const io::Config& cfg);
 
-/// Top-1/top-5 and mean loss over one pass of `batches`. The model must be on `device`; each batch is copied
-/// there and run under `amp`, and the logits come back to the host in f32 for the metrics.
-EvalResult evaluate(const models::VisionTransformer& model, data::ImageBatches& batches, Device device = cpu(),
-                    std::optional<DType> amp = std::nullopt);
-
 /// Optional observers of a run (tests, tools).
 struct TrainHooks {
   /// Called after every optimizer update with the 1-based global update number and its loss (the mean over its
@@ -67,15 +62,8 @@ struct TrainHooks {
   std::function<int()> stop_signal;
 };
 
-/// Trains on the configured dataset on cfg.train.device (bf16 autocast on CUDA when cfg.train.amp), evaluates
-/// every eval.interval epochs (model and EMA), writes the log, metrics.jsonl, checkpoints (last, best,
-/// checkpoint-<epoch>, recovery; see checkpoint.h) and the final weights under cfg.train.output. Resumes from
-/// cfg.train.resume exactly where that checkpoint stopped. SIGINT, SIGTERM and SIGUSR1 stop it after the current
-/// update with a recovery checkpoint (engine/run_stop.h; summary.stop_signal), as does train.max_steps. Inside a step the host waits for the device only when
-/// a progress line reads the loss. A non-finite loss stops the run with an error before any checkpoint holds it.
-/// In a launched job (dist::launch_env().distributed()) each process trains on cuda:LOCAL_RANK with NCCL data
-/// parallelism (dist/data_parallel.h, dist.* keys): train.batch_size per rank, the ranks' shares of the data,
-/// evaluation totals summed over the ranks; rank 0 alone writes the log, metrics and checkpoints.
+/// Trains the configured ViT on Fashion-MNIST or an ImageFolder through the training loop (engine/train_loop.h),
+/// evaluating the model and its EMA (top-1, top-5, loss) on the test split every eval.interval epochs.
 TrainSummary train(const io::Config& cfg, const TrainHooks& hooks = {});
 
 /// What load_weights_compatible did besides plain name-for-name copies.

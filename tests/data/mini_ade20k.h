@@ -2,6 +2,9 @@
 // annotations/{training,validation}/ADE_*.png with raw labels (0 = "other", reduced to ignore; 1..150 classes).
 #pragma once
 #include <string>
+#include <vector>
+
+#include "io/config.h"
 
 namespace vt::test {
 
@@ -15,5 +18,11 @@ struct MiniAde20kOptions {
 /// bands of flat, well-separated colours; the label map holds the band's class (one colour per class), with a
 /// one-pixel frame of raw 0, so a model can learn it in a few steps.
 std::string write_mini_ade20k(const std::string& root, const MiniAde20kOptions& options = {});
+
+/// configs/ade20k/`config` shrunk to the mini dataset at `data_dir` (32² crops, patch 8 → 4×4 patches, 2 blocks of
+/// width 48, CBT with 2 heads × 8 dims and 2×2 representatives, 3 epochs of batch 4 on the CPU, output `out`), then
+/// the `extra` key=value settings.
+io::Config mini_segmenter_config(const std::string& config, const std::string& data_dir, const std::string& out,
+                                 const std::vector<std::string>& extra = {});
 
 }  // namespace vt::test

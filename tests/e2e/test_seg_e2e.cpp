@@ -24,6 +24,7 @@
 #include "cli/run_vitrain.h"
 #include "data/mini_ade20k.h"
 #include "ddp_runs.h"
+#include "engine/checkpoint.h"
 #include "engine/seg_evaluate.h"
 #include "engine/seg_trainer.h"
 #include "engine/timm_weights.h"
@@ -49,15 +50,7 @@ struct SegE2E : ::testing::Test {
 
   // A Table 4 config shrunk to the mini dataset.
   io::Config shrunk(const std::string& config, const std::string& out, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> sets = {
-        "model.img_size=32", "model.patch_size=8", "model.embed_dim=48", "model.depth=2", "model.num_heads=3",
-        "model.initial_checkpoint=\"\"", "model.decoder.heads=2", "model.decoder.head_dim=8",
-        "model.decoder.reps_grid=2", "model.attention.m=4", "model.attention.k=4", "data.data_dir=" + data.string(),
-        "data.workers=2", "optim.lr=0.05", "train.epochs=3", "train.batch_size=4", "train.threads=2",
-        "train.device=cpu", "train.log_interval=1", "train.output=" + out, "eval.batch_size=4",
-        "eval.seg_short_side=32", "eval.seg_long_side=128", "eval.seg_stride=16"};
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    return io::load_config((fs::path(VT_SOURCE_DIR) / "configs" / "ade20k" / config).string(), sets);
+    return mini_segmenter_config(config, data.string(), out, extra);
   }
 };
 
@@ -316,6 +309,66 @@ TEST_F(SegE2E, DistributedEvaluationEqualsOneProcess) {
       expect_same_scores(r.scores, single.scores);
     }
   }
+}
+
+// Gradient accumulation in segmentation: with a learning rate too small to move any weight, an update of 2 micro-
+// batches of 2 reports the mean of their losses, which a run of batch 2 sees as two consecutive updates (the same
+// batches, the same drop-path draws in the same order).
+TEST_F(SegE2E, AnAccumulatedUpdateIsTheMeanOfItsMicroBatches) {
+  auto run = [&](const std::string& out, int accum) {
+    std::vector<double> losses;
+    engine::TrainHooks hooks;
+    hooks.on_update = [&](int64_t, double loss) { losses.push_back(loss); };
+    engine::train_segmentation(
+        shrunk("vit_tiny_dense.yaml", (dir / out).string(),
+               {"train.epochs=2", "data.test_limit=1", "train.batch_size=2", "optim.lr=1e-30", "schedule.min_lr=0",
+                "train.grad_accum_steps=" + std::to_string(accum)}),
+        hooks);
+    return losses;
+  };
+  const std::vector<double> plain = run("plain", 1), accumulated = run("accumulated", 2);
+  ASSERT_EQ(plain.size(), 8u);  // 8 images / 2 per micro-batch × 2 epochs
+  ASSERT_EQ(accumulated.size(), 4u);
+  for (size_t k = 0; k < accumulated.size(); ++k) {
+    const double mean = 0.5 * (plain[2 * k] + plain[2 * k + 1]);
+    EXPECT_NEAR(accumulated[k], mean, 1e-6 * std::abs(mean)) << "update " << k + 1;
+  }
+  EXPECT_NE(plain[0], plain[1]);  // the two micro-batches differ, so the mean says which were used
+}
+
+// The EMA in segmentation, with gradient accumulation: evaluated beside the model (log line and metrics row),
+// saved in the checkpoints, and a run stopped mid-epoch by train.max_steps resumes to the uninterrupted run's
+// losses, weights, EMA weights and optimizer state bit for bit.
+TEST_F(SegE2E, EmaAndAccumulationResumeExactly) {
+  auto run = [&](const std::string& out, std::vector<std::string> extra, std::vector<double>& losses) {
+    engine::TrainHooks hooks;
+    hooks.on_update = [&](int64_t, double loss) { losses.push_back(loss); };
+    for (const char* e : {"train.epochs=2", "data.test_limit=1", "train.batch_size=2", "train.grad_accum_steps=2",
+                          "train.model_ema=true", "train.model_ema_decay=0.5"})
+      extra.push_back(e);
+    return engine::train_segmentation(shrunk("vit_tiny_dense.yaml", (dir / out).string(), extra), hooks);
+  };
+  std::vector<double> full, first, second;
+  run("full", {}, full);
+  EXPECT_TRUE(run("split", {"train.max_steps=1"}, first).stopped_at_max_steps);  // mid-epoch: micro-batch 3 next
+  run("split", {"train.resume=auto"}, second);
+  ASSERT_EQ(full.size(), 4u);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(first[0], full[0]);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(second[i], full[i + 1]) << i;
+  expect_same_tensors(dir / "full" / "last.safetensors", dir / "split" / "last.safetensors");
+
+  const engine::Checkpoint last = engine::load_checkpoint((dir / "full" / "last.safetensors").string());
+  ASSERT_EQ(last.ema.size(), last.model.size());
+  bool differs = false;  // decay 0.5 over 4 updates: the average is not the model
+  for (size_t i = 0; i < last.ema.size(); ++i)
+    differs = differs || last.ema[i].second.to_vector() != last.model[i].second.to_vector();
+  EXPECT_TRUE(differs);
+  const std::string metrics = read_file(dir / "full" / "metrics.jsonl");
+  EXPECT_NE(metrics.find("\"ema_miou\""), std::string::npos) << metrics;
+  const std::string log = read_file(dir / "full" / "train.log");
+  EXPECT_NE(log.find("; EMA mIoU "), std::string::npos) << log;
 }
 
 }  // namespace
