@@ -17,6 +17,7 @@
 #include "cli/launch_command.h"
 #include "cli/plot_command.h"
 #include "cli/seg_command.h"
+#include "cli/timm_flags.h"
 #include "cli/viz_command.h"
 #include "engine/imagenet_data.h"
 #include "engine/pretrained_cfg.h"
@@ -24,6 +25,7 @@
 #include "engine/seg_trainer.h"
 #include "engine/trainer.h"
 #include "io/config.h"
+#include "vitrain_version.h"
 
 namespace {
 
@@ -53,16 +55,20 @@ std::optional<int> early_end(const vt::engine::RunSummary& s) {
 int main(int argc, char** argv) {
   CLI::App app{"vitrain: train and evaluate vision transformers (dense and MiTA attention)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("vitrain ") + VITRAIN_VERSION + " (commit " + VITRAIN_COMMIT + ")");
 
   vt::cli::RunOptions train_opts, eval_opts;
-  std::string resume;
-  auto* train = app.add_subcommand("train", "train a model from a YAML config, evaluating after each epoch");
+  vt::cli::TimmFlagOptions train_timm, eval_timm;
+  auto* train = app.add_subcommand("train", "train a model (default: DeiT's ImageNet recipe) from a YAML config, "
+                                            "timm's args.yaml or timm's train.py flags, evaluating after each epoch");
   vt::cli::add_run_options(*train, train_opts);
-  train->add_option("--resume", resume, "checkpoint to resume from, or 'auto' (the newest checkpoint in train.output "
-                                        "that loads: last, recovery, checkpoint-<epoch>); overrides train.resume");
+  vt::cli::add_timm_train_flags(*train, train_timm);
 
-  auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split");
+  auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split (also: validate, with timm "
+                                          "validate.py's flags)");
+  eval->alias("validate");
   vt::cli::add_run_options(*eval, eval_opts, {.weights = true});
+  vt::cli::add_timm_validate_flags(*eval, eval_timm);
   vt::cli::EvalOutputOptions eval_out;
   vt::cli::add_eval_output_options(*eval, eval_out);
   bool eval_amp = false;
@@ -79,17 +85,19 @@ int main(int argc, char** argv) {
   vt::cli::add_viz_command(app);
   vt::cli::add_seg_eval_command(app);
   vt::cli::add_eval_sweep_commands(app);
-  CLI11_PARSE(app, argc, argv);
+  std::vector<std::string> args = vt::cli::timm_short_flags_to_long(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  CLI11_PARSE(app, static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   try {
     if (*bench) {
       vt::cli::run_bench_command(bench_cmd);
       return 0;
     }
     const vt::cli::RunOptions& opts = *train ? train_opts : eval_opts;
-    std::vector<std::string> sets = opts.sets;
-    if (!resume.empty()) sets.push_back("train.resume=" + resume);
     const std::string& weights = opts.weights;
-    vt::io::Config cfg = vt::cli::load_command_config(opts.config, sets, opts.device);
+    vt::io::Config cfg = vt::cli::load_command_config(opts.config, opts.sets, opts.device,
+                                                      (*train ? train_timm : eval_timm).sourced_overrides());
     if (*eval) vt::engine::apply_pretrained_cfg(cfg);  // a model.name tag's mean/std/crop/size/classes
     if (*train && !cfg.model.decoder.type.empty()) {  // segmentation: Segmenter + decoder (engine/seg_trainer.h)
       const auto s = vt::engine::train_segmentation(cfg);
@@ -119,7 +127,7 @@ int main(int argc, char** argv) {
                                   eval_out);
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    vt::cli::print_error(e);
     return 1;
   }
   return 0;

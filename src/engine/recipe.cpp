@@ -11,13 +11,33 @@
 
 namespace vt::engine {
 
+io::Config resolve_for_world(const io::Config& cfg, int world) {
+  io::Config r = cfg;
+  const int64_t global = cfg.train.global_batch_size, accum = cfg.train.grad_accum_steps;
+  if (global == 0) return r;
+  const int64_t ways = accum * world;
+  const std::string split = std::to_string(world) + " process" + (world > 1 ? "es" : "") + " x " +
+                            std::to_string(accum) + " accumulation step" + (accum > 1 ? "s" : "");
+  VT_CHECK(global % ways == 0, "[config] train.global_batch_size ", global, " does not divide over ", split,
+           ": choose a multiple of ", ways, " or another train.grad_accum_steps");
+  const int64_t per = global / ways;
+  VT_CHECK(cfg.train.batch_size == 0 || cfg.train.batch_size == per, "[config] train.batch_size ",
+           cfg.train.batch_size, " per process disagrees with train.global_batch_size ", global, " over ", split,
+           " (", per, " per process): set train.batch_size: 0 to derive it, or train.global_batch_size: 0 to keep ",
+           "the per-process batch (timm's -b)");
+  r.train.batch_size = static_cast<int>(per);
+  return r;
+}
+
 int64_t global_batch(const io::Config& cfg, int world) {
+  VT_CHECK(cfg.train.batch_size > 0, "[config] train.batch_size is 0: the config was not resolved for the number "
+           "of processes (engine::resolve_for_world)");
   return static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum_steps * world;
 }
 
 double resolved_lr(const io::Config& cfg, int world) {
   const auto& o = cfg.optim;
-  if (o.lr_base <= 0) return o.lr;
+  if (o.lr > 0) return o.lr;
   const double ratio = static_cast<double>(global_batch(cfg, world)) / static_cast<double>(o.lr_base_size);
   return o.lr_base * (o.lr_base_scale == "sqrt" ? std::sqrt(ratio) : ratio);
 }
@@ -109,6 +129,8 @@ void check_supported(const io::Config& cfg) {
     return;
   }
   const bool folder = d.dataset == "imagefolder" || d.dataset == "imagenet";
+  VT_CHECK(!d.data_dir.empty(), "[config] data.data_dir is not set: give the dataset folder (vitrain train DIR, or "
+           "--set data.data_dir=DIR; ImageNet: DIR/train/<wnid>/*.JPEG and DIR/val/<wnid>/*.JPEG)");
   need(d.dataset != "fashion_mnist" && !folder, "data.dataset: " + d.dataset);
   const bool imagenet_only = d.mixup > 0 || d.cutmix > 0 || !d.aa.empty() || d.reprob > 0 || d.aug_repeats > 0;
   need(!folder && imagenet_only,

@@ -9,10 +9,16 @@
 
 namespace vt::engine {
 
+/// `cfg` for a run of `world` processes: train.batch_size (per process) = train.global_batch_size / (world ×
+/// train.grad_accum_steps) when the global batch is set. Throws naming the keys when it does not divide, or when
+/// an explicit train.batch_size disagrees with it.
+io::Config resolve_for_world(const io::Config& cfg, int world);
+
 /// Images per optimizer update: train.batch_size × train.grad_accum_steps × `world` processes (data parallel).
+/// `cfg` is resolved (resolve_for_world).
 int64_t global_batch(const io::Config& cfg, int world = 1);
 
-/// The base learning rate: optim.lr, or with optim.lr_base > 0 the timm/DeiT scaling rule
+/// The base learning rate: optim.lr when > 0, else the timm/DeiT scaling rule
 /// lr_base · global_batch / lr_base_size (linear) or lr_base · sqrt(global_batch / lr_base_size) (sqrt).
 double resolved_lr(const io::Config& cfg, int world = 1);
 

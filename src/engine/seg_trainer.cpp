@@ -67,7 +67,8 @@ void log_weight_report(spdlog::logger& log, const std::string& path, const Weigh
 
 }  // namespace
 
-SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hooks) {
+SegTrainSummary train_segmentation(const io::Config& given_cfg, const TrainHooks& hooks) {
+  const io::Config cfg = resolve_for_world(given_cfg, process_world(hooks.communicator));  // the per-GPU batch
   VT_CHECK(!cfg.model.decoder.type.empty(), "[train] train_segmentation needs model.decoder.type (cbt | linear)");
   check_supported(cfg);
   const std::optional<DType> amp = amp_dtype(cfg);
@@ -151,7 +152,7 @@ SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hook
   const std::unique_ptr<dist::DataParallel> dp = make_data_parallel(cfg, *opt, group, model, nullptr);
   const int64_t total = updates_per_epoch * cfg.train.epochs;
   const LrPlan lr_plan(cfg, updates_per_epoch, world);
-  log->info("global batch {} = {} per process x {} process{}; {} updates; {} lr {:.3e} ({} schedule)",
+  log->info("global batch {} = {} per GPU x {} process{}; {} updates; {} lr {:.3e} ({} schedule)",
             global_batch(cfg, world), cfg.train.batch_size, world, world > 1 ? "es" : "", total, cfg.optim.opt,
             resolved_lr(cfg, world), cfg.schedule.sched);
   std::optional<io::MetricsLog> metrics;

@@ -136,7 +136,8 @@ double metric_value(const std::string& metric, const EvalResult& raw, const std:
 
 }  // namespace
 
-TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
+TrainSummary train(const io::Config& given_cfg, const TrainHooks& hooks) {
+  const io::Config cfg = resolve_for_world(given_cfg, process_world(hooks.communicator));  // the per-GPU batch
   check_supported(cfg);
   const bool resuming = !cfg.train.resume.empty();
   const std::optional<DType> amp = amp_dtype(cfg);
@@ -231,10 +232,12 @@ TrainSummary train(const io::Config& cfg, const TrainHooks& hooks) {
            " batches, fewer than train.grad_accum_steps = ", accum);
   const int64_t total = updates_per_epoch * cfg.train.epochs;
   const LrPlan lr_plan(cfg, updates_per_epoch, world);
-  log->info("global batch {} = {} per step x {} accumulation x {} process{}; base lr {:.3e}{}",
+  log->info("global batch {} = {} per GPU x {} accumulation x {} process{}; lr {:.3e}{}",
             global_batch(cfg, world), cfg.train.batch_size, accum, world, world > 1 ? "es" : "",
             resolved_lr(cfg, world),
-            cfg.optim.lr_base > 0 ? " (optim.lr_base scaled by global batch / optim.lr_base_size)" : "");
+            cfg.optim.lr > 0 ? " (optim.lr)"
+                             : fmt::format(" (optim.lr_base {:g} x {} / {}{})", cfg.optim.lr_base, global_batch(cfg, world),
+                                           cfg.optim.lr_base_size, cfg.optim.lr_base_scale == "sqrt" ? ", sqrt" : ""));
   std::optional<io::MetricsLog> metrics;
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 
