@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include <spdlog/fmt/fmt.h>
+
 #include "core/error.h"
 #include "data/datasets.h"
 #include "models/registry.h"
@@ -33,6 +35,17 @@ int64_t global_batch(const io::Config& cfg, int world) {
   VT_CHECK(cfg.train.batch_size > 0, "[config] train.batch_size is 0: the config was not resolved for the number "
            "of processes (engine::resolve_for_world)");
   return static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum_steps * world;
+}
+
+std::string describe_batch_and_lr(const io::Config& cfg, int world) {
+  const auto& o = cfg.optim;
+  const int64_t accum = cfg.train.grad_accum_steps;
+  std::string lr = o.lr > 0 ? " (optim.lr)"
+                            : fmt::format(" (optim.lr_base {:g} x {} / {}{})", o.lr_base, global_batch(cfg, world),
+                                          o.lr_base_size, o.lr_base_scale == "sqrt" ? ", square root" : "");
+  return fmt::format("global batch {} = {} per GPU x {} accumulation step{} x {} process{}; lr {:.3e}{}",
+                     global_batch(cfg, world), cfg.train.batch_size, accum, accum > 1 ? "s" : "", world,
+                     world > 1 ? "es" : "", resolved_lr(cfg, world), lr);
 }
 
 double resolved_lr(const io::Config& cfg, int world) {
@@ -129,8 +142,6 @@ void check_supported(const io::Config& cfg) {
     return;
   }
   const bool folder = d.dataset == "imagefolder" || d.dataset == "imagenet";
-  VT_CHECK(!d.data_dir.empty(), "[config] data.data_dir is not set: give the dataset folder (vitrain train DIR, or "
-           "--set data.data_dir=DIR; ImageNet: DIR/train/<wnid>/*.JPEG and DIR/val/<wnid>/*.JPEG)");
   need(d.dataset != "fashion_mnist" && !folder, "data.dataset: " + d.dataset);
   const bool imagenet_only = d.mixup > 0 || d.cutmix > 0 || !d.aa.empty() || d.reprob > 0 || d.aug_repeats > 0;
   need(!folder && imagenet_only,
@@ -145,6 +156,8 @@ void check_supported(const io::Config& cfg) {
            ". Supported: data.dataset fashion_mnist, or imagefolder/imagenet (train/ and val/ under data.data_dir) "
            "with mixup/cutmix in batch mode, RandAugment, pixel random erasing (count 1) and repeated augmentation");
   check_model_fits_data(cfg);
+  VT_CHECK(!d.data_dir.empty(), "[config] data.data_dir is not set: give the dataset folder (vitrain train DIR, or "
+           "--set data.data_dir=DIR; ImageNet: DIR/train/<wnid>/*.JPEG and DIR/val/<wnid>/*.JPEG)");
 }
 
 }  // namespace vt::engine

@@ -2,6 +2,7 @@
 // learning rate of each update, and the check that the trainer can honour every recipe key it was given.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "io/config.h"
 #include "optim/lr_schedule.h"
@@ -17,6 +18,10 @@ io::Config resolve_for_world(const io::Config& cfg, int world);
 /// Images per optimizer update: train.batch_size × train.grad_accum_steps × `world` processes (data parallel).
 /// `cfg` is resolved (resolve_for_world).
 int64_t global_batch(const io::Config& cfg, int world = 1);
+
+/// "global batch 1024 = 128 per GPU x 1 accumulation x 8 processes; lr 1.000e-03 (optim.lr_base 0.0005 x 1024 /
+/// 512)": the run's first recipe line, for a resolved `cfg`.
+std::string describe_batch_and_lr(const io::Config& cfg, int world);
 
 /// The base learning rate: optim.lr when > 0, else the timm/DeiT scaling rule
 /// lr_base · global_batch / lr_base_size (linear) or lr_base · sqrt(global_batch / lr_base_size) (sqrt).

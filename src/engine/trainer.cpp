@@ -232,12 +232,7 @@ TrainSummary train(const io::Config& given_cfg, const TrainHooks& hooks) {
            " batches, fewer than train.grad_accum_steps = ", accum);
   const int64_t total = updates_per_epoch * cfg.train.epochs;
   const LrPlan lr_plan(cfg, updates_per_epoch, world);
-  log->info("global batch {} = {} per GPU x {} accumulation x {} process{}; lr {:.3e}{}",
-            global_batch(cfg, world), cfg.train.batch_size, accum, world, world > 1 ? "es" : "",
-            resolved_lr(cfg, world),
-            cfg.optim.lr > 0 ? " (optim.lr)"
-                             : fmt::format(" (optim.lr_base {:g} x {} / {}{})", cfg.optim.lr_base, global_batch(cfg, world),
-                                           cfg.optim.lr_base_size, cfg.optim.lr_base_scale == "sqrt" ? ", sqrt" : ""));
+  log->info("{}", describe_batch_and_lr(cfg, world));
   std::optional<io::MetricsLog> metrics;
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 

@@ -255,8 +255,7 @@ void decode_section(const YAML::Node& n, S& s, const std::string& key, const Sou
       if (edit_distance(name, cand) <= 2) hint = " (did you mean '" + prefix + cand + "'?)";
     // timm's names (lr, drop_path, batch_size): the key their flag sets, from the one flag table.
     if (const TimmFlag* timm = find_timm_flag(name); timm && prefix + name != timm->key)
-      hint = std::string(" (did you mean '") + timm->key + "'? timm's " + (timm->dest == name ? "'" + name + "'" : name) +
-             " is " + timm->key + ")";
+      hint = std::string(" (did you mean '") + timm->key + "'? it is what timm's " + timm->names + " sets)";
     VT_FAIL("[config] ", where(src, k.Mark()), ": unknown key '", prefix + name, "'", hint);
   }
 }

@@ -24,10 +24,10 @@ struct TimmIgnored {
 
 const std::vector<TimmIgnored>& timm_ignored() {
   static const std::vector<TimmIgnored> keys = {
-      {"config", {"*"}}, {"dataset", {"", "~"}}, {"train_split", {"train"}},
-      {"val_split", {"validation", "val"}}, {"dataset_download", {"false"}}, {"class_map", {""}},
+      {"config", {"*"}}, {"dataset", {"''", "~"}}, {"train_split", {"train"}},
+      {"val_split", {"validation", "val"}}, {"dataset_download", {"false"}}, {"class_map", {"''"}},
       {"pretrained", {"false"}}, {"pretrained_path", {"~"}}, {"no_resume_opt", {"false"}}, {"gp", {"~", "token"}},
-      {"input_size", {"~"}}, {"in_chans", {"~", "3"}}, {"interpolation", {"", "bicubic"}},
+      {"input_size", {"~"}}, {"in_chans", {"~", "3"}}, {"interpolation", {"''", "bicubic"}},
       {"channels_last", {"*"}}, {"torchscript", {"*"}}, {"fuser", {"*"}}, {"grad_checkpointing", {"*"}},
       {"fast_norm", {"*"}}, {"model_kwargs", {"{}", "~"}}, {"head_init_scale", {"~"}}, {"head_init_bias", {"~"}},
       {"torchcompile", {"*"}}, {"torchcompile_mode", {"*"}}, {"clip_mode", {"norm"}}, {"layer_decay", {"~"}},
@@ -47,8 +47,8 @@ const std::vector<TimmIgnored>& timm_ignored() {
       {"wandb_resume_id", {"*"}}, {"distributed", {"*"}}, {"world_size", {"*"}}, {"rank", {"*"}}, {"device", {"*"}},
       {"device_modules", {"*"}}, {"train_num_samples", {"~"}}, {"val_num_samples", {"~"}},
       {"input_img_mode", {"~"}}, {"input_key", {"~"}}, {"target_key", {"~"}}, {"dataset_trust_remote_code", {"*"}},
-      {"resume_opt", {"*"}}, {"checkpoint_hist", {"*"}}, {"train_crop_mode", {"~"}}, {"color_jitter_prob", {"~"}},
-      {"grayscale_prob", {"~"}}, {"gaussian_blur_prob", {"~"}}, {"amp_dtype", {"float16", "bfloat16"}},
+      {"resume_opt", {"*"}}, {"train_crop_mode", {"~"}}, {"color_jitter_prob", {"~"}},
+      {"grayscale_prob", {"~"}}, {"gaussian_blur_prob", {"~"}},
   };
   return keys;
 }
@@ -194,6 +194,18 @@ std::string timm_output_dir(const std::string& output, const std::string& experi
   return (output.empty() ? std::string("output/train") : output) + "/" + experiment;
 }
 
+bool is_unsupported_timm_flag(const std::string& flag) {
+  if (flag.rfind("--", 0) != 0) return false;
+  std::string dest = flag.substr(2, flag.find('=') == std::string::npos ? std::string::npos : flag.find('=') - 2);
+  for (char& c : dest)
+    if (c == '-') c = '_';
+  if (dest == "config" || dest == "device") return false;  // vitrain train's own -c and --device
+  if (dest == "color_jitter") return true;
+  for (const auto& k : timm_ignored())
+    if (dest == k.dest) return true;
+  return false;
+}
+
 bool is_timm_args_yaml(const std::string& text) {
   YAML::Node root;
   try {
@@ -209,7 +221,8 @@ bool is_timm_args_yaml(const std::string& text) {
 
 std::vector<std::string> timm_args_overrides(const std::string& text, const std::string& path) {
   const YAML::Node root = YAML::Load(text);
-  std::vector<std::string> out;
+  // timm's train.py steps its per-epoch scheduler with epoch + 1: no DeiT lag.
+  std::vector<std::string> out{"schedule.deit_epoch_lag=false"};
   std::string output, experiment;
   const bool has_aa = root["aa"] && !root["aa"].IsNull() && !root["aa"].as<std::string>().empty();
   for (const auto& kv : root) {
@@ -223,6 +236,18 @@ std::vector<std::string> timm_args_overrides(const std::string& text, const std:
     if (const TimmFlag* f = find_timm_flag(dest); f && f->dest == dest) {
       if (v.IsNull()) {
         if (f->if_null) out.push_back(std::string(f->key) + "=" + f->if_null);
+      } else if (dest == "lr_base_scale" && v.IsScalar() && v.Scalar().empty()) {
+        // timm's '' picks by optimizer: the square root for the Adam family, linear otherwise.
+        const std::string opt = root["opt"] && root["opt"].IsScalar() ? root["opt"].Scalar() : "sgd";
+        out.push_back(std::string(f->key) + "=" + (opt.find("adam") != std::string::npos ? "sqrt" : "linear"));
+      } else if (dest == "amp_dtype" && v.IsScalar() && v.Scalar() == "float16") {
+        // timm's default autocast dtype; here autocast is bf16 (f32's range: no loss scaling to mirror).
+        out.push_back(std::string(f->key) + "=bfloat16");
+      } else if (dest == "aug_repeats" && v.IsScalar()) {
+        // timm declares it a float (3.0); it counts repeats.
+        const double n = v.as<double>();
+        VT_CHECK(n == std::floor(n), "[config] ", where, ": aug_repeats must be a whole number, got ", v.Scalar());
+        out.push_back(std::string(f->key) + "=" + std::to_string(static_cast<int64_t>(n)));
       } else {
         out.push_back(std::string(f->key) + "=" + flow(v));
         if (f->also) out.emplace_back(f->also);
@@ -244,9 +269,13 @@ std::vector<std::string> timm_args_overrides(const std::string& text, const std:
     bool ok = false;
     std::string allowed;
     for (const char* a : ignored->accepted) {
-      if (std::string(a) == "*") ok = true;
-      else if (same_value(v, YAML::Load(a))) ok = true;
-      allowed += (allowed.empty() ? "" : " or ") + flow(YAML::Load(a));
+      if (std::string(a) == "*") {
+        ok = true;
+        continue;
+      }
+      const YAML::Node accepted = YAML::Load(a);
+      ok = ok || same_value(v, accepted);
+      allowed += (allowed.empty() ? "" : " or ") + flow(accepted);
     }
     VT_CHECK(ok, "[config] ", where, ": timm key '", dest, ": ", flow(v), "' cannot be honoured here (accepted: ",
              allowed, ")");

@@ -35,6 +35,9 @@ std::vector<std::string> timm_flag_overrides(const TimmFlag& flag, const std::ve
 /// train.output for timm's --output DIR and --experiment NAME: DIR/NAME, DIR alone, or timm's output/train/NAME.
 std::string timm_output_dir(const std::string& output, const std::string& experiment);
 
+/// True when `flag` ("--channels-last", "--no-aug=1") is a timm train.py flag that has no meaning here.
+bool is_unsupported_timm_flag(const std::string& flag);
+
 /// True when YAML text is timm's flat args file (a map whose values are scalars, lists or null: no sections).
 bool is_timm_args_yaml(const std::string& text);
 

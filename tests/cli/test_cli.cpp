@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/run_vitrain.h"
+#include "test_util.h"
 
 namespace {
 
@@ -75,7 +76,7 @@ TEST(Cli, UnknownModelNameIsAnError) {
 
 TEST(Cli, MissingDatasetNamesThePath) {
   auto out = temp_dir() / "run_missing_data";
-  expect_clean_failure(run_vitrain("train --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train -c " + vt::test::fmnist_base_path() + " --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
                        "/nonexistent/fmnist");
 }
 
@@ -86,7 +87,7 @@ TEST(Cli, CorruptIdxFileNamesTheFile) {
                            "t10k-labels-idx1-ubyte"})
     write(dir / name, "not an idx file at all");
   auto out = temp_dir() / "run_corrupt";
-  expect_clean_failure(run_vitrain("train --set data.data_dir=" + dir.string() + " --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train -c " + vt::test::fmnist_base_path() + " --set data.data_dir=" + dir.string() + " --set train.output=" + out.string()),
                        "train-images-idx3-ubyte");
 }
 
