@@ -7,6 +7,7 @@
 #include "io/config.h"
 #include "io/timm_args.h"
 #include "io_temp_dir.h"
+#include "training_runs.h"
 
 namespace vt::test {
 namespace {
@@ -180,6 +181,19 @@ TEST(TimmArgs, TheArgsYamlWeWriteReadsBackToTheKeysTimmHas) {
   const io::Config back = io::load_config(dir.file("args.yaml"));
   for (const io::TimmFlag& f : io::timm_flags())
     EXPECT_EQ(io::config_value_yaml(back, f.key), io::config_value_yaml(c, f.key)) << f.key;
+}
+
+TEST(TimmArgs, EveryRunWritesItsArgsYamlBesideConfigYaml) {
+  if (!std::filesystem::exists(fmnist_dir())) GTEST_SKIP() << "Fashion-MNIST not installed";
+  TempDir dir;
+  io::Config cfg = tiny_training_config(dir.file("run"));
+  cfg.train.epochs = 1;
+  engine::train(cfg);
+  const io::Config resolved = io::load_config(dir.file("run/config.yaml"));
+  const io::Config from_args = io::load_config(dir.file("run/args.yaml"));
+  for (const io::TimmFlag& f : io::timm_flags())
+    EXPECT_EQ(io::config_value_yaml(from_args, f.key), io::config_value_yaml(resolved, f.key)) << f.key;
+  EXPECT_EQ(from_args.train.batch_size, 16);
 }
 
 TEST(TimmArgs, KeysWeCannotHonourAreErrorsNamingTheFileAndKey) {
