@@ -214,9 +214,12 @@ bool is_timm_args_yaml(const std::string& text) {
     return false;  // the config reader names the syntax error
   }
   if (!root.IsMap() || root.size() == 0) return false;
-  for (const auto& kv : root)
-    if (kv.second.IsMap() && kv.second.size() > 0) return false;
-  return true;
+  bool has_value = false;  // "model:\neval:\n" (empty sections) is ours
+  for (const auto& kv : root) {
+    if (kv.second.IsMap()) return false;
+    has_value = has_value || kv.second.IsScalar() || kv.second.IsSequence();
+  }
+  return has_value;
 }
 
 std::vector<std::string> timm_args_overrides(const std::string& text, const std::string& path) {

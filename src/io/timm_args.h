@@ -38,7 +38,8 @@ std::string timm_output_dir(const std::string& output, const std::string& experi
 /// True when `flag` ("--channels-last", "--no-aug=1") is a timm train.py flag that has no meaning here.
 bool is_unsupported_timm_flag(const std::string& flag);
 
-/// True when YAML text is timm's flat args file (a map whose values are scalars, lists or null: no sections).
+/// True when YAML text is timm's flat args file: a map with no sections (its values are scalars, lists or null,
+/// at least one not null).
 bool is_timm_args_yaml(const std::string& text);
 
 /// The overrides ("optim.lr=0.001", applied in order over the defaults) that timm's args.yaml at `path` stands

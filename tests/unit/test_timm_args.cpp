@@ -218,6 +218,14 @@ TEST(TimmArgs, KeysWeCannotHonourAreErrorsNamingTheFileAndKey) {
   EXPECT_CONTAINS(error_for("epochs: 300", "epochs: many"), "'train.epochs' expects an integer");
 }
 
+TEST(TimmArgs, TellsTimmsFlatFileFromOurSections) {
+  EXPECT_TRUE(io::is_timm_args_yaml(kTimmArgs));
+  EXPECT_TRUE(io::is_timm_args_yaml("model: deit_tiny_patch16_224\n"));
+  EXPECT_FALSE(io::is_timm_args_yaml("model:\n  name: vit_micro\n"));
+  EXPECT_FALSE(io::is_timm_args_yaml("model:\neval:\n"));  // empty sections keep the defaults
+  EXPECT_FALSE(io::is_timm_args_yaml(""));
+}
+
 TEST(TimmArgs, FlagOverridesAndOutputFolder) {
   const io::TimmFlag* b = io::find_timm_flag("-b");
   EXPECT_EQ(b, nullptr);  // looked up by long name or dest
