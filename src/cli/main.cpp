@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*eval) vt::engine::apply_pretrained_cfg(cfg);
+    if (*eval && !print_config) vt::engine::require_data_dir(cfg);
     if (*eval && print_config) {
       std::printf("weights: %s\n%s", weights.c_str(), vt::io::to_yaml(cfg).c_str());
       return 0;

@@ -121,6 +121,12 @@ void check_model_fits_data(const io::Config& cfg) {
              data::kAde20kClasses, " classes: set model.num_classes: ", data::kAde20kClasses);
 }
 
+void require_data_dir(const io::Config& cfg) {
+  VT_CHECK(!cfg.data.data_dir.empty(), "[config] data.data_dir is not set: give the dataset folder (vitrain train "
+           "DIR, vitrain validate DIR, or --set data.data_dir=DIR; ImageNet: DIR/train/<wnid>/*.JPEG and "
+           "DIR/val/<wnid>/*.JPEG)");
+}
+
 void check_supported(const io::Config& cfg) {
   const auto& d = cfg.data;
   std::string missing;
@@ -156,8 +162,7 @@ void check_supported(const io::Config& cfg) {
            ". Supported: data.dataset fashion_mnist, or imagefolder/imagenet (train/ and val/ under data.data_dir) "
            "with mixup/cutmix in batch mode, RandAugment, pixel random erasing (count 1) and repeated augmentation");
   check_model_fits_data(cfg);
-  VT_CHECK(!d.data_dir.empty(), "[config] data.data_dir is not set: give the dataset folder (vitrain train DIR, or "
-           "--set data.data_dir=DIR; ImageNet: DIR/train/<wnid>/*.JPEG and DIR/val/<wnid>/*.JPEG)");
+  require_data_dir(cfg);
 }
 
 }  // namespace vt::engine

@@ -51,6 +51,9 @@ class LrPlan {
 /// Then check_model_fits_data.
 void check_supported(const io::Config& cfg);
 
+/// Throws a vt::Error saying how to give data.data_dir when it is empty (the default: there is no usual place).
+void require_data_dir(const io::Config& cfg);
+
 /// Throws a vt::Error naming the key when the model (the preset with the config's overrides) cannot take the
 /// dataset's images or labels: model.in_chans against the dataset's channels (fashion_mnist 1, ImageFolder and
 /// ADE20K 3), model.num_classes against fashion_mnist's 10 or ADE20K's 150. An ImageFolder's class count is only

@@ -93,7 +93,7 @@ TEST(Cli, CorruptIdxFileNamesTheFile) {
 
 TEST(Cli, UnreadableWeightsNamesTheFile) {
   auto w = write(temp_dir() / "garbage.safetensors", "garbage");
-  expect_clean_failure(run_vitrain("eval --weights " + w), "garbage.safetensors");
+  expect_clean_failure(run_vitrain("eval -c " + vt::test::fmnist_base_path() + " --weights " + w), "garbage.safetensors");
 }
 
 TEST(Cli, BenchOnTheCpuPrintsThroughputAndAJsonLine) {
