@@ -48,7 +48,7 @@ graph_set=() graph_flag=()
 [ "${CUDA_GRAPH:-0}" = 1 ] && graph_set=(--set train.cuda_graph=true) graph_flag=(--cuda-graph)
 ((GPUS > 1)) && launch=(launch -n "$GPUS" -- train --device cuda)  # one process per GPU, WORKERS shared out
 "$BIN/vitrain" "${launch[@]}" --config configs/imagenet/deit_small_dense.yaml \
-  --set data.data_dir="$tree" --set data.workers=$((WORKERS / GPUS)) --set train.batch_size="$BATCH" \
+  --set data.data_dir="$tree" --set data.workers=$((WORKERS / GPUS)) --set train.batch_size="$BATCH" --set train.global_batch_size=0 \
   --set train.epochs="$EPOCHS" --set schedule.warmup_epochs=1 --set train.log_interval=10 \
   --set train.output="$OUT/run" "${graph_set[@]}" 2>&1 | tee "$OUT/train.log" | grep -E "img/s|data [0-9]+%" | tail -4
 real=$(sed -n 's/.*training: [0-9.]* s, \([0-9.]*\) img\/s.*/\1/p' "$OUT/train.log" | tail -1)

@@ -18,7 +18,8 @@ data=${DATA:-/usr/share/datasets/fashion-mnist}
 mkdir -p "$out"
 status=0
 
-common=(--set model.name=deit_tiny_patch16_224 --set model.img_size=28 --set model.patch_size=4
+# The Fashion-MNIST base of the tests (the defaults are DeiT's ImageNet recipe), then this rig's settings.
+common=(--config "$root/tests/fmnist_base.yaml" --set model.name=deit_tiny_patch16_224 --set model.img_size=28 --set model.patch_size=4
         --set model.in_chans=1 --set model.num_classes=10 --set model.drop_rate=0 --set model.drop_path_rate=0
         --set data.dataset=fashion_mnist --set data.data_dir="$data" --set data.hflip=0
         --set data.train_limit=2048 --set data.test_limit=500 --set train.batch_size="$b"

@@ -5,15 +5,15 @@
 #   scripts/reproduce_table2.sh DATA_DIR GPUS [OUT_DIR]      (DATA_DIR holds train/ and val/ class folders)
 # First it measures each model's training throughput (`vitrain bench`, synthetic data, one device) and prints
 # the estimated GPU-hours: epochs × training images / img/s, per row and in total (wall-clock: ÷ GPUS, assuming
-# linear scaling). Then it trains each config into OUT_DIR/<config>/ (GPUS > 1: `vitrain launch -n GPUS`, the
-# per-process batch divided by GPUS so the global batch and the learning rate stay the paper's), resuming a run
+# linear scaling). Then it trains each config into OUT_DIR/<config>/ (GPUS > 1: `vitrain launch -n GPUS`; the
+# config's global batch is divided over the GPUs, so it and the learning rate stay the paper's), resuming a run
 # that has a checkpoint and skipping a finished one, so rerunning the command after an interruption continues.
 # Env knobs (defaults: the paper's recipe on the GPU):
 #   VITRAIN        the binary (default `vitrain` on PATH, else build/bin/vitrain)
 #   CONFIGS        config names to run (default: all 14 of configs/imagenet/paper_table2.tsv)
 #   DEVICE         train/bench device (default: cuda; "cpu" for the CI-sized mode, GPUS must then be 1)
 #   EPOCHS         train.epochs override (default: the config's 300)
-#   BATCH          per-process train.batch_size override (default: the config's 1024 / GPUS)
+#   BATCH          per-GPU batch instead of the config's train.global_batch_size (1024, divided over GPUS)
 #   EXTRA_SET      more `--set key=value` overrides for every run, space-separated (e.g. to shrink the models)
 #   BENCH_BATCH, BENCH_STEPS, BENCH_WARMUP   `vitrain bench` sizes (default 256, 20, 5)
 #   BENCH_EXTRA    more `vitrain bench` options (e.g. "--threads 2")
@@ -100,15 +100,10 @@ for name in $CONFIGS; do
     echo "== $name: finished ($done_epochs epochs), skipped"
     continue
   fi
-  batch=${BATCH:-}
-  if [ -z "$batch" ] && ((GPUS > 1)); then
-    full=$(yaml_get "$yaml" train.batch_size)
-    ((full % GPUS == 0)) || { echo "error: $name: batch $full does not split over $GPUS GPUs; set BATCH" >&2; exit 1; }
-    batch=$((full / GPUS))
-  fi
   sets=(--set "data.data_dir=$DATA" --set "train.output=$run")
   [ -n "${EPOCHS:-}" ] && sets+=(--set "train.epochs=$EPOCHS")
-  [ -n "$batch" ] && sets+=(--set "train.batch_size=$batch")
+  # The config's train.global_batch_size is divided over the GPUs by vitrain; BATCH replaces it by a per-GPU batch.
+  [ -n "${BATCH:-}" ] && sets+=(--set "train.batch_size=$BATCH" --set "train.global_batch_size=0")
   for s in "${extra_set[@]}"; do sets+=(--set "$s"); done
   train=(train --config "$yaml" "${sets[@]}" --device "$DEVICE" --resume auto)
   if ((GPUS > 1)); then

@@ -33,6 +33,12 @@ inline void expect_error(const std::function<void()>& fn, const std::string& nee
   }
 }
 
+/// tests/fmnist_base.yaml: the tests' Fashion-MNIST base config (the defaults are DeiT's ImageNet recipe).
+inline std::string fmnist_base_path() { return std::string(VT_SOURCE_DIR) + "/tests/fmnist_base.yaml"; }
+
+/// Where tests/fmnist_base.yaml reads Fashion-MNIST (the Debian package dataset-fashion-mnist).
+inline std::string fmnist_dir() { return "/usr/share/datasets/fashion-mnist"; }
+
 /// The whole text of the file at `path` ("" when it cannot be read).
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream f(path);

@@ -10,6 +10,7 @@
 
 #include "engine/trainer.h"
 #include "io/config.h"
+#include "test_util.h"
 
 namespace vt::test {
 
@@ -17,7 +18,7 @@ namespace vt::test {
 /// and EMA state. Width `embed_dim` with 2 heads, depth 2, on `device` (the CPU with one thread).
 inline io::Config tiny_training_config(const std::string& out, const std::string& device = "cpu",
                                        int64_t embed_dim = 32) {
-  io::Config c;
+  io::Config c = io::load_config(fmnist_base_path());
   c.model.embed_dim = embed_dim;
   c.model.depth = 2;
   c.model.num_heads = 2;

@@ -5,6 +5,8 @@
 
 #include "cli/command_support.h"
 #include "core/error.h"
+#include "engine/process_group.h"
+#include "engine/recipe.h"
 #include "engine/trainer.h"
 #include "models/mita_attention.h"
 
@@ -13,9 +15,15 @@ namespace vt::cli {
 CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   auto& o = cmd.options;
   auto* b = app.add_subcommand("bench", "training (and inference) img/s and peak memory on synthetic data");
-  b->add_option("--model", o.model, "model preset")->capture_default_str();
-  cmd.batch_size_option = b->add_option("--batch-size", o.batch_size, "images per step (with --config: "
-                                        "train.batch_size unless given)")->capture_default_str();
+  b->alias("benchmark");
+  b->add_option("-m,--model", o.model, "model preset")->capture_default_str();
+  cmd.batch_size_option = b->add_option("-b,--batch-size", o.batch_size, "images per step (with --config: "
+                                        "its per-GPU batch unless given)")->capture_default_str();
+  b->add_option("--bench", cmd.bench, "train | inference | both (timm benchmark.py; training is always timed, "
+                "inference and both add --infer)")
+      ->check(CLI::IsMember({"train", "inference", "both"}))
+      ->capture_default_str();
+  b->add_option("--img-size", cmd.img_size, "input size (0: the model's)");
   b->add_option("-c,--config", cmd.config_path, "take the model from this YAML config; a segmentation config "
                 "(model.decoder.type set) benchmarks its Segmenter: pixel cross-entropy, SGD, evaluation windows")
       ->check(CLI::ExistingFile);
@@ -45,7 +53,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   b->add_flag("--dwc", o.attention.dwc, "MiTA + DWC");
   b->add_flag("--gate", o.attention.gate, "MiTA + DWC + gate");
   b->add_option("--threads", o.threads, "CPU threads (0: all cores)")->capture_default_str();
-  b->add_option("--json", cmd.json_path, "append the JSON result line to this file");
+  b->add_option("--json,--results-file", cmd.json_path, "append the JSON result line to this file");
   b->add_flag("--zero1", o.zero1, "under `vitrain launch`: ZeRO-1 instead of DDP (AdamW)");
   b->add_option("--bucket-mb", o.bucket_mb, "under `vitrain launch`: gradient bucket size in MiB")
       ->capture_default_str();
@@ -61,11 +69,22 @@ engine::BenchOptions options_with_config(const BenchCommand& cmd) {
   for (const CLI::Option* opt : cmd.sequence_shape_options)
     VT_CHECK(o.sequence_length > 0 || opt->count() == 0, "[bench] ", opt->get_name(), " needs --sequence N");
   VT_CHECK(o.sequence_length >= 0, "[bench] --sequence must be a positive token count, got ", o.sequence_length);
+  if (cmd.bench != "train") o.infer = true;
   if (cmd.config_path.empty()) {
     VT_CHECK(cmd.sets.empty(), "[bench] --set needs --config");
+    if (cmd.img_size > 0) {
+      io::Config preset;
+      preset.model.name = o.model;
+      preset.model.img_size = cmd.img_size;
+      o.vit = engine::vit_config(preset);
+    }
     return o;
   }
-  const io::Config cfg = load_command_config(cmd.config_path, cmd.sets);
+  std::vector<std::string> sets = cmd.sets;
+  if (cmd.img_size > 0) sets.insert(sets.begin(), "model.img_size=" + std::to_string(cmd.img_size));
+  // The per-GPU batch of this run's processes (train.global_batch_size divided over them).
+  const io::Config cfg = engine::resolve_for_world(load_command_config(cmd.config_path, sets),
+                                                   engine::process_world(nullptr));
   o.model = cfg.model.name;
   o.attention = cfg.model.attention;
   if (!cfg.model.decoder.type.empty()) {

@@ -17,9 +17,12 @@ struct BenchCommand {
   CLI::Option* batch_size_option = nullptr;  ///< to tell an explicit --batch-size from the default
   CLI::Option* amp_option = nullptr;         ///< likewise for --amp
   std::vector<CLI::Option*> sequence_shape_options;  ///< --dim, --depth, ...: only meaningful with --sequence
+  std::string bench = "train";  ///< benchmark.py --bench: train | inference | both (inference: --infer)
+  int img_size = 0;             ///< benchmark.py --img-size: the model's input size (0: the preset's)
 };
 
-/// Registers `bench` and its options on `app`; returns the subcommand (true when it was given).
+/// Registers `bench` (alias `benchmark`, with timm benchmark.py's -m, -b, --bench, --img-size, --results-file)
+/// and its options on `app`; returns the subcommand (true when it was given).
 CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd);
 
 /// Runs the benchmark, prints a readable summary then the JSON line on stdout; throws on error.

@@ -17,13 +17,17 @@
 #include "cli/launch_command.h"
 #include "cli/plot_command.h"
 #include "cli/seg_command.h"
+#include "cli/timm_flags.h"
 #include "cli/viz_command.h"
 #include "engine/imagenet_data.h"
 #include "engine/pretrained_cfg.h"
+#include "engine/process_group.h"
+#include "engine/recipe.h"
 #include "engine/run_stop.h"
 #include "engine/seg_trainer.h"
 #include "engine/trainer.h"
 #include "io/config.h"
+#include "vitrain_version.h"
 
 namespace {
 
@@ -53,16 +57,25 @@ std::optional<int> early_end(const vt::engine::RunSummary& s) {
 int main(int argc, char** argv) {
   CLI::App app{"vitrain: train and evaluate vision transformers (dense and MiTA attention)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("vitrain ") + VITRAIN_VERSION + " (commit " + VITRAIN_COMMIT + ")");
 
   vt::cli::RunOptions train_opts, eval_opts;
-  std::string resume;
-  auto* train = app.add_subcommand("train", "train a model from a YAML config, evaluating after each epoch");
+  vt::cli::TimmFlagOptions train_timm, eval_timm;
+  auto* train = app.add_subcommand("train", "train a model (default: DeiT's ImageNet recipe) from a YAML config, "
+                                            "timm's args.yaml or timm's train.py flags, evaluating after each epoch");
   vt::cli::add_run_options(*train, train_opts);
-  train->add_option("--resume", resume, "checkpoint to resume from, or 'auto' (the newest checkpoint in train.output "
-                                        "that loads: last, recovery, checkpoint-<epoch>); overrides train.resume");
+  vt::cli::add_timm_train_flags(*train, train_timm);
 
-  auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split");
+
+  auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split (also: validate, with timm "
+                                          "validate.py's flags)");
+  eval->alias("validate");
   vt::cli::add_run_options(*eval, eval_opts, {.weights = true});
+  vt::cli::add_timm_validate_flags(*eval, eval_timm);
+  bool print_config = false;
+  train->add_flag("--print-config", print_config, "print the global batch, the lr and the resolved config (for this "
+                  "process's world size: under `vitrain launch -n N`, N) and exit without training");
+  eval->add_flag("--print-config", print_config, "print the resolved config and exit without evaluating");
   vt::cli::EvalOutputOptions eval_out;
   vt::cli::add_eval_output_options(*eval, eval_out);
   bool eval_amp = false;
@@ -79,18 +92,41 @@ int main(int argc, char** argv) {
   vt::cli::add_viz_command(app);
   vt::cli::add_seg_eval_command(app);
   vt::cli::add_eval_sweep_commands(app);
-  CLI11_PARSE(app, argc, argv);
+  std::vector<std::string> args = vt::cli::timm_short_flags_to_long(argc, argv);
+  if (args.size() > 1 && args[1] == "train")
+    for (const auto& a : args)
+      if (a == "--") break;
+      else if (vt::io::is_unsupported_timm_flag(a)) {
+        std::fprintf(stderr, "error: %s is a flag of timm's train.py that vitrain train does not support (the flags "
+                     "it maps are listed by vitrain train --help)\n", a.c_str());
+        return 2;
+      }
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  CLI11_PARSE(app, static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   try {
     if (*bench) {
       vt::cli::run_bench_command(bench_cmd);
       return 0;
     }
     const vt::cli::RunOptions& opts = *train ? train_opts : eval_opts;
-    std::vector<std::string> sets = opts.sets;
-    if (!resume.empty()) sets.push_back("train.resume=" + resume);
     const std::string& weights = opts.weights;
-    vt::io::Config cfg = vt::cli::load_command_config(opts.config, sets, opts.device);
-    if (*eval) vt::engine::apply_pretrained_cfg(cfg);  // a model.name tag's mean/std/crop/size/classes
+    vt::io::Config cfg = vt::cli::load_command_config(opts.config, opts.sets, opts.device,
+                                                      (*train ? train_timm : eval_timm).sourced_overrides());
+    if (*train && print_config) {
+      const int world = vt::engine::process_world(nullptr);
+      const vt::io::Config resolved = vt::engine::resolve_for_world(cfg, world);
+      std::printf("%s\n", vt::engine::describe_batch_and_lr(resolved, world).c_str());
+      std::fflush(stdout);
+      std::printf("%s", vt::io::to_yaml(resolved).c_str());
+      return 0;
+    }
+    if (*eval) vt::engine::apply_pretrained_cfg(cfg);
+    if (*eval && !print_config) vt::engine::require_data_dir(cfg);
+    if (*eval && print_config) {
+      std::printf("weights: %s\n%s", weights.c_str(), vt::io::to_yaml(cfg).c_str());
+      return 0;
+    }  // a model.name tag's mean/std/crop/size/classes
     if (*train && !cfg.model.decoder.type.empty()) {  // segmentation: Segmenter + decoder (engine/seg_trainer.h)
       const auto s = vt::engine::train_segmentation(cfg);
       if (const auto code = early_end(s)) return *code;
@@ -119,7 +155,7 @@ int main(int argc, char** argv) {
                                   eval_out);
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    vt::cli::print_error(e);
     return 1;
   }
   return 0;

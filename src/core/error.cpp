@@ -8,7 +8,7 @@ namespace vt::detail {
 
 void throw_error(const char* file, int line, const std::string& msg) {
   const char* base = std::strrchr(file, '/');
-  throw Error(msg + " (" + (base ? base + 1 : file) + ":" + std::to_string(line) + ")");
+  throw Error(msg, std::string(base ? base + 1 : file) + ":" + std::to_string(line));
 }
 
 void assert_fail(const char* file, int line, const char* cond) {

@@ -4,12 +4,20 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace vt {
 
+/// what() is the message for people; where() the source position that threw it ("config.cpp:249", or "" when
+/// thrown without VT_CHECK/VT_FAIL), for a log file or a debugger, never for the one-line error a user reads.
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message, std::string where = "")
+      : std::runtime_error(message), where_(std::move(where)) {}
+  const std::string& where() const { return where_; }
+
+ private:
+  std::string where_;
 };
 
 namespace detail {
@@ -25,7 +33,7 @@ std::string concat(const Args&... args) {
 
 }  // namespace vt
 
-// VT_CHECK(cond, "[op] shape ", s, " is bad") throws vt::Error with the message and file:line.
+// VT_CHECK(cond, "[op] shape ", s, " is bad") throws vt::Error with the message (and file:line in where()).
 #define VT_CHECK(cond, ...)                                                                   \
   do {                                                                                        \
     if (!(cond)) ::vt::detail::throw_error(__FILE__, __LINE__, ::vt::detail::concat(__VA_ARGS__)); \

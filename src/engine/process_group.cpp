@@ -8,6 +8,8 @@
 
 namespace vt::engine {
 
+int process_world(dist::Communicator* given) { return given ? given->world() : dist::launch_env().world; }
+
 ProcessGroup join_process_group(const io::Config& cfg, dist::Communicator* given) {
   ProcessGroup g;
   if (given) {

@@ -24,6 +24,9 @@ struct ProcessGroup {
   bool lead() const { return rank == 0; }      // writes the log, metrics, checkpoints and weights
 };
 
+/// How many processes the run has: `given`'s ranks, else the launched job's (1 when not launched).
+int process_world(dist::Communicator* given);
+
 /// The process group of a run: `given` (tests: ranks as threads), else NCCL across the processes of a launched job
 /// (device cuda:LOCAL_RANK; cpu is refused), else one process on cfg.train.device.
 ProcessGroup join_process_group(const io::Config& cfg, dist::Communicator* given);

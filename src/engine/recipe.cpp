@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include <spdlog/fmt/fmt.h>
+
 #include "core/error.h"
 #include "data/datasets.h"
 #include "models/registry.h"
@@ -11,13 +13,44 @@
 
 namespace vt::engine {
 
+io::Config resolve_for_world(const io::Config& cfg, int world) {
+  io::Config r = cfg;
+  const int64_t global = cfg.train.global_batch_size, accum = cfg.train.grad_accum_steps;
+  if (global == 0) return r;
+  const int64_t ways = accum * world;
+  const std::string split = std::to_string(world) + " process" + (world > 1 ? "es" : "") + " x " +
+                            std::to_string(accum) + " accumulation step" + (accum > 1 ? "s" : "");
+  VT_CHECK(global % ways == 0, "[config] train.global_batch_size ", global, " does not divide over ", split,
+           ": choose a multiple of ", ways, " or another train.grad_accum_steps");
+  const int64_t per = global / ways;
+  VT_CHECK(cfg.train.batch_size == 0 || cfg.train.batch_size == per, "[config] train.batch_size ",
+           cfg.train.batch_size, " per process disagrees with train.global_batch_size ", global, " over ", split,
+           " (", per, " per process): set train.batch_size: 0 to derive it, or train.global_batch_size: 0 to keep ",
+           "the per-process batch (timm's -b)");
+  r.train.batch_size = static_cast<int>(per);
+  return r;
+}
+
 int64_t global_batch(const io::Config& cfg, int world) {
+  VT_CHECK(cfg.train.batch_size > 0, "[config] train.batch_size is 0: the config was not resolved for the number "
+           "of processes (engine::resolve_for_world)");
   return static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum_steps * world;
+}
+
+std::string describe_batch_and_lr(const io::Config& cfg, int world) {
+  const auto& o = cfg.optim;
+  const int64_t accum = cfg.train.grad_accum_steps;
+  std::string lr = o.lr > 0 ? " (optim.lr)"
+                            : fmt::format(" (optim.lr_base {:g} x {} / {}{})", o.lr_base, global_batch(cfg, world),
+                                          o.lr_base_size, o.lr_base_scale == "sqrt" ? ", square root" : "");
+  return fmt::format("global batch {} = {} per GPU x {} accumulation step{} x {} process{}; lr {:.3e}{}",
+                     global_batch(cfg, world), cfg.train.batch_size, accum, accum > 1 ? "s" : "", world,
+                     world > 1 ? "es" : "", resolved_lr(cfg, world), lr);
 }
 
 double resolved_lr(const io::Config& cfg, int world) {
   const auto& o = cfg.optim;
-  if (o.lr_base <= 0) return o.lr;
+  if (o.lr > 0) return o.lr;
   const double ratio = static_cast<double>(global_batch(cfg, world)) / static_cast<double>(o.lr_base_size);
   return o.lr_base * (o.lr_base_scale == "sqrt" ? std::sqrt(ratio) : ratio);
 }
@@ -88,6 +121,12 @@ void check_model_fits_data(const io::Config& cfg) {
              data::kAde20kClasses, " classes: set model.num_classes: ", data::kAde20kClasses);
 }
 
+void require_data_dir(const io::Config& cfg) {
+  VT_CHECK(!cfg.data.data_dir.empty(), "[config] data.data_dir is not set: give the dataset folder (vitrain train "
+           "DIR, vitrain validate DIR, or --set data.data_dir=DIR; ImageNet: DIR/train/<wnid>/*.JPEG and "
+           "DIR/val/<wnid>/*.JPEG)");
+}
+
 void check_supported(const io::Config& cfg) {
   const auto& d = cfg.data;
   std::string missing;
@@ -122,6 +161,7 @@ void check_supported(const io::Config& cfg) {
            ". Supported: data.dataset fashion_mnist, or imagefolder/imagenet (train/ and val/ under data.data_dir) "
            "with mixup/cutmix in batch mode, RandAugment, pixel random erasing (count 1) and repeated augmentation");
   check_model_fits_data(cfg);
+  require_data_dir(cfg);
 }
 
 }  // namespace vt::engine

@@ -2,6 +2,7 @@
 // learning rate of each update, and the check that the trainer can honour every recipe key it was given.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "io/config.h"
 #include "optim/lr_schedule.h"
@@ -9,10 +10,20 @@
 
 namespace vt::engine {
 
+/// `cfg` for a run of `world` processes: train.batch_size (per process) = train.global_batch_size / (world ×
+/// train.grad_accum_steps) when the global batch is set. Throws naming the keys when it does not divide, or when
+/// an explicit train.batch_size disagrees with it.
+io::Config resolve_for_world(const io::Config& cfg, int world);
+
 /// Images per optimizer update: train.batch_size × train.grad_accum_steps × `world` processes (data parallel).
+/// `cfg` is resolved (resolve_for_world).
 int64_t global_batch(const io::Config& cfg, int world = 1);
 
-/// The base learning rate: optim.lr, or with optim.lr_base > 0 the timm/DeiT scaling rule
+/// "global batch 1024 = 128 per GPU x 1 accumulation x 8 processes; lr 1.000e-03 (optim.lr_base 0.0005 x 1024 /
+/// 512)": the run's first recipe line, for a resolved `cfg`.
+std::string describe_batch_and_lr(const io::Config& cfg, int world);
+
+/// The base learning rate: optim.lr when > 0, else the timm/DeiT scaling rule
 /// lr_base · global_batch / lr_base_size (linear) or lr_base · sqrt(global_batch / lr_base_size) (sqrt).
 double resolved_lr(const io::Config& cfg, int world = 1);
 
@@ -39,6 +50,9 @@ class LrPlan {
 /// erasing, repeated augmentation, label smoothing), instead of silently ignoring them.
 /// Then check_model_fits_data.
 void check_supported(const io::Config& cfg);
+
+/// Throws a vt::Error saying how to give data.data_dir when it is empty (the default: there is no usual place).
+void require_data_dir(const io::Config& cfg);
 
 /// Throws a vt::Error naming the key when the model (the preset with the config's overrides) cannot take the
 /// dataset's images or labels: model.in_chans against the dataset's channels (fashion_mnist 1, ImageFolder and

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "engine/resume.h"
+#include "io/timm_args.h"
 #include "optim/adamw.h"
 #include "optim/param_groups.h"
 #include "optim/sgd.h"
@@ -147,6 +148,8 @@ RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::option
   if (g.lead()) {
     std::ofstream resolved(run.files.dir / "config.yaml");
     resolved << run.config_yaml;
+    std::ofstream timm_view(run.files.dir / "args.yaml");  // the same run in timm's keys (train -c args.yaml)
+    timm_view << io::to_timm_args_yaml(cfg);
   }
   if (g.world > 1)
     run.log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", g.world, g.source,

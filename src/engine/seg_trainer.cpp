@@ -141,7 +141,8 @@ class SegmentationTask final : public TrainTask {
 
 }  // namespace
 
-SegTrainSummary train_segmentation(const io::Config& cfg, const TrainHooks& hooks) {
+SegTrainSummary train_segmentation(const io::Config& given_cfg, const TrainHooks& hooks) {
+  const io::Config cfg = resolve_for_world(given_cfg, process_world(hooks.communicator));  // the per-GPU batch
   VT_CHECK(!cfg.model.decoder.type.empty(), "[train] train_segmentation needs model.decoder.type (cbt | linear)");
   return train_task<SegmentationTask, SegTrainSummary>(cfg, hooks);
 }

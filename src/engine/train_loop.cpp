@@ -92,11 +92,8 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
            " batches, fewer than train.grad_accum_steps = ", accum);
   const int64_t total = updates_per_epoch * cfg.train.epochs;
   const LrPlan lr_plan(cfg, updates_per_epoch, world);
-  log->info("global batch {} = {} per step x {} accumulation x {} process{}; {} updates; {} base lr {:.3e} ({} "
-            "schedule){}",
-            global_batch(cfg, world), cfg.train.batch_size, accum, world, world > 1 ? "es" : "", total,
-            cfg.optim.opt, resolved_lr(cfg, world), cfg.schedule.sched,
-            cfg.optim.lr_base > 0 ? " (optim.lr_base scaled by global batch / optim.lr_base_size)" : "");
+  log->info("{}; {} updates, {} ({} schedule)", describe_batch_and_lr(cfg, world), total, cfg.optim.opt,
+            cfg.schedule.sched);
   std::optional<RunRecord> metrics;  // metrics.jsonl, summary.csv, TensorBoard
   if (lead) metrics.emplace(summary.metrics_path, !resume_path.empty());
 

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/process_group.h"
+#include "engine/recipe.h"
 #include "engine/run_support.h"
 #include "engine/train_step.h"
 #include "engine/trainer.h"
@@ -66,9 +68,11 @@ class TrainTask {
 RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
                       const std::function<TrainTask&(const RunStart&)>& make_task);
 
-/// train_loop over a `Task` built as Task(cfg, run, summary), which writes its scores into the returned summary.
+/// train_loop over a `Task` built as Task(cfg, run, summary), which writes its scores into the returned summary;
+/// `given`'s global batch is first divided over the job's processes (resolve_for_world).
 template <typename Task, typename Summary>
-Summary train_task(const io::Config& cfg, const TrainHooks& hooks) {
+Summary train_task(const io::Config& given, const TrainHooks& hooks) {
+  const io::Config cfg = resolve_for_world(given, process_world(hooks.communicator));  // the per-GPU batch
   std::optional<Task> task;
   Summary summary;
   static_cast<RunSummary&>(summary) =

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "io/json.h"
+#include "io/timm_args.h"
 
 namespace vt::io {
 namespace {
@@ -117,6 +118,7 @@ template <class V> void fields(ScheduleConfig& c, V& v) {
 template <class V> void fields(TrainConfig& c, V& v) {
   v("epochs", c.epochs);
   v("batch_size", c.batch_size);
+  v("global_batch_size", c.global_batch_size);
   v("seed", c.seed);
   v("device", c.device);
   v("amp", c.amp);
@@ -251,6 +253,9 @@ void decode_section(const YAML::Node& n, S& s, const std::string& key, const Sou
     std::string hint;
     for (const auto& cand : known.names)
       if (edit_distance(name, cand) <= 2) hint = " (did you mean '" + prefix + cand + "'?)";
+    // timm's names (lr, drop_path, batch_size): the key their flag sets, from the one flag table.
+    if (const TimmFlag* timm = find_timm_flag(name); timm && prefix + name != timm->key)
+      hint = std::string(" (did you mean '") + timm->key + "'? it is what timm's " + timm->names + " sets)";
     VT_FAIL("[config] ", where(src, k.Mark()), ": unknown key '", prefix + name, "'", hint);
   }
 }
@@ -459,7 +464,6 @@ void DecoderConfig::validate() const {
 
 void DataConfig::validate() const {
   require(!dataset.empty(), "data.dataset", "non-empty", "''");
-  require(!data_dir.empty(), "data.data_dir", "non-empty", "''");
   require(hflip >= 0 && hflip <= 1, "data.hflip", "a probability in [0, 1]", hflip);
   require(workers >= 0, "data.workers", ">= 0", workers);
   require_at_most("data.workers", workers, kMaxWorkers, " (loader threads)");
@@ -490,7 +494,9 @@ void OptimConfig::validate() const {
   // What engine/trainer.cpp's make_optimizer builds (timm names; "sgd" and "nesterov" are SGD with Nesterov
   // momentum, "momentum" is plain momentum SGD).
   require_one_of("optim.opt", opt, {"adamw", "sgd", "momentum", "nesterov"});
-  require(lr > 0, "optim.lr", "> 0", lr);
+  require(lr >= 0, "optim.lr", ">= 0 (0: optim.lr_base scaled by the global batch)", lr);
+  if (lr == 0 && lr_base <= 0)
+    VT_FAIL("[config] optim.lr is 0 (scale optim.lr_base) but optim.lr_base is 0 too: set optim.lr or optim.lr_base");
   require(weight_decay >= 0, "optim.weight_decay", ">= 0", weight_decay);
   require(momentum >= 0 && momentum < 1, "optim.momentum", "in [0, 1)", momentum);
   require(opt_eps > 0, "optim.opt_eps", "> 0", opt_eps);
@@ -498,7 +504,7 @@ void OptimConfig::validate() const {
   for (double b : opt_betas) require(b >= 0 && b < 1, "optim.opt_betas", "in [0, 1)", yaml_scalar(opt_betas));
   require(clip_grad >= 0, "optim.clip_grad", ">= 0 (0: off)", clip_grad);
   require(smoothing >= 0 && smoothing < 1, "optim.smoothing", "in [0, 1)", smoothing);
-  require(lr_base >= 0, "optim.lr_base", ">= 0 (0: use optim.lr as is)", lr_base);
+  require(lr_base >= 0, "optim.lr_base", ">= 0", lr_base);
   require(lr_base_size > 0, "optim.lr_base_size", "> 0", lr_base_size);
   require_one_of("optim.lr_base_scale", lr_base_scale, {"linear", "sqrt"});
 }
@@ -513,8 +519,14 @@ void ScheduleConfig::validate() const {
 
 void TrainConfig::validate() const {
   require(epochs > 0, "train.epochs", "> 0", epochs);
-  require(batch_size > 0, "train.batch_size", "> 0", batch_size);
+  require(batch_size >= 0, "train.batch_size", ">= 0 (0: train.global_batch_size divided over the processes)",
+          batch_size);
+  require(global_batch_size >= 0, "train.global_batch_size", ">= 0 (0: train.batch_size per process)",
+          global_batch_size);
+  if (batch_size == 0 && global_batch_size == 0)
+    VT_FAIL("[config] train.batch_size and train.global_batch_size are both 0: set one (per GPU, or in all)");
   require_at_most("train.batch_size", static_cast<int64_t>(batch_size), kMaxBatch);
+  require_at_most("train.global_batch_size", static_cast<int64_t>(global_batch_size), kMaxBatch);
   require(valid_device(device), "train.device", "auto, cpu, cuda or cuda:N", "'" + device + "'");
   if (amp_dtype == "float16" || amp_dtype == "fp16" || amp_dtype == "f16" || amp_dtype == "half")
     VT_FAIL("[config] train.amp_dtype '", amp_dtype, "' is not supported: only bfloat16 (float16 would need loss "
@@ -590,21 +602,66 @@ Config config_from_yaml_string(const std::string& text, const std::string& sourc
   return cfg;
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+Config load_config(const std::string& path, const std::vector<std::string>& overrides,
+                   const std::vector<std::pair<std::string, std::string>>& named) {
   std::ifstream f(path, std::ios::binary);
   VT_CHECK(f, "[config] cannot open config file '", path, "'");
   std::stringstream ss;
   ss << f.rdbuf();
   VT_CHECK(!f.bad(), "[config] cannot read config file '", path, "'");
   Config cfg;
-  merge_yaml(cfg, ss.str(), Source{path, true}, false);
+  const std::string text = ss.str();
+  if (is_timm_args_yaml(text)) {
+    // timm's args.yaml: each key becomes the override of its config key (io/timm_args.h), over the defaults.
+    for (const auto& o : timm_args_overrides(text, path)) apply_override_from(cfg, o, path + ": " + o);
+  } else {
+    merge_yaml(cfg, text, Source{path, true}, false);
+  }
+  for (const auto& [source, o] : named) apply_override_from(cfg, o, source);
   for (const auto& o : overrides) apply_override(cfg, o);
   cfg.validate();
   return cfg;
 }
 
 void apply_override(Config& cfg, const std::string& key_eq_value) {
-  const Source src{"--set " + key_eq_value, false};
+  apply_override_from(cfg, key_eq_value, "--set " + key_eq_value);
+}
+
+namespace {
+
+// The value of the field at `path` (dotted, split) as YAML text; false when there is none.
+struct ValueFinder {
+  std::vector<std::string> path;
+  size_t depth = 0;
+  std::string found;
+  bool ok = false;
+  template <class T> void operator()(const char* name, T& field) {
+    if (ok || depth >= path.size() || path[depth] != name) return;
+    if constexpr (Section<T>) {
+      ++depth;
+      fields(field, *this);
+      if (!ok) --depth;
+    } else if (depth + 1 == path.size()) {
+      found = yaml_scalar(field);
+      ok = true;
+    }
+  }
+};
+
+}  // namespace
+
+std::string config_value_yaml(const Config& cfg, const std::string& dotted_key) {
+  Config copy = cfg;  // the field tables take non-const references
+  ValueFinder finder;
+  std::stringstream keys(dotted_key);
+  for (std::string part; std::getline(keys, part, '.');) finder.path.push_back(part);
+  fields(copy, finder);
+  VT_CHECK(finder.ok, "[config] no key '", dotted_key, "'");
+  return finder.found;
+}
+
+void apply_override_from(Config& cfg, const std::string& key_eq_value, const std::string& source_name) {
+  const Source src{source_name, false};
   size_t eq = key_eq_value.find('=');
   VT_CHECK(eq != std::string::npos && eq > 0, "[config] ", src.name,
            ": expected section.key=value (e.g. optim.lr=1e-3)");

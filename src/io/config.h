@@ -1,9 +1,14 @@
 // Run configuration: YAML sections mapped to plain structs with defaults. Key names follow timm's
-// (drop_path_rate, opt_betas, warmup_lr, ...) so recipes translate one-to-one. Unknown keys and wrongly typed
-// values are errors naming file:line and the dotted key; validate() checks ranges once everything is merged.
+// (drop_path_rate, opt_betas, warmup_lr, ...) so recipes translate one-to-one. The defaults are DeiT's ImageNet
+// recipe (facebookresearch/deit main.py: DeiT-S, AdamW lr 5e-4 x global batch / 512 over a global batch of 1024,
+// 300 epochs, 5 warm-up epochs, cosine stepped per epoch, RandAugment, Mixup/CutMix, erasing, repeated
+// augmentation, drop path 0.1, EMA); the Fashion-MNIST demo's settings live in configs/fashion_mnist_vit.yaml.
+// Unknown keys and wrongly typed values are errors naming file:line and the dotted key; validate() checks ranges
+// once everything is merged.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vt::io {
@@ -41,7 +46,7 @@ struct DecoderConfig {
 };
 
 struct ModelConfig {
-  std::string name = "vit_micro";  ///< registry preset
+  std::string name = "deit_small_patch16_224";  ///< registry preset
   int img_size = 0;     ///< 0: from the preset (and likewise below)
   int patch_size = 0;
   int in_chans = 0;
@@ -51,7 +56,7 @@ struct ModelConfig {
   int num_heads = 0;  ///< 0: from the preset
   double mlp_ratio = 4.0;
   double drop_rate = 0.0;
-  double drop_path_rate = 0.0;
+  double drop_path_rate = 0.1;
   double layer_norm_eps = 1e-6;
   AttentionConfig attention;
   DecoderConfig decoder;
@@ -62,26 +67,26 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  std::string dataset = "fashion_mnist";
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string dataset = "imagenet";  ///< imagenet | imagefolder (train/, val/ under data_dir) | fashion_mnist | ade20k
+  std::string data_dir = "";         ///< the dataset folder; "" must be set before training (vitrain train DIR)
   double hflip = 0.5;       ///< probability of a horizontal flip during training
-  int workers = 2;          ///< loader threads
+  int workers = 10;         ///< loader threads
   int64_t max_bad_files = 100;  ///< unreadable images skipped (logged, counted in metrics); more stop the run
   int64_t max_image_pixels = 89478485;  ///< an image declaring more pixels is a bad file (Pillow's limit); 0: none
   int64_t train_limit = 0;  ///< 0: all training images (ImageFolder: N files evenly spaced over the classes)
   int64_t test_limit = 0;   ///< 0: all test images (likewise)
   // ImageNet-recipe augmentation (timm names), honoured for data.dataset: imagefolder (engine/imagenet_data);
   // engine::check_supported refuses them with fashion_mnist rather than ignoring them.
-  double mixup = 0.0;                 ///< Mixup alpha; 0: off (DeiT: 0.8)
-  double cutmix = 0.0;                ///< CutMix alpha; 0: off (DeiT: 1.0)
+  double mixup = 0.8;                 ///< Mixup alpha; 0: off
+  double cutmix = 1.0;                ///< CutMix alpha; 0: off
   double mixup_prob = 1.0;            ///< probability of applying mixup or cutmix to a batch
   double mixup_switch_prob = 0.5;     ///< probability of cutmix instead of mixup when both are on
   std::string mixup_mode = "batch";   ///< batch | pair | elem
-  std::string aa = "";                ///< RandAugment spec, e.g. "rand-m9-mstd0.5-inc1"; "": off
-  double reprob = 0.0;                ///< random erasing probability (DeiT: 0.25)
+  std::string aa = "rand-m9-mstd0.5-inc1";  ///< RandAugment spec; "": off
+  double reprob = 0.25;               ///< random erasing probability; 0: off
   std::string remode = "pixel";       ///< const | rand | pixel
   int recount = 1;                    ///< random erasing count
-  int aug_repeats = 0;                ///< repeated augmentation (RASampler) repeats; 0: off (DeiT: 3)
+  int aug_repeats = 3;                ///< repeated augmentation (RASampler) repeats; 0: off
   std::string train_interpolation = "bicubic";  ///< bilinear | bicubic | random
   double crop_pct = 0.875;            ///< eval resize = img_size / crop_pct, then center crop
   /// Normalisation on a 0-1 scale (timm --mean/--std); empty: the dataset's default (ImageNet's for images,
@@ -93,17 +98,17 @@ struct DataConfig {
 
 struct OptimConfig {
   std::string opt = "adamw";
-  double lr = 2e-3;
+  double lr = 0.0;  ///< > 0: the learning rate as is (timm --lr); 0: lr_base scaled by the global batch
   double weight_decay = 0.05;
   double momentum = 0.9;  ///< SGD only
   double opt_eps = 1e-8;
   std::vector<double> opt_betas = {0.9, 0.999};
   double clip_grad = 0.0;  ///< max global grad norm; 0: off
   double smoothing = 0.1;  ///< label smoothing
-  /// LR scaling rule (timm --lr-base): when lr_base > 0 the optimizer uses
+  /// LR scaling rule (timm --lr-base), used when optim.lr is 0:
   /// lr = lr_base · (global_batch / lr_base_size) for "linear" (DeiT: 5e-4 · batch / 512) or the square root of
-  /// that ratio for "sqrt", and optim.lr is ignored. global_batch = train.batch_size · train.grad_accum_steps · processes.
-  double lr_base = 0.0;
+  /// that ratio for "sqrt". global_batch = train.batch_size · train.grad_accum_steps · processes.
+  double lr_base = 5e-4;
   int lr_base_size = 512;
   std::string lr_base_scale = "linear";  ///< linear | sqrt
   void validate() const;
@@ -112,29 +117,34 @@ struct OptimConfig {
 struct ScheduleConfig {
   std::string sched = "cosine";  ///< cosine | poly (lr = (base - min)·(1 - t/T)^poly_power + min, mmseg/Segmenter)
   double poly_power = 0.9;
-  double warmup_epochs = 1.0;  ///< may be fractional (the schedule is per step)
-  double warmup_lr = 1e-5;
+  double warmup_epochs = 5.0;  ///< may be fractional with sched_on_updates
+  double warmup_lr = 1e-6;
   double min_lr = 1e-5;
   /// true: the LR changes every optimizer update (warmup and cosine in updates). false: once per epoch.
-  bool sched_on_updates = true;
+  bool sched_on_updates = false;
   /// true: the cosine starts after the warmup (t - warmup); false: it is evaluated at t itself (timm 0.4.12,
   /// DeiT), the warmup only replacing its start.
-  bool warmup_prefix = true;
+  bool warmup_prefix = false;
   /// Per-epoch only: epoch e ≥ 1 uses lr(e - 1), as DeiT's `lr_scheduler.step(epoch)` after each epoch does
   /// (epochs 0 and 1 both run at warmup_lr). false: epoch e uses lr(e) (timm train.py).
-  bool deit_epoch_lag = false;
+  bool deit_epoch_lag = true;
   void validate() const;
 };
 
 struct TrainConfig {
-  int epochs = 5;
-  int batch_size = 128;
-  int64_t seed = 42;
+  int epochs = 300;
+  /// Images per process and step (timm's -b). 0: global_batch_size / (processes × grad_accum_steps).
+  int batch_size = 0;
+  /// Images per optimizer update over all processes, divided over them and the accumulation steps when the run
+  /// starts (engine::resolve_for_world); 0: batch_size per process, whatever the number of processes.
+  /// With both set, batch_size × grad_accum_steps × processes must equal it.
+  int global_batch_size = 1024;
+  int64_t seed = 0;
   std::string device = "auto";  ///< "auto" (cuda:0 if a GPU is usable, else cpu), "cpu", "cuda" or "cuda:N"
   bool amp = true;              ///< mixed precision on CUDA (timm's --amp); the CPU always computes in f32
   std::string amp_dtype = "bfloat16";  ///< the autocast dtype; only bfloat16 (no loss scaling for float16)
   int threads = 0;              ///< CPU threads; 0: all cores
-  std::string output = "runs/demo";
+  std::string output = "output/train";
   int log_interval = 50;  ///< steps between progress lines
   int grad_accum_steps = 1;     ///< micro-batches per optimizer update (timm --grad-accum-steps)
   int64_t max_steps = 0;        ///< stop after this many optimizer updates in total (a recovery checkpoint is written); 0: off
@@ -143,7 +153,7 @@ struct TrainConfig {
   int checkpoint_hist = 10;     ///< how many checkpoint-<epoch> files to keep (the newest)
   int64_t recovery_interval = 0;  ///< optimizer updates between recovery checkpoints; 0: off
   double recovery_minutes = 30;   ///< a recovery checkpoint once this long has passed since the last checkpoint; 0: off
-  bool model_ema = false;       ///< keep an EMA of the weights (timm ModelEmaV2), updated every update
+  bool model_ema = true;        ///< keep an EMA of the weights (timm ModelEmaV2), updated every update
   double model_ema_decay = 0.99996;
   /// CUDA: capture the training step in a CUDA graph after two eager steps and replay it (one process,
   /// grad_accum_steps 1, equal batch shapes; engine/graph_step.h). Ignored on the CPU.
@@ -184,10 +194,13 @@ struct Config {
   void validate() const;
 };
 
-/// Reads a YAML file, applies `overrides` ("optim.lr=1e-3", see apply_override) in order, then validates.
+/// Reads a YAML file — ours, or timm's flat args.yaml (io/timm_args.h) — applies `overrides` ("optim.lr=1e-3",
+/// see apply_override) in order, then validates.
 /// Throws vt::Error naming the path when the file cannot be read, and file:line + dotted key for unknown keys,
 /// wrong types or YAML syntax errors.
-Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+/// `named` overrides come first, each {source for errors (e.g. "--lr 5e-4"), "optim.lr=5e-4"}.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                   const std::vector<std::pair<std::string, std::string>>& named = {});
 
 /// Same as load_config for YAML text; `source_name` stands in for the file name in error messages.
 Config config_from_yaml_string(const std::string& text, const std::string& source_name = "<string>");
@@ -197,7 +210,14 @@ Config config_from_yaml_string(const std::string& text, const std::string& sourc
 /// applied before one cfg.validate() (an intermediate state such as img_size=32 with patch_size=7 is fine).
 void apply_override(Config& cfg, const std::string& key_eq_value);
 
+/// apply_override, with errors naming `source_name` (e.g. "--lr 5e-4", "args.yaml: optim.lr=0.1") instead of
+/// "--set KEY=VALUE".
+void apply_override_from(Config& cfg, const std::string& key_eq_value, const std::string& source_name);
+
 /// The resolved config as YAML; config_from_yaml_string(to_yaml(c)) reproduces c exactly.
 std::string to_yaml(const Config& cfg);
+
+/// The value of one dotted key ("optim.lr") as YAML text ("0.001"); throws naming an unknown key.
+std::string config_value_yaml(const Config& cfg, const std::string& dotted_key);
 
 }  // namespace vt::io

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/run_vitrain.h"
+#include "test_util.h"
 
 namespace {
 
@@ -91,7 +92,7 @@ TEST(Cli, UnknownModelNameIsAnError) {
 
 TEST(Cli, MissingDatasetNamesThePath) {
   auto out = temp_dir() / "run_missing_data";
-  expect_clean_failure(run_vitrain("train --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train -c " + vt::test::fmnist_base_path() + " --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
                        "/nonexistent/fmnist");
 }
 
@@ -102,13 +103,13 @@ TEST(Cli, CorruptIdxFileNamesTheFile) {
                            "t10k-labels-idx1-ubyte"})
     write(dir / name, "not an idx file at all");
   auto out = temp_dir() / "run_corrupt";
-  expect_clean_failure(run_vitrain("train --set data.data_dir=" + dir.string() + " --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train -c " + vt::test::fmnist_base_path() + " --set data.data_dir=" + dir.string() + " --set train.output=" + out.string()),
                        "train-images-idx3-ubyte");
 }
 
 TEST(Cli, UnreadableWeightsNamesTheFile) {
   auto w = write(temp_dir() / "garbage.safetensors", "garbage");
-  expect_clean_failure(run_vitrain("eval --weights " + w), "garbage.safetensors");
+  expect_clean_failure(run_vitrain("eval -c " + vt::test::fmnist_base_path() + " --weights " + w), "garbage.safetensors");
 }
 
 TEST(Cli, BenchOnTheCpuPrintsThroughputAndAJsonLine) {

@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool have_data() { return fs::exists(io::Config().data.data_dir); }
+bool have_data() { return fs::exists(vt::test::fmnist_dir()); }
 
 struct RunDir {
   fs::path root = fs::temp_directory_path() / ("vt_stop_cli_" + std::to_string(::getpid()) + "_" +

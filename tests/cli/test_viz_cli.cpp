@@ -2,6 +2,8 @@
 // model.attention.type=...` (the paper's Appendix C) through the binary, on a tiny MiTA model.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +25,7 @@ namespace fs = std::filesystem;
 using namespace vt;
 
 using vt::test::CliRun;
+using vt::test::fmnist_dir;
 using vt::test::run_vitrain;
 
 class VizCli : public ::testing::Test {
@@ -44,7 +47,8 @@ class VizCli : public ::testing::Test {
   io::Config write_model(const std::string& name, const std::string& type, int chans) {
     std::ofstream(path(name + ".yaml")) << "model:\n  name: vit_micro\n  in_chans: " << chans
                                         << "\n  embed_dim: 16\n  depth: 2\n  num_heads: 2\n  attention:\n    type: "
-                                        << type << "\n    m: 4\n    k: 4\ndata:\n  test_limit: 20\n"
+                                        << type << "\n    m: 4\n    k: 4\ndata:\n  dataset: fashion_mnist\n  data_dir: " << fmnist_dir()
+                                        << "\n  test_limit: 20\n"
                                         << "train:\n  device: cpu\n  threads: 1\neval:\n  batch_size: 20\n";
     io::Config cfg = io::load_config(path(name + ".yaml"));
     io::save_safetensors(path(name + ".safetensors"),
@@ -80,7 +84,7 @@ std::vector<std::string> lines(const std::string& file) {
   return out;
 }
 
-bool fashion_mnist_installed() { return fs::exists(io::Config().data.data_dir); }
+bool fashion_mnist_installed() { return fs::exists(vt::test::fmnist_dir()); }
 
 TEST_F(VizCli, ExpertsWritesPicturesOfTheDocumentedSizeAndTheTapsCounts) {
   for (int chans : {3, 1}) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/run_vitrain.h"
+#include "test_util.h"
 #include "engine/checkpoint.h"
 #include "engine/timm_weights.h"
 #include "io/safetensors.h"
@@ -19,6 +20,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using vt::test::fmnist_base_path;
 using vt::test::run_vitrain;
 
 std::string fixture(const std::string& name) { return std::string(VT_SOURCE_DIR) + "/tests/ref/" + name; }
@@ -31,7 +33,7 @@ fs::path temp_dir() {
 
 // The fixtures' tiny ViT on 64 Fashion-MNIST test images, on the CPU.
 std::string tiny_eval(const std::string& extra) {
-  return "eval --device cpu --set model.name=vit_micro --set model.embed_dim=16 --set model.depth=1 "
+  return "eval -c " + fmnist_base_path() + " --device cpu --set model.name=vit_micro --set model.embed_dim=16 --set model.depth=1 "
          "--set model.num_heads=1 --set data.test_limit=64 " + extra;
 }
 

@@ -53,7 +53,7 @@ TEST(NcclCommunicator, OneRankCollectivesKeepOrCopyValues) {
 
 TEST(NcclCommunicator, TrainerWithOneRankMatchesThePlainRun) {
   VT_REQUIRE_DEVICE();
-  if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not at " << io::Config().data.data_dir;
+  if (!fs::exists(vt::test::fmnist_dir())) GTEST_SKIP() << "Fashion-MNIST not at " << vt::test::fmnist_dir();
   TempDir dir;
   io::Config cfg = tiny_training_config(dir.file("plain"), "cuda:0", 64);
   const auto plain = run_losses(cfg);

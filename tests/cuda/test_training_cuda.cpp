@@ -48,7 +48,7 @@ void expect_same_files_to_f32_rounding(const TempDir& dir, const std::string& a_
 
 TEST(TrainingCuda, StopMidEpochAndResumeGivesTheSameLosses) {
   VT_REQUIRE_DEVICE();
-  if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not at " << io::Config().data.data_dir;
+  if (!fs::exists(vt::test::fmnist_dir())) GTEST_SKIP() << "Fashion-MNIST not at " << vt::test::fmnist_dir();
   TempDir dir;
   const auto expected = run_losses(tiny_gpu_config(dir.file("straight")));
   ASSERT_EQ(expected.size(), 12u);
@@ -78,7 +78,7 @@ TEST(TrainingCuda, StopMidEpochAndResumeGivesTheSameLosses) {
 // the clip and the EMA all change per step): the same losses and weights as eager training, also across a resume.
 TEST(TrainingCuda, CudaGraphTrainingEqualsEagerTraining) {
   VT_REQUIRE_DEVICE();
-  if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not at " << io::Config().data.data_dir;
+  if (!fs::exists(vt::test::fmnist_dir())) GTEST_SKIP() << "Fashion-MNIST not at " << vt::test::fmnist_dir();
   TempDir dir;
   auto config = [&](const std::string& name, bool graph) {
     io::Config c = tiny_gpu_config(dir.file(name));

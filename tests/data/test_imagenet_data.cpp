@@ -2,6 +2,8 @@
 // ignored silently for ImageFolder): limits keep an evenly spaced share of every class, the normalisation is the
 // configured one in both splits.
 #include <gtest/gtest.h>
+
+#include "test_util.h"
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,7 +37,7 @@ struct Tree {
 io::Config folder_config(const Tree& t, std::vector<std::string> sets) {
   sets.insert(sets.begin(), {"data.dataset=imagefolder", "data.data_dir=" + t.root.string(), "data.workers=1",
                              "train.batch_size=2", "eval.batch_size=64", "train.epochs=1"});
-  io::Config cfg;
+  io::Config cfg = io::load_config(fmnist_base_path());
   for (const auto& s : sets) io::apply_override(cfg, s);
   cfg.validate();
   return cfg;

@@ -2,6 +2,8 @@
 // artefacts, and the saved weights must evaluate to the same accuracy.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -13,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(FashionMnist, ShortRunLearnsAndSavedWeightsReproduceTheAccuracy) {
-  io::Config cfg;
+  io::Config cfg = io::load_config(vt::test::fmnist_base_path());
   if (!fs::exists(cfg.data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << cfg.data.data_dir;
   cfg.data.train_limit = 10000;
   cfg.data.test_limit = 1000;

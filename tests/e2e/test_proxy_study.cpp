@@ -27,13 +27,13 @@ int run_study(const fs::path& dir, const std::string& log) {
       (dir / "record").string() +
       "' EXTRA_SET='data.train_limit=64 data.test_limit=32 model.depth=1 model.embed_dim=48 model.num_heads=3 "
       "train.batch_size=16 eval.batch_size=32 schedule.warmup_epochs=0 train.threads=1 data.workers=1' "
-      "bash scripts/proxy_study.sh '" + io::Config().data.data_dir + "' '" + (dir / "out").string() + "' > '" +
+      "bash scripts/proxy_study.sh '" + vt::test::fmnist_dir() + "' '" + (dir / "out").string() + "' > '" +
       (dir / log).string() + "' 2>&1";
   return std::system(cmd.c_str());
 }
 
 TEST(ProxyStudy, CiSizedRunRecordsTablesAndChart) {
-  if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (!fs::exists(vt::test::fmnist_dir())) GTEST_SKIP() << "Fashion-MNIST not installed";
   const fs::path dir = fs::temp_directory_path() / ("vt_e2e_proxy_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   ASSERT_EQ(run_study(dir, "first.log"), 0) << read_file(dir / "first.log");

@@ -3,6 +3,8 @@
 // EMA, stops mid-epoch, and resumes with the same losses bit for bit as an uninterrupted run.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <filesystem>
 #include <map>
 
@@ -18,15 +20,15 @@ namespace fs = std::filesystem;
 io::Config shrunk(const fs::path& yaml, const std::string& out) {
   return io::load_config(
       yaml.string(),
-      {"data.dataset=fashion_mnist", "data.data_dir=" + io::Config().data.data_dir, "data.mixup=0", "data.cutmix=0",
+      {"data.dataset=fashion_mnist", "data.data_dir=" + vt::test::fmnist_dir(), "data.mixup=0", "data.cutmix=0",
        "data.aa=\"\"", "data.reprob=0", "data.aug_repeats=0", "data.train_limit=128", "data.test_limit=64",
        "model.img_size=28", "model.patch_size=4", "model.in_chans=1", "model.num_classes=10", "model.depth=1",
-       "train.batch_size=32", "train.epochs=2", "train.device=cpu", "train.threads=2", "train.log_interval=1",
+       "train.batch_size=32", "train.global_batch_size=0", "train.epochs=2", "train.device=cpu", "train.threads=2", "train.log_interval=1",
        "train.model_ema_decay=0.9", "schedule.warmup_epochs=1", "eval.batch_size=64", "train.output=" + out});
 }
 
 TEST(Table2Configs, EachStartsEvaluatesAndResumesExactlyOnTheCpu) {
-  if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (!fs::exists(vt::test::fmnist_dir())) GTEST_SKIP() << "Fashion-MNIST not installed";
   const fs::path dir = fs::temp_directory_path() / ("vt_e2e_table2_" + std::to_string(::getpid()));
   int seen = 0;
   for (const auto& e : fs::directory_iterator(fs::path(VT_SOURCE_DIR) / "configs" / "imagenet")) {

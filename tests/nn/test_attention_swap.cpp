@@ -114,7 +114,7 @@ TEST(AttentionSwap, MissingOrMisshapedTensorsAreErrorsNamingThem) {
 }
 
 TEST(AttentionSwap, EvaluateWeightsWithAnotherKind) {
-  io::Config cfg;
+  io::Config cfg = io::load_config(vt::test::fmnist_base_path());
   if (!std::filesystem::exists(cfg.data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   for (const char* s : {"model.embed_dim=12", "model.depth=2", "model.num_heads=3", "model.attention.type=mita",
                         "model.attention.m=4", "model.attention.k=4", "model.attention.dwc=true", "data.test_limit=40",

@@ -14,7 +14,7 @@ using io::Config;
 
 TEST(Config, DefaultsMatchTheDocumentedValues) {
   Config c;
-  EXPECT_EQ(c.model.name, "vit_micro");
+  EXPECT_EQ(c.model.name, "deit_small_patch16_224");
   EXPECT_EQ(c.model.img_size, 0);  // 0: from the preset
   EXPECT_EQ(c.model.patch_size, 0);
   EXPECT_EQ(c.model.in_chans, 0);
@@ -24,7 +24,7 @@ TEST(Config, DefaultsMatchTheDocumentedValues) {
   EXPECT_EQ(c.model.num_heads, 0);
   EXPECT_EQ(c.model.mlp_ratio, 4.0);
   EXPECT_EQ(c.model.drop_rate, 0.0);
-  EXPECT_EQ(c.model.drop_path_rate, 0.0);
+  EXPECT_EQ(c.model.drop_path_rate, 0.1);
   EXPECT_EQ(c.model.layer_norm_eps, 1e-6);
   EXPECT_EQ(c.model.attention.type, "dense");
   EXPECT_EQ(c.model.attention.m, 25);
@@ -35,14 +35,24 @@ TEST(Config, DefaultsMatchTheDocumentedValues) {
   EXPECT_EQ(c.model.attention.landmark_pool, "shifted");
   EXPECT_EQ(c.model.attention.shared_scale, "official");
   EXPECT_EQ(c.model.attention.agent_num, 49);
-  EXPECT_EQ(c.data.dataset, "fashion_mnist");
-  EXPECT_EQ(c.data.data_dir, "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(c.data.dataset, "imagenet");
+  EXPECT_EQ(c.data.data_dir, "");  // given before training: vitrain train DIR
   EXPECT_EQ(c.data.hflip, 0.5);
-  EXPECT_EQ(c.data.workers, 2);
+  EXPECT_EQ(c.data.workers, 10);
+  EXPECT_EQ(c.data.mixup, 0.8);
+  EXPECT_EQ(c.data.cutmix, 1.0);
+  EXPECT_EQ(c.data.aa, "rand-m9-mstd0.5-inc1");
+  EXPECT_EQ(c.data.reprob, 0.25);
+  EXPECT_EQ(c.data.remode, "pixel");
+  EXPECT_EQ(c.data.aug_repeats, 3);
+  EXPECT_EQ(c.data.train_interpolation, "bicubic");
   EXPECT_EQ(c.data.train_limit, 0);
   EXPECT_EQ(c.data.test_limit, 0);
   EXPECT_EQ(c.optim.opt, "adamw");
-  EXPECT_EQ(c.optim.lr, 2e-3);
+  EXPECT_EQ(c.optim.lr, 0.0);  // 0: lr_base x global batch / lr_base_size (DeiT: 5e-4 x 1024 / 512)
+  EXPECT_EQ(c.optim.lr_base, 5e-4);
+  EXPECT_EQ(c.optim.lr_base_size, 512);
+  EXPECT_EQ(c.optim.lr_base_scale, "linear");
   EXPECT_EQ(c.optim.weight_decay, 0.05);
   EXPECT_EQ(c.optim.momentum, 0.9);
   EXPECT_EQ(c.optim.opt_eps, 1e-8);
@@ -50,17 +60,23 @@ TEST(Config, DefaultsMatchTheDocumentedValues) {
   EXPECT_EQ(c.optim.clip_grad, 0.0);
   EXPECT_EQ(c.optim.smoothing, 0.1);
   EXPECT_EQ(c.schedule.sched, "cosine");
-  EXPECT_EQ(c.schedule.warmup_epochs, 1.0);
-  EXPECT_EQ(c.schedule.warmup_lr, 1e-5);
+  EXPECT_EQ(c.schedule.warmup_epochs, 5.0);
+  EXPECT_EQ(c.schedule.warmup_lr, 1e-6);
   EXPECT_EQ(c.schedule.min_lr, 1e-5);
-  EXPECT_EQ(c.train.epochs, 5);
-  EXPECT_EQ(c.train.batch_size, 128);
-  EXPECT_EQ(c.train.seed, 42);
+  EXPECT_FALSE(c.schedule.sched_on_updates);  // per epoch, as timm's scheduler in DeiT
+  EXPECT_FALSE(c.schedule.warmup_prefix);
+  EXPECT_TRUE(c.schedule.deit_epoch_lag);
+  EXPECT_EQ(c.train.epochs, 300);
+  EXPECT_EQ(c.train.batch_size, 0);  // 0: global_batch_size / (processes x accumulation)
+  EXPECT_EQ(c.train.global_batch_size, 1024);
+  EXPECT_EQ(c.train.seed, 0);
+  EXPECT_TRUE(c.train.model_ema);
+  EXPECT_EQ(c.train.model_ema_decay, 0.99996);
   EXPECT_EQ(c.train.device, "auto");
   EXPECT_TRUE(c.train.amp);
   EXPECT_EQ(c.train.amp_dtype, "bfloat16");
   EXPECT_EQ(c.train.threads, 0);
-  EXPECT_EQ(c.train.output, "runs/demo");
+  EXPECT_EQ(c.train.output, "output/train");
   EXPECT_EQ(c.train.log_interval, 50);
   EXPECT_EQ(c.eval.batch_size, 256);
   EXPECT_NO_THROW(c.validate());
@@ -217,7 +233,7 @@ TEST(Config, OverrideErrorsQuoteTheOverride) {
   EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "bogus.lr=3"); }), "unknown key 'bogus'");
   EXPECT_CONTAINS(error_of([&] { io::apply_override(c, "optim.opt_betas=[0.9, x]"); }),
                   "'optim.opt_betas[1]' expects a number, got 'x'");
-  EXPECT_EQ(c.optim.lr, 2e-3);  // failed overrides changed nothing they had not reached
+  EXPECT_EQ(c.optim.lr, 0.0);  // failed overrides changed nothing they had not reached
 }
 
 TEST(Config, UnknownKeyNamesFileLineAndDottedKey) {
@@ -285,7 +301,7 @@ TEST(Config, ValidateRejectsOutOfRangeValues) {
       {"data: {train_limit: -5}", "data.train_limit"},
       {"optim: {opt: adamx}", "optim.opt"},
       {"optim: {opt: adam}", "optim.opt"},  // not built by the trainer: rejected up front
-      {"optim: {lr: 0}", "optim.lr"},
+      {"optim: {lr: 0, lr_base: 0}", "optim.lr"},
       {"optim: {lr: -1e-3}", "optim.lr"},
       {"optim: {weight_decay: -1}", "optim.weight_decay"},
       {"optim: {opt_betas: [0.9]}", "optim.opt_betas"},
@@ -295,7 +311,9 @@ TEST(Config, ValidateRejectsOutOfRangeValues) {
       {"schedule: {sched: linear}", "schedule.sched"},
       {"schedule: {warmup_epochs: -0.5}", "schedule.warmup_epochs"},
       {"train: {epochs: 0}", "train.epochs"},
-      {"train: {batch_size: 0}", "train.batch_size"},
+      {"train: {batch_size: 0, global_batch_size: 0}", "train.batch_size"},
+      {"train: {batch_size: -1}", "train.batch_size"},
+      {"train: {global_batch_size: -8}", "train.global_batch_size"},
       {"train: {device: gpu}", "train.device"},
       {"train: {device: 'cuda:'}", "train.device"},
       {"train: {device: 'cuda:x'}", "train.device"},

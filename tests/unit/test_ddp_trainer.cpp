@@ -5,6 +5,8 @@
 // run stopped and resumed gives the same weights bit for bit.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <csignal>
 #include <cmath>
 #include <filesystem>
@@ -21,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool have_data() { return fs::exists(io::Config().data.data_dir); }
+bool have_data() { return fs::exists(vt::test::fmnist_dir()); }
 
 io::Config ddp_config(const std::string& out, int batch) {
   io::Config c = tiny_training_config(out);

@@ -47,11 +47,12 @@ TEST(CosineSchedule, DeitPerEpochWithoutPrefixAndWithTheOneEpochLag) {
 }
 
 TEST(Recipe, LrScalingRuleAndPlan) {
-  io::Config c;
+  io::Config c = io::load_config(vt::test::fmnist_base_path());
   c.train.batch_size = 256;
   c.train.grad_accum_steps = 4;
   EXPECT_EQ(engine::global_batch(c), 1024);
-  EXPECT_EQ(engine::resolved_lr(c), c.optim.lr);  // lr_base off
+  EXPECT_EQ(engine::resolved_lr(c), c.optim.lr);  // optim.lr > 0: as is
+  c.optim.lr = 0;
   c.optim.lr_base = 5e-4;
   EXPECT_DOUBLE_EQ(engine::resolved_lr(c), 1e-3);  // DeiT: 5e-4 · 1024 / 512
   c.optim.lr_base_scale = "sqrt";
@@ -113,9 +114,13 @@ TEST(Configs, EveryConfigParsesAndBuildsItsModel) {
     models::VisionTransformer model(arch);
     EXPECT_GT(model.num_parameters(), 0);
     if (p.parent_path().filename() != "imagenet") continue;
-    // The Table 2 recipe (spec §4).
-    EXPECT_EQ(engine::global_batch(c), 1024);
-    EXPECT_DOUBLE_EQ(engine::resolved_lr(c), 1e-3);
+    // The Table 2 recipe: global batch 1024 and lr 1e-3 on one GPU and under `vitrain launch -n 8` alike.
+    for (const int world : {1, 8}) {
+      const io::Config r = engine::resolve_for_world(c, world);
+      EXPECT_EQ(r.train.batch_size, 1024 / world);
+      EXPECT_EQ(engine::global_batch(r, world), 1024);
+      EXPECT_DOUBLE_EQ(engine::resolved_lr(r, world), 1e-3);
+    }
     EXPECT_EQ(c.train.epochs, 300);
     EXPECT_TRUE(c.train.model_ema);
     EXPECT_EQ(c.model.drop_path_rate, 0.1);
@@ -143,7 +148,7 @@ namespace {
 // the preset, saying so) before any model or loader is built.
 TEST(Recipe, ModelChannelsAndClassesMustFitTheDataset) {
   auto cfg = [](std::vector<std::string> sets) {
-    io::Config c;
+    io::Config c = io::load_config(vt::test::fmnist_base_path());
     for (const auto& s : sets) io::apply_override(c, s);
     c.validate();
     return c;

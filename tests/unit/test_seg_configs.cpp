@@ -94,7 +94,7 @@ TEST(SegConfigs, SegmentationTrainerRefusesClassificationOnlyKeys) {
 }
 
 TEST(InitialCheckpoint, ClassificationTrainingStartsFromTimmWeights) {
-  if (!fs::exists(io::Config().data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (!fs::exists(vt::test::fmnist_dir())) GTEST_SKIP() << "Fashion-MNIST not installed";
   TempDir dir;
   io::Config c = tiny_training_config(dir.file("run"));
   c.train.model_ema = false;

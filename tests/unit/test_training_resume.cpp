@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool have_data() { return fs::exists(io::Config().data.data_dir); }
+bool have_data() { return fs::exists(vt::test::fmnist_dir()); }
 
 void expect_same_tensors(const std::string& a, const std::string& b) {
   auto ta = io::load_safetensors(a), tb = io::load_safetensors(b);

@@ -2,6 +2,8 @@
 // tap's, the selection map's cells carry the counts, and the PNGs have the documented sizes.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -23,7 +25,7 @@ namespace {
 
 // vit_micro (28x28 gray, patch 7: a 4x4 grid, N = 17) with 2 heads, depth 2, MiTA m = k = 4.
 io::Config micro_mita(const std::string& type = "mita") {
-  io::Config c;
+  io::Config c = io::load_config(vt::test::fmnist_base_path());
   for (const std::string s : {"model.embed_dim=16", "model.depth=2", "model.num_heads=2", "model.attention.m=4",
                               "model.attention.k=4", "train.threads=1"})
     io::apply_override(c, s);
