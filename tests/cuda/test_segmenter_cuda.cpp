@@ -18,6 +18,7 @@ models::SegmenterConfig tiny_seg(const std::string& decoder, const std::string& 
   io::ModelConfig m;
   m.name = "vit_tiny_patch16_384";
   m.img_size = 64, m.embed_dim = 48, m.depth = 2, m.num_heads = 3, m.num_classes = 5, m.layer_norm_eps = 1e-5;
+  m.drop_path_rate = 0.0;  // the CPU and GPU models must compute the same function
   m.attention.type = attention;
   if (attention == "mita") m.attention.m = m.attention.k = 4;
   m.decoder.type = decoder, m.decoder.layers = 2, m.decoder.heads = 2, m.decoder.head_dim = 8;

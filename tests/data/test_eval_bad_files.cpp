@@ -92,7 +92,7 @@ TEST(EvalBadFiles, VitrainEvalReportsThemInTheSummaryAndTheRow) {
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_NE(run.output.find("(6 images,"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("2 unreadable images left out of the metrics"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("\"images\": 6, \"bad_files\": 2"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\"images\":6,\"bad_files\":2"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(s.bad1), std::string::npos) << run.output;  // each is named where it is met
   EXPECT_NE(run.output.find(s.bad2), std::string::npos) << run.output;
 }

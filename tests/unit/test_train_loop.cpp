@@ -71,6 +71,8 @@ class RowsTask final : public engine::TrainTask {
 io::Config rows_config(const std::string& out, int batch, int accum) {
   io::Config c;
   c.train.output = out;
+  c.data.data_dir = out;  // the rows are made here; the loop only asks that a data folder is named
+  c.train.global_batch_size = 0;
   c.train.device = "cpu";
   c.train.threads = 1;
   c.train.epochs = 2;
@@ -79,6 +81,11 @@ io::Config rows_config(const std::string& out, int batch, int accum) {
   c.train.log_interval = 1;
   c.optim.lr = 0.05;
   c.schedule.warmup_epochs = 0.5;
+  c.schedule.warmup_lr = 1e-5;  // short per-update schedules, as the test was written against
+  c.schedule.sched_on_updates = true;
+  c.schedule.warmup_prefix = true;
+  c.schedule.deit_epoch_lag = false;
+  c.train.model_ema = false;
   c.validate();
   return c;
 }
