@@ -148,7 +148,8 @@ class Runs:
     def __init__(self, root, out, data_dir, epochs, train_images):
         self.config = os.path.join(root, "configs", "fashion_mnist_vit.yaml")
         self.base = {"data.data_dir": data_dir, "data.train_limit": 0, "data.test_limit": 0,
-                     "train.epochs": epochs, "train.batch_size": 32, "train.threads": 1, "train.log_interval": 1,
+                     "train.epochs": epochs, "train.batch_size": 32, "train.global_batch_size": 0, "train.threads": 1,
+                     "train.log_interval": 1,
                      "model.depth": 1, "model.embed_dim": 32, "model.num_heads": 2,
                      "train.recovery_interval": 15, "train.checkpoint_interval": 1, "eval.batch_size": 64}
         self.updates = epochs * (train_images // 32)
