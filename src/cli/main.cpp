@@ -19,10 +19,12 @@
 #include "cli/seg_command.h"
 #include "cli/timm_flags.h"
 #include "cli/viz_command.h"
+#include "dist/launch_env.h"
 #include "engine/imagenet_data.h"
 #include "engine/pretrained_cfg.h"
 #include "engine/process_group.h"
 #include "engine/recipe.h"
+#include "engine/run_dir.h"
 #include "engine/run_stop.h"
 #include "engine/seg_trainer.h"
 #include "engine/trainer.h"
@@ -121,6 +123,11 @@ int main(int argc, char** argv) {
       std::printf("%s", vt::io::to_yaml(resolved).c_str());
       return 0;
     }
+    // timm's --experiment: a new run never overwrites an earlier one (DIR/NAME-1, -2, ...). Under `vitrain launch`
+    // every rank must agree on the folder, so there the name is taken as given.
+    if (const auto run = train_timm.experiment();
+        *train && run && cfg.train.resume.empty() && !vt::dist::launch_env().distributed())
+      cfg.train.output = vt::engine::pick_run_dir(run->first, run->second, false).string();
     if (*eval) vt::engine::apply_pretrained_cfg(cfg);
     if (*eval && !print_config) vt::engine::require_data_dir(cfg);
     if (*eval && print_config) {

@@ -84,6 +84,18 @@ std::vector<std::pair<std::string, std::string>> TimmFlagOptions::sourced_overri
   return out;
 }
 
+std::optional<std::pair<std::string, std::string>> TimmFlagOptions::experiment() const {
+  std::string output, experiment;
+  bool given = false;
+  for (const Entry& e : entries) {
+    if (e.option->count() == 0 || e.values.empty()) continue;
+    if (e.flag->dest == std::string("output")) output = e.values.back();
+    if (e.flag->dest == std::string("experiment")) experiment = e.values.back(), given = true;
+  }
+  if (!given) return std::nullopt;
+  return std::pair{output.empty() ? std::string("output/train") : output, experiment};
+}
+
 std::vector<std::string> timm_short_flags_to_long(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   for (auto& a : args)

@@ -3,6 +3,7 @@
 // the --set override of its config key, so a timm command line and its --set twin resolve to the same config.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,8 @@ struct TimmFlagOptions {
   std::vector<std::string> overrides() const;
   /// The flags given and their override, for error messages ("--lr 5e-4" -> "optim.lr=5e-4").
   std::vector<std::pair<std::string, std::string>> sourced_overrides() const;
+  /// --output and --experiment when --experiment was given: a new run goes to a fresh DIR/NAME[-n] folder.
+  std::optional<std::pair<std::string, std::string>> experiment() const;
 };
 
 /// Registers every row of io::timm_flags() on `train` (the positional DATA_DIR included).

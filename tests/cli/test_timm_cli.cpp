@@ -137,3 +137,28 @@ TEST(TimmCli, VersionNamesTheVersionAndTheCommit) {
 }
 
 }  // namespace
+
+namespace {
+
+// timm's --output DIR --experiment NAME: the first run trains in DIR/NAME, a second one in DIR/NAME-1 instead of
+// overwriting it, and --resume auto continues in DIR/NAME.
+TEST(TimmCli, ExperimentFoldersAreNeverOverwritten) {
+  const fs::path dir = temp_dir() / "experiments";
+  fs::remove_all(dir);
+  const std::string run = "train --config " + std::string(VT_SOURCE_DIR) +
+                          "/configs/fashion_mnist_vit.yaml --device cpu --set data.train_limit=64"
+                          " --set data.test_limit=32 --set train.epochs=1 --set train.batch_size=32"
+                          " --set train.global_batch_size=0 --set train.threads=1 --set model.depth=1"
+                          " --set model.embed_dim=32 --set model.num_heads=2 --output " + dir.string() +
+                          " --experiment tiny";
+  ok(run);
+  EXPECT_TRUE(fs::exists(dir / "tiny" / "model.safetensors"));
+  ok(run);
+  EXPECT_TRUE(fs::exists(dir / "tiny-1" / "model.safetensors")) << "the second run did not get its own folder";
+  const std::string resumed = ok(run + " --resume auto");
+  EXPECT_FALSE(fs::exists(dir / "tiny-2")) << "a resumed run must continue in its folder";
+  EXPECT_NE(resumed.find("is finished"), std::string::npos) << resumed;
+  fs::remove_all(dir);
+}
+
+}  // namespace
