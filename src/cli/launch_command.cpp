@@ -154,9 +154,22 @@ class Ranks {
     auto c_env = c_strings(env);  // built before fork: the child only calls exec (async-signal-safe)
     const std::string exec_failed = "launch: cannot run " + program + " for rank " + std::to_string(rank) + "\n";
     const pid_t parent = ::getpid();
+    // A stop signal sent to a rank between fork and exec would run the launcher's handler in the child and be lost
+    // (the rank would then outlive its job until the grace period's SIGKILL): the child takes the stop signals
+    // blocked, resets them to their default actions, and only then unblocks them.
+    sigset_t stops, old_mask;
+    sigemptyset(&stops);
+    for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&stops, s);
+    ::sigprocmask(SIG_BLOCK, &stops, &old_mask);
     const pid_t pid = ::fork();
-    VT_CHECK(pid >= 0, "[launch] fork for rank ", rank, ": ", std::strerror(errno));
+    const int fork_errno = errno;
+    if (pid != 0) ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    VT_CHECK(pid >= 0, "[launch] fork for rank ", rank, ": ", std::strerror(fork_errno));
     if (pid == 0) {
+      struct sigaction default_action = {};
+      default_action.sa_handler = SIG_DFL;
+      for (int s : {SIGINT, SIGTERM, SIGUSR1}) ::sigaction(s, &default_action, nullptr);
+      ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
       // A launcher killed outright (SIGKILL, OOM) takes its ranks with it instead of leaving them hung in NCCL.
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(1);
