@@ -2,7 +2,8 @@
 # The one command to run ON the GPU machine, from the repo root, with .gpu/ (scripts/gpu_bundle.sh) carried along:
 # prints the GPU, runs every .gpu/bin/test_* binary (gtest JSON + logs into $OUT), then the optional extra command
 # given as arguments (e.g. `bash scripts/gpu_check.sh vitrain bench ...`; .gpu/bin is on PATH).
-# Exit status: 0 when every test binary and the extra command passed, 1 otherwise, 2 when the bundle is missing.
+# Exit status: 0 when every test binary and the extra command passed, 1 otherwise (also when nvidia-smi lists a GPU
+# and a test skipped itself for want of a CUDA device), 2 when the bundle is missing.
 # LD_LIBRARY_PATH=.gpu/lib:/usr/local/cuda/lib64 is exported for the tests and the extra command; a Python step in
 # the extra command should drop it (`env -u LD_LIBRARY_PATH python3 ...`) so it keeps the machine's own libraries.
 #
@@ -40,7 +41,9 @@ fi
 
 # ---- machine (before LD_LIBRARY_PATH: system tools must not pick up the bundled Debian libraries) ----
 say "== gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+has_gpu=0
 if command -v nvidia-smi >/dev/null; then
+  nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && has_gpu=1
   nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used,temperature.gpu,power.draw,clocks.max.sm \
     --format=csv 2>&1 | tee -a "$SUMMARY"
 else
@@ -102,7 +105,16 @@ for bin in "${tests[@]}"; do
   # gtest's closing lines carry the counts, e.g. "[  PASSED  ] 9 tests." / "[  SKIPPED ] 9 tests, listed below:"
   counts=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?' <(sed -n "/^== $name\$/,\$p" "$LOG") |
            sed -E 's/^\[  ([A-Z]+) *\] ([0-9]+) tests?.*/\2 \1/' | tr '\n' ' ' | tr 'A-Z' 'a-z' | sed 's/ *$//')
-  if [ "$rc" = 0 ]; then
+  # On a machine that has a GPU, a test skipped for want of one means the device was unusable (driver, bundle
+  # libraries): that is a failure, not a pass.
+  unusable=0
+  if [ "$has_gpu" = 1 ] && sed -n "/^== $name\$/,\$p" "$LOG" | grep -q 'no CUDA device'; then
+    unusable=$(sed -n "/^== $name\$/,\$p" "$LOG" | grep -c 'no CUDA device')
+  fi
+  if [ "$unusable" != 0 ]; then
+    results+=("$name: FAILED: $unusable tests skipped with 'no CUDA device' on a machine with a GPU (${counts:-no counts}) ${secs}s")
+    status=1
+  elif [ "$rc" = 0 ]; then
     results+=("$name: ok (${counts:-no counts}) ${secs}s")
   else
     results+=("$name: FAILED rc=$rc (${counts:-no counts}) ${secs}s")
