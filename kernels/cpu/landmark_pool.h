@@ -1,7 +1,7 @@
 // MiTA's landmark pooling (docs/mita-spec.md §2.2) as one kernel: the mean of the queries in each adaptive-pooling
 // bin, read in place from a strided [B, N, C] view (typically q inside the packed qkv, row stride 3C), written as
 // contiguous landmarks [B, m, C]; and its backward into a contiguous dx [B, N, C]. Used by ops::mita_landmark_pool;
-// kernels/cuda/landmark_pool.h is the device twin and shares LandmarkPoolShape.
+// kernels/cuda/mita/landmark_pool.h is the device twin and shares LandmarkPoolShape.
 #pragma once
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 // MiTA kernels on the CPU (docs/mita-spec.md §2.3, one expert per query): the routing (top-k keys per landmark,
 // arg-max expert per query, queries grouped by expert) and the joint-softmax attention over [m shared ∪ k routed]
 // slots, forward and backward. Plain loops with f64 accumulation, parallel over (batch, head); the oracle the
-// CUDA kernels (kernels/cuda/mita.h) are compared with.
+// CUDA kernels (kernels/cuda/mita/mita.h) are compared with.
 #pragma once
 #include <cstdint>
 

@@ -18,12 +18,12 @@
 
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/landmark_pool.h"
-#include "kernels/cuda/mita.h"
-#include "kernels/cuda/mita_expert.h"
-#include "kernels/cuda/mita_flash.h"
-#include "kernels/cuda/mita_mma.h"
-#include "kernels/cuda/mita_topk.h"
+#include "kernels/cuda/mita/landmark_pool.h"
+#include "kernels/cuda/mita/mita.h"
+#include "kernels/cuda/mita/mita_expert.h"
+#include "kernels/cuda/mita/mita_flash.h"
+#include "kernels/cuda/mita/mita_mma.h"
+#include "kernels/cuda/mita/mita_topk.h"
 #include "kernels/cuda/stream.h"
 #endif
 

@@ -33,7 +33,7 @@ MitaRouting mita_route(const Tensor& q, const Tensor& k, const Tensor& landmarks
 Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor& v, double scale);
 
 /// Inference on long sequences: mita_route and mita_shared_values together in one pass over the keys that never
-/// stores the [m, N] score matrix (kernels/cuda/mita.h: the V̂ kernel collects each landmark's top-k candidates).
+/// stores the [m, N] score matrix (kernels/cuda/mita/mita.h: the V̂ kernel collects each landmark's top-k candidates).
 /// Applies on CUDA to bf16 operands the tensor-core kernels can read, N ≥ 16384 and a multiple of 4096, with no
 /// gradient recorded; returns false (and does nothing) otherwise. Same routing rule as mita_route.
 bool mita_route_with_values(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
@@ -75,7 +75,7 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& options, cons
                           const Tensor& dwc_bias = {}, const MitaRouting* fixed = nullptr, MitaRouting* used = nullptr);
 
 /// True when mita_qkv_attention(qkv, options) runs the whole core as one kernel each way (CUDA bf16, short N:
-/// kernels/cuda/mita_small.h), which also serves inference: one launch instead of the routing and attention ops.
+/// kernels/cuda/mita/mita_small.h), which also serves inference: one launch instead of the routing and attention ops.
 bool mita_qkv_one_kernel(const Tensor& qkv, const MitaQkvOptions& options);
 
 /// MiTA's landmarks R0 [B, m, C] (x's dtype): the mean of x[b, first + t, :] over each adaptive-pooling bin of

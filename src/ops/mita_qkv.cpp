@@ -6,12 +6,12 @@
 //    H200). Which of flash and f32 ops is faster there is not settled: the Figure 5 model at N = 64K, batch 1
 //    trained at 52.7 (43.7–60.5) steps/s with flash in a short run and 40.4 (35.3–45.7) with the f32 ops; the
 //    fix is a flash pass split over the keys;
-//  - fused: CUDA f32 or bf16, one CUDA-core kernel each way (kernels/cuda/mita_shared.h) while the [m, N] logits of
+//  - fused: CUDA f32 or bf16, one CUDA-core kernel each way (kernels/cuda/mita/mita_shared.h) while the [m, N] logits of
 //    one (b, h) fit in shared memory;
 //  - composite: f32 ops (the CPU, and shapes neither kernel takes).
 // VT_MITA_SHARED=flash|fused|composite overrides the choice where that kind applies (tests, benchmarks).
 // Before all of them: on short sequences (DeiT's N = 197) the whole core — routing, V̂ and the joint softmax, and
-// their gradients — runs as one kernel per direction with one CTA per (b, h) (kernels/cuda/mita_small.h), when the
+// their gradients — runs as one kernel per direction with one CTA per (b, h) (kernels/cuda/mita/mita_small.h), when the
 // routing is not given, the backward need not be deterministic and VT_MITA_JOINT names no other joint kernel.
 #include <cmath>
 #include <cstdlib>
@@ -30,10 +30,10 @@
 
 #ifdef VT_WITH_CUDA
 #include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/dwc_tokens.h"
+#include "kernels/cuda/mita/dwc_tokens.h"
 #include "kernels/cuda/flash_attention.h"
-#include "kernels/cuda/mita_shared.h"
-#include "kernels/cuda/mita_small.h"
+#include "kernels/cuda/mita/mita_shared.h"
+#include "kernels/cuda/mita/mita_small.h"
 #include "kernels/cuda/stream.h"
 #endif
 
@@ -211,7 +211,7 @@ Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const Jo
 
 // The DWC: v's patch tokens (rows 1..N-1 of v [B, N, C], a view of the packed qkv) as a G×G grid, depth-wise 3×3
 // conv (+ bias), added to rows 1..N-1 of `out` [B, N, C] (contiguous): a new tensor. CUDA: one kernel on the token
-// rows (kernels/cuda/dwc_tokens.h); elsewhere through the NCHW conv and back.
+// rows (kernels/cuda/mita/dwc_tokens.h); elsewhere through the NCHW conv and back.
 Tensor dwc_forward(const Tensor& out, const Tensor& v, const Tensor& weight, const Tensor& bias, int64_t G) {
   const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
 #ifdef VT_WITH_CUDA

@@ -1,11 +1,11 @@
-// The channels-last depth-wise 3×3 conv on token rows (kernels/cuda/dwc_tokens.h) against the NCHW conv of the CPU
+// The channels-last depth-wise 3×3 conv on token rows (kernels/cuda/mita/dwc_tokens.h) against the NCHW conv of the CPU
 // (ops::depthwise_conv3x3 and its gradients) on the same values: v a strided slice of a packed [B, N, 3C] tensor,
 // the grid rows 1..N-1 (CLS first), odd G and C. f32 within float rounding of 9-term sums (forward, input
 // gradient) and of B·G²-term sums (weight and bias gradients); bf16 by the bf16 rule.
 #include <gtest/gtest.h>
 
 #include "device_test_util.h"
-#include "kernels/cuda/dwc_tokens.h"
+#include "kernels/cuda/mita/dwc_tokens.h"
 #include "kernels/cuda/stream.h"
 #include "ops/ops.h"
 

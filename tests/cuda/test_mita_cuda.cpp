@@ -25,8 +25,8 @@
 #include "models/registry.h"
 #include "models/vit.h"
 #include "autograd/node.h"
-#include "kernels/cuda/mita_shared.h"
-#include "kernels/cuda/mita_small.h"
+#include "kernels/cuda/mita/mita_shared.h"
+#include "kernels/cuda/mita/mita_small.h"
 #include "nn/autocast.h"
 #include "ops/ops.h"
 
@@ -148,7 +148,7 @@ TEST(MitaCuda, RoutingIsAValidTopKAndArgmaxAndGroupsQueries) {
     }
 }
 
-// The one-CTA core (kernels/cuda/mita_small.h, which the packed training path takes on short sequences) routes as
+// The one-CTA core (kernels/cuda/mita/mita_small.h, which the packed training path takes on short sequences) routes as
 // mita_route must: a valid top-k, arg-max and grouping of its own scores, at DeiT's shape and two smaller ones (a
 // 7×7 grid; a 1-D sequence with k > m). Its outputs and gradients meet the CPU in the packed-path tests below.
 TEST(MitaCuda, OneCtaCoreRoutesAsMitaRoute) {
@@ -475,7 +475,7 @@ TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
     }
 }
 
-// The fused shared-branch kernels (kernels/cuda/mita_shared.h) on head views cut out of packed [B, N, 3C] tensors,
+// The fused shared-branch kernels (kernels/cuda/mita/mita_shared.h) on head views cut out of packed [B, N, 3C] tensors,
 // as in training, against the same formulas in f64 with CPU ops. p_shared/ds_shared are arbitrary values (the
 // formulas do not need a softmax). f32: the kernels sum ≤ 197 products in f32 in another order than the f64
 // reference, and dS goes through the cancellation dP − rowsum(dP∘P): 2e-5·max|ref| for the forward, 1e-4 for the

@@ -1,5 +1,5 @@
-// MiTA's joint attention on tensor cores — the masked flash kernels (kernels/cuda/mita_flash.cu) and the
-// per-expert kernels (kernels/cuda/mita_expert.h: mita_joint_forward_mma + mita_expert_backward, atomics and
+// MiTA's joint attention on tensor cores — the masked flash kernels (kernels/cuda/mita/mita_flash.cu) and the
+// per-expert kernels (kernels/cuda/mita/mita_expert.h: mita_joint_forward_mma + mita_expert_backward, atomics and
 // deterministic) — against an f64 reference computed here on the same bf16-rounded inputs and the same routing
 // (ops::mita_route on the CPU).
 //
@@ -26,10 +26,10 @@
 #include "kernels/cpu/mita.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/flash_attention.h"
-#include "kernels/cuda/mita.h"
-#include "kernels/cuda/mita_expert.h"
-#include "kernels/cuda/mita_flash.h"
-#include "kernels/cuda/mita_mma.h"
+#include "kernels/cuda/mita/mita.h"
+#include "kernels/cuda/mita/mita_expert.h"
+#include "kernels/cuda/mita/mita_flash.h"
+#include "kernels/cuda/mita/mita_mma.h"
 #include "ops/ops.h"
 
 namespace vt::test {

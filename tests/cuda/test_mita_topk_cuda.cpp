@@ -1,4 +1,4 @@
-// MiTA's expert top-k on the GPU (kernels/cuda/mita_topk.h) against a host reference of the same rule: the k
+// MiTA's expert top-k on the GPU (kernels/cuda/mita/mita_topk.h) against a host reference of the same rule: the k
 // largest entries of each row by float order (the ordered-bits map), ties to the lower index, indices ascending.
 // Row lengths cover the warp-per-row kernel (N ≤ 1024, each register count) and the block kernel just above it.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "device_test_util.h"
-#include "kernels/cuda/mita_topk.h"
+#include "kernels/cuda/mita/mita_topk.h"
 #include "kernels/cuda/stream.h"
 
 namespace vt::test {

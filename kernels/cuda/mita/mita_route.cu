@@ -5,9 +5,9 @@
 #include "kernels/cuda/blas.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/float_types.cuh"
-#include "kernels/cuda/mita.h"
-#include "kernels/cuda/mita_mma.h"
-#include "kernels/cuda/mita_topk.h"
+#include "kernels/cuda/mita/mita.h"
+#include "kernels/cuda/mita/mita_mma.h"
+#include "kernels/cuda/mita/mita_topk.h"
 
 namespace vt::kernels::cuda {
 

@@ -5,7 +5,7 @@
 
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/mita.h"
+#include "kernels/cuda/mita/mita.h"
 
 namespace vt::kernels::cuda {
 

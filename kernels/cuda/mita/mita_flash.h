@@ -14,7 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/flash_attention.h"  // AttentionView
-#include "kernels/cuda/mita.h"             // MitaShape, MitaRoutingArrays
+#include "kernels/cuda/mita/mita.h"             // MitaShape, MitaRoutingArrays
 
 namespace vt::kernels::cuda {
 

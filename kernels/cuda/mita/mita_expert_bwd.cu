@@ -12,7 +12,7 @@
 //  4. shared dR/dV̂: the same loop for 64 landmarks over the N queries (no gathers), written as f32; long
 //     sequences split the queries over `shared_splits` CTAs whose partial sums a last kernel adds in order.
 // P and dS are rounded to bf16 before their MMAs, as in FlashAttention-2 and the masked flash kernels.
-#include "kernels/cuda/mita_expert.h"
+#include "kernels/cuda/mita/mita_expert.h"
 
 #include <cuda_bf16.h>
 
@@ -22,7 +22,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/flash_attention_device.cuh"
-#include "kernels/cuda/mita_tiles.cuh"
+#include "kernels/cuda/mita/mita_tiles.cuh"
 
 namespace vt::kernels::cuda {
 

@@ -2,7 +2,7 @@
 // channel fastest, so a warp reads 32 consecutive channels of each neighbour row (coalesced, rows from L1/L2).
 // Weight gradient: blocks of 32 channels × 8 position lanes over a slice of the B·G² positions; the slices'
 // partial sums go to scratch and a second kernel adds them per (channel, tap) in slice order.
-#include "kernels/cuda/dwc_tokens.h"
+#include "kernels/cuda/mita/dwc_tokens.h"
 
 #include <cuda_bf16.h>
 

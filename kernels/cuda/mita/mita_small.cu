@@ -1,7 +1,7 @@
 // mita_small.h: the MiTA layer core in one CTA per (batch, head), forward and backward, bf16 on tensor cores
 // (mma.m16n8k16 through flash_attention_device.cuh). Shared-memory rows are padded by 8 elements; row `np` (N rounded
 // up to 16) of K, V and Q is a zero row that the gathers of unused slots and query rows read.
-#include "kernels/cuda/mita_small.h"
+#include "kernels/cuda/mita/mita_small.h"
 
 #include <cuda_bf16.h>
 

@@ -15,7 +15,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/ordered_bits.cuh"
-#include "kernels/cuda/mita_topk.h"
+#include "kernels/cuda/mita/mita_topk.h"
 
 namespace vt::kernels::cuda {
 

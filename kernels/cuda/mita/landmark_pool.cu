@@ -3,7 +3,7 @@
 // strides allow) × 8 slices over the bin's tokens, so each warp reads whole rows of x; the slices' f32 partial sums
 // are added in a fixed order through shared memory. Backward: one thread per (b, n, channel group) of dx gathers
 // the ≤ 2 bins per axis that hold token n (more only when m exceeds the token count).
-#include "kernels/cuda/landmark_pool.h"
+#include "kernels/cuda/mita/landmark_pool.h"
 
 #include <cuda_bf16.h>
 

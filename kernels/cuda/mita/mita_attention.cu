@@ -4,8 +4,8 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/device/row_reductions.cuh"
-#include "kernels/cuda/mita.h"
-#include "kernels/cuda/mita_mma.h"
+#include "kernels/cuda/mita/mita.h"
+#include "kernels/cuda/mita/mita_mma.h"
 
 namespace vt::kernels::cuda {
 

@@ -15,8 +15,8 @@
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/device/ordered_bits.cuh"
 #include "kernels/cuda/flash_attention_device.cuh"
-#include "kernels/cuda/mita_mma.h"
-#include "kernels/cuda/mita_tiles.cuh"
+#include "kernels/cuda/mita/mita_mma.h"
+#include "kernels/cuda/mita/mita_tiles.cuh"
 
 namespace vt::kernels::cuda {
 

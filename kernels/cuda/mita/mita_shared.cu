@@ -9,7 +9,7 @@
 // lanes, and A's loads are 16-byte warp broadcasts (4 values of k, or the tile's 4 rows), which keeps shared-memory
 // traffic per FMA low. Rows of the [m, N] buffers and of the staged [rows, m] tiles are padded to multiples of 4
 // floats for those loads.
-#include "kernels/cuda/mita_shared.h"
+#include "kernels/cuda/mita/mita_shared.h"
 
 #include <cuda_bf16.h>
 

@@ -11,7 +11,7 @@
 //  dq:     shaped like the forward, recomputes P and dS and keeps dQ = Σ_c dS_c·scale_c·K_c in registers.
 // Nothing uses atomics on global memory, so the gradients are deterministic. A route-only row may see no slot in
 // a whole tile: its running max stays −inf and the rescaling subtracts 0 instead (FlashAttention's Check_inf).
-#include "kernels/cuda/mita_flash.h"
+#include "kernels/cuda/mita/mita_flash.h"
 
 #include <cuda_bf16.h>
 

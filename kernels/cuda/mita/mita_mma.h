@@ -1,11 +1,11 @@
-// The bf16 tensor-core MiTA kernels (mita_mma.cu); kernels/cuda/mita.h's launchers pick them when they apply.
+// The bf16 tensor-core MiTA kernels (mita_mma.cu); kernels/cuda/mita/mita.h's launchers pick them when they apply.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
 
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/mita.h"
+#include "kernels/cuda/mita/mita.h"
 
 namespace vt::kernels::cuda {
 

@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "core/dtype.h"
-#include "kernels/cuda/mita.h"  // MitaShape, AttentionView
+#include "kernels/cuda/mita/mita.h"  // MitaShape, AttentionView
 
 namespace vt::kernels::cuda {
 

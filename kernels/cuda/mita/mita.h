@@ -70,7 +70,7 @@ int64_t mita_landmark_workspace(const MitaShape& s);
 
 /// v_hat [B, H, m, d] = softmax(s.scale·r·kᵀ)·v, forward only, bf16 with f32 softmax statistics, on tensor cores
 /// (the keys are split into slices so that few landmarks still fill the GPU; the slices are merged exactly).
-/// Needs mita_mma_usable operands (kernels/cuda/mita_mma.h).
+/// Needs mita_mma_usable operands (kernels/cuda/mita/mita_mma.h).
 /// With `candidates`, also appends every score r_j·k_n (f32, unscaled) at or above candidates->threshold[row]
 /// to that row's list (count must start at 0).
 void mita_landmark_attention_forward(const AttentionView& v_hat, const AttentionView& r, const AttentionView& k,

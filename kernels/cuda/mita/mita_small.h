@@ -14,7 +14,7 @@
 
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/mita.h"  // MitaShape, MitaRoutingArrays, AttentionView
+#include "kernels/cuda/mita/mita.h"  // MitaShape, MitaRoutingArrays, AttentionView
 
 namespace vt::kernels::cuda {
 
