@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device_limits.h"
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/device/row_reductions.cuh"
 #include "kernels/cuda/mita/mita.h"
@@ -354,13 +355,6 @@ void mita_routed_store(DType dtype, const AttentionView& dk, const AttentionView
 
 namespace {
 
-int max_dynamic_smem() {
-  int dev = 0, bytes = 0;
-  VT_CUDA_CHECK(cudaGetDevice(&dev));
-  VT_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  return bytes;
-}
-
 void check_shape(const MitaShape& s) {
   VT_CHECK(s.B * s.H <= 65535, "[mita_attention] B·H = ", s.B * s.H, " exceeds the 65535 grid rows of the kernels");
   VT_CHECK(s.N < (int64_t{1} << 31) && s.B * s.H * s.N * s.d < (int64_t{1} << 40), "[mita_attention] N = ", s.N,
@@ -394,7 +388,7 @@ void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, c
 }
 
 int64_t mita_backward_max_slots(int64_t d, int64_t k) {
-  const int64_t budget = max_dynamic_smem() / static_cast<int64_t>(sizeof(float)) - 2 * k * d - 2 * kBwdChunk * d -
+  const int64_t budget = max_dynamic_shared_memory() / static_cast<int64_t>(sizeof(float)) - 2 * k * d - 2 * kBwdChunk * d -
                          2 * kBwdChunk;
   return std::max<int64_t>(0, budget / (2 * (d + 1) + 2 * kBwdChunk));
 }

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device_limits.h"
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/device/row_reductions.cuh"
 
@@ -302,13 +303,6 @@ int64_t backward_smem_floats(const MitaShape& s) {
   return 3 * s.m * s.d + s.m * round_up4(s.N) + 2 * kBwdChunk * (round_up4(s.m) + s.d);
 }
 
-int max_dynamic_smem() {
-  int dev = 0, bytes = 0;
-  VT_CUDA_CHECK(cudaGetDevice(&dev));
-  VT_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  return bytes;
-}
-
 template <class Kernel>
 int prepare(Kernel kernel, int64_t floats) {
   const int bytes = static_cast<int>(sizeof(float) * floats);
@@ -326,7 +320,7 @@ void check_supported(const MitaShape& s) {
 bool mita_shared_supported(const MitaShape& s) {
   if (!(s.d == 16 || s.d == 32 || s.d == 64 || s.d == 128) || s.m < 1 || s.N < 1 || s.B < 1 || s.H < 1) return false;
   const int64_t floats = std::max(forward_smem_floats(s), backward_smem_floats(s));
-  return floats * static_cast<int64_t>(sizeof(float)) <= max_dynamic_smem();
+  return floats * static_cast<int64_t>(sizeof(float)) <= max_dynamic_shared_memory();
 }
 
 void mita_shared_forward(DType dtype, const AttentionView& v_hat, float* probs, const AttentionView& r,

@@ -2,10 +2,10 @@
 // such as DeiT's N = 197: the keys and values of all N rows live in shared memory, so routing, V̂, the joint softmax
 // and every gradient run in one launch per direction.
 //
-// Forward (mita_small.cu): S = R·Kᵀ on tensor cores → each landmark's top-k keys (ties: the lower key) and the
+// Forward (mita_small_fwd.cu): S = R·Kᵀ on tensor cores → each landmark's top-k keys (ties: the lower key) and the
 // softmax of scale·S, V̂ = softmax·V; each query's expert = arg-max of q·Rᵀ (first landmark on ties), a stable
 // counting sort by expert; then per expert and 16 queries, one warp: [shared_scale·q·Rᵀ | scale·q·K_Iᵀ] → one
-// softmax → P·[V̂ ; V_I]. Backward: per expert and 16 queries, one warp recomputes P from the saved log-sum-exp and
+// softmax → P·[V̂ ; V_I]. Backward (mita_small_bwd.cu): per expert and 16 queries, one warp recomputes P from the saved log-sum-exp and
 // writes dq once; the slots' dK, dV, dR, dV̂ are summed with f32 atomics into a global scratch that stays in L2 (the
 // last bits vary run to run: the deterministic mode uses the per-expert kernels); then V̂'s backward over all keys.
 // Same routing rule and results as mita_route + mita_attention with the shared branch's flash attention.

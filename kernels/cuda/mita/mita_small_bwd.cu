@@ -1,0 +1,353 @@
+// mita_small.h's backward: every gradient of the core of one (batch, head) per CTA.
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/mita/mita_small.h"
+#include "kernels/cuda/mita/mita_small_core.cuh"
+
+namespace vt::kernels::cuda {
+
+namespace {
+
+using namespace mita_small_core;
+
+struct BwdParams {
+  Rows q, k, v, r, v_hat, out, dout, dq, dk, dv;
+  const float *lse, *lse_shared;
+  const int32_t *expert_keys, *order, *offsets;
+  float *dr, *scratch;  // dr [B, m, H·D]; scratch: scratch_floats per (b, h)
+  int H, N, m, topk;
+  float scale, shared_scale, scale_log2, shared_scale_log2;
+};
+
+/// dst[0..3] += v atomically (global, 16-byte aligned): one vector reduction on sm_90+.
+__device__ __forceinline__ void atomic_add4(float* dst, float4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float4*>(dst), v);
+#else
+  atomicAdd(dst, v.x), atomicAdd(dst + 1, v.y), atomicAdd(dst + 2, v.z), atomicAdd(dst + 3, v.w);
+#endif
+}
+
+/// Adds this lane's part of one row of two side-by-side C tiles (columns 2t, 2t + 1 of the first: lo; 8 + 2t,
+/// 9 + 2t of the second: hi) into row[0..15] (global) with one 16-byte reduction per lane: lanes t and t ^ 1 swap
+/// halves so that each holds four consecutive columns. Called by the whole warp; `active` lanes add.
+__device__ __forceinline__ void atomic_add_row(float* row, float lo0, float lo1, float hi0, float hi1, bool active,
+                                               int lane) {
+  const int t = lane & 3;
+  const bool even = (t & 1) == 0;
+  const float r0 = __shfl_xor_sync(0xffffffffu, even ? hi0 : lo0, 1);
+  const float r1 = __shfl_xor_sync(0xffffffffu, even ? hi1 : lo1, 1);
+  if (!active) return;
+  if (even)
+    atomic_add4(row + 2 * t, make_float4(lo0, lo1, r0, r1));
+  else
+    atomic_add4(row + 8 + 2 * (t - 1), make_float4(r0, r1, hi0, hi1));
+}
+
+/// dst[rows(slot)] += Tᵀ·X for the 32 slots of one item: T [16 queries][kTld] bf16 (slot columns), X [16][D + kPad]
+/// bf16 (query rows), global float atomics into rows `stride` floats apart; slots at or past `valid` are skipped;
+/// `rows` null: row = slot.
+template <int D>
+__device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, const int* rows, int valid, const bf16* T,
+                                                  const bf16* X, int lane) {
+  constexpr int ld = D + flash::kPad;
+  const int g = lane >> 2;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    if (mt * 16 >= valid) break;
+    uint32_t a[4];
+    flash::ldmatrix_x4_trans(a, flash::a_rows_transposed(T, kTld, mt * 16, 0, lane));
+    int dst_row[2];
+    for (int half = 0; half < 2; ++half) {
+      const int slot = mt * 16 + g + 8 * half;
+      dst_row[half] = slot < valid ? (rows ? rows[slot] : slot) : -1;
+    }
+#pragma unroll
+    for (int n0 = 0; n0 < D; n0 += 16) {
+      uint32_t bf[4];
+      flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(X, ld, 0, n0, lane));
+      float lo[4] = {}, hi[4] = {};
+      flash::mma_bf16(lo, a, bf[0], bf[1]);
+      flash::mma_bf16(hi, a, bf[2], bf[3]);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const bool active = dst_row[half] >= 0;
+        atomic_add_row(active ? dst + dst_row[half] * stride + n0 : dst, lo[2 * half], lo[2 * half + 1], hi[2 * half],
+                       hi[2 * half + 1], active, lane);
+      }
+    }
+  }
+}
+
+/// A warp's C fragments (16 rows × 32 slot columns) into T [16][kTld] as bf16.
+__device__ __forceinline__ void store_tile(bf16* T, const float (&c)[4][4], int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    store_pair(T + g * kTld + nt * 8 + 2 * t, c[nt][0], c[nt][1]);
+    store_pair(T + (g + 8) * kTld + nt * 8 + 2 * t, c[nt][2], c[nt][3]);
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int kThreads = kBwdWarps * 32, ld = D + flash::kPad, kChunks = D / 8;
+  const int N = p.N, m = p.m, topk = p.topk, np = padded_rows(N), lp = np + flash::kPad;
+  const BwdLayout L(N, D, m);
+  bf16 *Ks = reinterpret_cast<bf16*>(smem + L.k), *Vs = reinterpret_cast<bf16*>(smem + L.v),
+       *Rs = reinterpret_cast<bf16*>(smem + L.r), *VHs = reinterpret_cast<bf16*>(smem + L.v_hat);
+  float* dK = p.scratch + static_cast<int64_t>(blockIdx.x) * scratch_floats(N, D, m);  // global, L2-resident
+  float *dV = dK + N * D, *dVH = dV + N * D;
+  const int64_t C = static_cast<int64_t>(p.H) * D;
+  float* dR = p.dr + static_cast<int64_t>(blockIdx.x / p.H) * m * C + (blockIdx.x % p.H) * D;  // rows C apart
+  int *ek = reinterpret_cast<int*>(smem + L.keys), *order = reinterpret_cast<int*>(smem + L.order),
+      *off = reinterpret_cast<int*>(smem + L.offsets), *items = reinterpret_cast<int*>(smem + L.items);
+  float *lse_s = reinterpret_cast<float*>(smem + L.misc), *delta_s = lse_s + kSlots;
+  int* n_items = reinterpret_cast<int*>(delta_s + kSlots);
+  unsigned char* scratch = smem + L.scratch;
+  const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+
+  load_rows<D, kThreads>(Ks, p.k, b, h, N, np + 1, tid);
+  load_rows<D, kThreads>(Vs, p.v, b, h, N, np + 1, tid);
+  load_rows<D, kThreads>(Rs, p.r, b, h, m, kSlots, tid);
+  load_rows<D, kThreads>(VHs, p.v_hat, b, h, m, kSlots, tid);
+  flash::cp_async_commit();
+  for (int i = tid; i < (2 * N + m) * D / 4; i += kThreads)
+    reinterpret_cast<float4*>(dK)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int i = tid; i < m * D; i += kThreads) dR[(i / D) * C + i % D] = 0.f;
+  for (int i = tid; i < m * kSlots; i += kThreads) {
+    const int j = i / kSlots, s = i % kSlots;
+    ek[i] = s < topk ? p.expert_keys[(static_cast<int64_t>(bh) * m + j) * topk + s] : np;
+  }
+  for (int i = tid; i < N; i += kThreads) order[i] = p.order[static_cast<int64_t>(bh) * N + i];
+  for (int i = tid; i <= m; i += kThreads) off[i] = p.offsets[bh * (m + 1) + i];
+  if (tid < kSlots) lse_s[tid] = tid < m ? p.lse_shared[bh * m + tid] * kLog2e : 0.f;
+  flash::cp_async_wait<0>();
+  __syncthreads();
+  if (warp == 0) list_items(off, m, items, n_items, lane);
+  __syncthreads();
+
+  // The joint softmax's backward, one warp per (expert, 16 queries).
+  {
+    bf16* Qw = reinterpret_cast<bf16*>(scratch) + warp * (2 * 16 * ld + 2 * 16 * kTld);
+    bf16 *dOw = Qw + 16 * ld, *T0 = dOw + 16 * ld, *T1 = T0 + 16 * kTld;
+    for (int i = warp; i < *n_items; i += kBwdWarps) {
+      const Item it(items, off, i);
+      const int* keys = ek + it.expert * kSlots;
+      for (int c = lane; c < 16 * kChunks; c += 32) {
+        const int r = c / kChunks, col = (c % kChunks) * 8;
+        const bool ok = r < it.count;
+        const int n = ok ? order[it.first + r] : 0;
+        flash::cp_async16(Qw + r * ld + col, p.q.row(b, h, n) + col, ok);
+        flash::cp_async16(dOw + r * ld + col, p.dout.row(b, h, n) + col, ok);
+      }
+      flash::cp_async_commit();
+      flash::cp_async_wait<0>();
+      __syncwarp();
+      // Δ_n = dO_n·O_n: lanes r and r + 16 take the two halves of row r.
+      float delta = 0.f;
+      {
+        const int r = lane & 15, c0 = (lane >> 4) * (D / 2);
+        if (r < it.count) {
+          const bf16* o = p.out.row(b, h, order[it.first + r]) + c0;
+          const bf16* d = dOw + r * ld + c0;
+#pragma unroll
+          for (int c = 0; c < D / 2; c += 2) {
+            const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(o + c));
+            const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(d + c));
+            delta += x.x * y.x + x.y * y.y;
+          }
+        }
+        delta += __shfl_xor_sync(0xffffffffu, delta, 16);
+      }
+      const float dl[2] = {__shfl_sync(0xffffffffu, delta, g), __shfl_sync(0xffffffffu, delta, g + 8)};
+      const bool rv[2] = {g < it.count, g + 8 < it.count};
+      float l2[2];
+      for (int half = 0; half < 2; ++half)
+        l2[half] = rv[half] ? p.lse[static_cast<int64_t>(bh) * N + order[it.first + g + 8 * half]] * kLog2e : 0.f;
+
+      uint32_t qa[D / 16][4], da[D / 16][4];
+#pragma unroll
+      for (int kc = 0; kc < D / 16; ++kc) {
+        flash::ldmatrix_x4(qa[kc], flash::a_rows(Qw, ld, 0, kc * 16, lane));
+        flash::ldmatrix_x4(da[kc], flash::a_rows(dOw, ld, 0, kc * 16, lane));
+      }
+      float pr[4][4] = {}, ps[4][4] = {}, dsr[4][4] = {}, dss[4][4] = {};
+      slot_scores<D>(pr, ps, qa, Ks, Rs, keys, lane);    // logits, made probabilities below
+      slot_scores<D>(dsr, dss, da, Vs, VHs, keys, lane);  // dP, made dS below
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int col = nt * 8 + 2 * t + (x & 1), half = x >> 1;
+          const float a = rv[half] && col < topk ? exp2f(pr[nt][x] * p.scale_log2 - l2[half]) : 0.f;
+          const float c = rv[half] && col < m ? exp2f(ps[nt][x] * p.shared_scale_log2 - l2[half]) : 0.f;
+          dsr[nt][x] = a * (dsr[nt][x] - dl[half]) * p.scale;
+          dss[nt][x] = c * (dss[nt][x] - dl[half]) * p.shared_scale;
+          pr[nt][x] = a, ps[nt][x] = c;
+        }
+      // dq = dS_routed·K_I + dS_shared·R, written once per query.
+      float dq[D / 8][4] = {};
+      slot_values<D>(dq, dsr, dss, Ks, Rs, keys, lane);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        if (!rv[half]) continue;
+        bf16* dst = p.dq.out_row(b, h, order[it.first + g + 8 * half]);
+#pragma unroll
+        for (int nt = 0; nt < D / 8; ++nt) store_pair(dst + nt * 8 + 2 * t, dq[nt][2 * half], dq[nt][2 * half + 1]);
+      }
+      // The slots' sums: dK_I += dS_routedᵀ·Q, dV_I += P_routedᵀ·dO, dR += dS_sharedᵀ·Q, dV̂ += P_sharedᵀ·dO.
+      store_tile(T0, dsr, lane);
+      store_tile(T1, pr, lane);
+      __syncwarp();
+      add_slot_products<D>(dK, D, keys, topk, T0, Qw, lane);
+      add_slot_products<D>(dV, D, keys, topk, T1, dOw, lane);
+      __syncwarp();
+      store_tile(T0, dss, lane);
+      store_tile(T1, ps, lane);
+      __syncwarp();
+      add_slot_products<D>(dR, C, nullptr, m, T0, Qw, lane);
+      add_slot_products<D>(dVH, D, nullptr, m, T1, dOw, lane);
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+
+  // V̂ = softmax(scale·R·Kᵀ)·V backward: dP = dV̂·Vᵀ, dS = P∘(dP − dV̂·V̂)·scale; dR += dS·K, dK += dSᵀ·R,
+  // dV += Pᵀ·dV̂.
+  bf16 *Prk = reinterpret_cast<bf16*>(scratch), *dSrk = Prk + kSlots * lp, *dVHb = dSrk + kSlots * lp;
+  for (int i = tid; i < kSlots * D; i += kThreads) {
+    const int j = i / D, c = i % D;
+    dVHb[j * ld + c] = __float2bfloat16(j < m ? __ldcg(dVH + j * D + c) : 0.f);
+  }
+  for (int j = warp; j < kSlots; j += kBwdWarps) {
+    float x = 0.f;
+    if (j < m)
+      for (int c = lane; c < D; c += 32) x += __ldcg(dVH + j * D + c) * __bfloat162float(VHs[j * ld + c]);
+    x = warp_sum(x);
+    if (lane == 0) delta_s[j] = x;
+  }
+  __syncthreads();
+  for (int item = warp; item < 2 * (np / 16); item += kBwdWarps) {
+    const int m0 = (item & 1) * 16, n0 = (item >> 1) * 16;
+    float s[2][4] = {}, dp[2][4] = {};
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+      uint32_t a[4], bf[4];
+      flash::ldmatrix_x4(a, flash::a_rows(Rs, ld, m0, kc * 16, lane));
+      flash::ldmatrix_x4(bf, flash::b_rows_nk(Ks, ld, n0, kc * 16, lane));
+      flash::mma_bf16(s[0], a, bf[0], bf[1]);
+      flash::mma_bf16(s[1], a, bf[2], bf[3]);
+      flash::ldmatrix_x4(a, flash::a_rows(dVHb, ld, m0, kc * 16, lane));
+      flash::ldmatrix_x4(bf, flash::b_rows_nk(Vs, ld, n0, kc * 16, lane));
+      flash::mma_bf16(dp[0], a, bf[0], bf[1]);
+      flash::mma_bf16(dp[1], a, bf[2], bf[3]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int j = m0 + g + 8 * (x >> 1), key = n0 + nt * 8 + 2 * t + (x & 1);
+        const float pv = j < m && key < N ? exp2f(s[nt][x] * p.scale_log2 - lse_s[j]) : 0.f;
+        dp[nt][x] = pv * (dp[nt][x] - delta_s[j]) * p.scale;
+        s[nt][x] = pv;
+      }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const int col = n0 + nt * 8 + 2 * t;
+      store_pair(Prk + (m0 + g) * lp + col, s[nt][0], s[nt][1]);
+      store_pair(Prk + (m0 + g + 8) * lp + col, s[nt][2], s[nt][3]);
+      store_pair(dSrk + (m0 + g) * lp + col, dp[nt][0], dp[nt][1]);
+      store_pair(dSrk + (m0 + g + 8) * lp + col, dp[nt][2], dp[nt][3]);
+    }
+    uint32_t a[4];
+    flash::a_fragment(a, dp[0], dp[1]);
+#pragma unroll
+    for (int c0 = 0; c0 < D; c0 += 16) {
+      uint32_t bf[4];
+      flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(Ks, ld, n0, c0, lane));
+      float lo[4] = {}, hi[4] = {};
+      flash::mma_bf16(lo, a, bf[0], bf[1]);
+      flash::mma_bf16(hi, a, bf[2], bf[3]);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int j = m0 + g + 8 * half;
+        atomic_add_row(j < m ? dR + j * C + c0 : dR, lo[2 * half], lo[2 * half + 1], hi[2 * half], hi[2 * half + 1],
+                       j < m, lane);
+      }
+    }
+  }
+  __syncthreads();
+  // Each warp owns 16 keys: their routed sums (read past L1: other threads' atomics wrote them) plus V̂'s share,
+  // stored as the bf16 dk and dv.
+  for (int kt = warp; kt < np / 16; kt += kBwdWarps) {
+    const int n0 = kt * 16;
+    uint32_t ads[2][4], ap[2][4];
+#pragma unroll
+    for (int kc = 0; kc < 2; ++kc) {
+      flash::ldmatrix_x4_trans(ads[kc], flash::a_rows_transposed(dSrk, lp, n0, kc * 16, lane));
+      flash::ldmatrix_x4_trans(ap[kc], flash::a_rows_transposed(Prk, lp, n0, kc * 16, lane));
+    }
+#pragma unroll
+    for (int c0 = 0; c0 < D; c0 += 16) {
+      float klo[4] = {}, khi[4] = {}, vlo[4] = {}, vhi[4] = {};
+#pragma unroll
+      for (int kc = 0; kc < 2; ++kc) {
+        uint32_t bf[4];
+        flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(Rs, ld, kc * 16, c0, lane));
+        flash::mma_bf16(klo, ads[kc], bf[0], bf[1]);
+        flash::mma_bf16(khi, ads[kc], bf[2], bf[3]);
+        flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(dVHb, ld, kc * 16, c0, lane));
+        flash::mma_bf16(vlo, ap[kc], bf[0], bf[1]);
+        flash::mma_bf16(vhi, ap[kc], bf[2], bf[3]);
+      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int key = n0 + g + 8 * half;
+        if (key >= N) continue;
+        const int c = c0 + 2 * t;
+        const float2 k0 = __ldcg(reinterpret_cast<const float2*>(dK + key * D + c)),
+                     k8 = __ldcg(reinterpret_cast<const float2*>(dK + key * D + c + 8)),
+                     v0 = __ldcg(reinterpret_cast<const float2*>(dV + key * D + c)),
+                     v8 = __ldcg(reinterpret_cast<const float2*>(dV + key * D + c + 8));
+        bf16 *k = p.dk.out_row(b, h, key) + c, *v = p.dv.out_row(b, h, key) + c;
+        store_pair(k, k0.x + klo[2 * half], k0.y + klo[2 * half + 1]);
+        store_pair(k + 8, k8.x + khi[2 * half], k8.y + khi[2 * half + 1]);
+        store_pair(v, v0.x + vlo[2 * half], v0.y + vlo[2 * half + 1]);
+        store_pair(v + 8, v8.x + vhi[2 * half], v8.y + vhi[2 * half + 1]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+using namespace mita_small_core;
+
+int64_t mita_small_backward_scratch(const MitaShape& s) {
+  return s.B * s.H * scratch_floats(static_cast<int>(s.N), static_cast<int>(s.d), static_cast<int>(s.m));
+}
+
+void mita_small_backward(const AttentionView& dq, const AttentionView& dk, const AttentionView& dv, float* dr,
+                         const AttentionView& dout, const AttentionView& q, const AttentionView& k,
+                         const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
+                         const AttentionView& out, const float* lse, const float* lse_shared,
+                         const MitaRoutingArrays& routing, const MitaShape& s, float* scratch,
+                         cudaStream_t stream) {
+  VT_CHECK(mita_small_supported(s), "[mita] the one-CTA MiTA kernels do not take N = ", s.N, ", m = ", s.m,
+           ", k = ", s.k, ", head dim ", s.d);
+  BwdParams p{rows_of(q), rows_of(k), rows_of(v), rows_of(r), rows_of(v_hat), rows_of(out), rows_of(dout),
+              rows_of(dq), rows_of(dk), rows_of(dv), lse, lse_shared, routing.expert_keys, routing.order,
+              routing.offsets, dr, scratch, static_cast<int>(s.H), static_cast<int>(s.N), static_cast<int>(s.m),
+              static_cast<int>(s.k), s.scale, s.shared_scale, s.scale * kLog2e, s.shared_scale * kLog2e};
+  dispatch_small_dim(s.d, [&](auto dim) {
+    constexpr int D = decltype(dim)::value;
+    const int bytes = BwdLayout(p.N, D, p.m).total;
+    VT_CUDA_CHECK(cudaFuncSetAttribute(small_backward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    small_backward_kernel<D><<<static_cast<unsigned>(s.B * s.H), kBwdWarps * 32, bytes, stream>>>(p);
+    VT_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,209 @@
+// The pieces both kernels of the one-CTA MiTA core share (mita_small.h; mita_small_fwd.cu, mita_small_bwd.cu): the
+// slot limits, the operand rows, the shared-memory layouts the host sizes launches with, and the warp tile products
+// over an expert's gathered slots (mma.m16n8k16 through flash_attention_device.cuh). Shared-memory rows are padded by
+// 8 elements; row `np` (N rounded up to 16) of K, V and Q is a zero row that the gathers of unused slots and query
+// rows read.
+#pragma once
+#include <cuda_bf16.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cuda/device/row_reductions.cuh"
+#include "kernels/cuda/flash_attention.h"
+#include "kernels/cuda/flash_attention_device.cuh"
+
+namespace vt::kernels::cuda::mita_small_core {
+
+using flash::bf16;
+
+constexpr int kSlots = 32;                    // m and k at most; slot tiles are 2 × 16
+constexpr int kMaxN = 512;                    // the top-k keeps 16 scores per lane
+constexpr int kFwdWarps = 8, kBwdWarps = 4;   // the backward holds more per warp and per CTA
+constexpr int kTld = kSlots + flash::kPad;    // row length of a warp's [16 queries][slots] transpose buffers
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+struct Rows {  // a [B, H, rows, D] bf16 operand
+  const bf16* data;
+  int64_t b, h, n;
+  __device__ const bf16* row(int bb, int hh, int r) const { return data + bb * b + hh * h + r * n; }
+  __device__ bf16* out_row(int bb, int hh, int r) const { return const_cast<bf16*>(row(bb, hh, r)); }
+};
+
+inline Rows rows_of(const AttentionView& v) {
+  return {static_cast<const bf16*>(v.data), v.batch_stride, v.head_stride, v.row_stride};
+}
+
+__host__ __device__ constexpr int padded_rows(int n) { return (n + 15) / 16 * 16; }
+__host__ __device__ inline int take(int& at, int bytes) {
+  const int here = at;
+  at += (bytes + 15) / 16 * 16;
+  return here;
+}
+
+// Byte offsets into the dynamic shared memory, computed the same way on the host (launch size) and the device.
+struct FwdLayout {
+  int k, v, r, v_hat, scores, keys, expert_of, order, offsets, cursor, counts, items, misc, total;
+  __host__ __device__ FwdLayout(int N, int D, int m) {
+    const int np = padded_rows(N), ld = D + flash::kPad;
+    int at = 0;
+    k = take(at, (np + 1) * ld * 2);
+    v = take(at, (np + 1) * ld * 2);
+    r = take(at, kSlots * ld * 2);
+    v_hat = take(at, kSlots * ld * 2);
+    // One region three ways: the f32 scores R·Kᵀ, then (row by row, in place) V̂'s bf16 softmax numerators, then
+    // each warp's 16 query rows.
+    const int staging = kFwdWarps * 16 * ld * 2;
+    scores = take(at, kSlots * np * 4 > staging ? kSlots * np * 4 : staging);
+    keys = take(at, m * kSlots * 4);
+    expert_of = take(at, np * 4);
+    order = take(at, np * 4);
+    offsets = take(at, (kSlots + 1) * 4);
+    cursor = take(at, kSlots * 4);
+    counts = take(at, kSlots * 4);
+    items = take(at, (np / 16 + kSlots) * 4);
+    misc = take(at, kSlots * 4 + 16);  // the softmax row sums of V̂, the item count
+    total = at;
+  }
+};
+
+struct BwdLayout {
+  int k, v, r, v_hat, keys, order, offsets, items, misc, scratch, total;
+  __host__ __device__ BwdLayout(int N, int D, int m) {
+    const int np = padded_rows(N), ld = D + flash::kPad, lp = np + flash::kPad;
+    int at = 0;
+    k = take(at, (np + 1) * ld * 2);
+    v = take(at, (np + 1) * ld * 2);
+    r = take(at, kSlots * ld * 2);
+    v_hat = take(at, kSlots * ld * 2);
+    keys = take(at, m * kSlots * 4);
+    order = take(at, np * 4);
+    offsets = take(at, (kSlots + 1) * 4);
+    items = take(at, (np / 16 + kSlots) * 4);
+    misc = take(at, 2 * kSlots * 4 + 16);  // V̂'s lse and row terms, the item count
+    // One region two ways: per warp Q, dO rows and two transpose buffers (the experts' pass), then P and dS of
+    // V̂'s softmax and dV̂ in bf16 (V̂'s pass).
+    const int per_warp = 2 * 16 * ld * 2 + 2 * 16 * kTld * 2;
+    const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2;
+    scratch = take(at, kBwdWarps * per_warp > shared_pass ? kBwdWarps * per_warp : shared_pass);
+    total = at;
+  }
+};
+
+/// The backward's global f32 scratch per (b, h): the routed dK and dV sums [N][D] each and dV̂ [m][D]. Float atomics
+/// in shared memory are compare-and-swap loops (9 ms a layer at DeiT-S); global ones are single L2 reductions, and a
+/// (b, h)'s 100 KB stay in L2 while its CTA runs.
+__host__ __device__ inline int64_t scratch_floats(int N, int D, int m) { return (2 * static_cast<int64_t>(N) + m) * D; }
+
+using device::warp_max;
+using device::warp_sum;
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+__device__ __forceinline__ void store_pair(bf16* p, float a, float b) {
+  *reinterpret_cast<uint32_t*>(p) = flash::pack_bf16(a, b);
+}
+
+/// Rows [0, rows) of a [.., rows, D] operand into smem [rows_total][D + kPad]; rows at or past `valid` are zeroed.
+template <int D, int kThreads>
+__device__ __forceinline__ void load_rows(bf16* smem, const Rows& src, int b, int h, int valid, int rows_total,
+                                          int tid) {
+  constexpr int kChunks = D / 8, ld = D + flash::kPad;
+  for (int c = tid; c < rows_total * kChunks; c += kThreads) {
+    const int row = c / kChunks, col = (c % kChunks) * 8;
+    const bool ok = row < valid;
+    flash::cp_async16(smem + row * ld + col, src.row(b, h, ok ? row : 0) + col, ok);
+  }
+}
+
+/// Warp 0 lists the work items (expert, 16-query chunk) from the experts' offsets; returns through items/count.
+__device__ inline void list_items(const int* off, int m, int* items, int* count, int lane) {
+  const int c = lane < m ? off[lane + 1] - off[lane] : 0;
+  const int chunks = (c + 15) / 16;
+  int incl = chunks;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += y;
+  }
+  for (int x = 0; x < chunks; ++x) items[incl - chunks + x] = (lane << 16) | x;
+  if (lane == 31) *count = incl;
+}
+
+/// The 16 query rows of one item: the expert's queries first + 0 .. count-1 (through `order`).
+struct Item {
+  int expert, first, count;
+  __device__ Item(const int* items, const int* off, int i) {
+    expert = items[i] >> 16;
+    first = off[expert] + (items[i] & 0xffff) * 16;
+    count = min(16, off[expert + 1] - first);
+  }
+};
+
+/// s_routed += A·K_Iᵀ and s_shared += A·Rᵀ (16 rows × 32 slots each): A (16 × D) in registers, the expert's keys
+/// gathered through `keys` (unused slots name the zero row), the landmarks' rows as they are.
+template <int D>
+__device__ __forceinline__ void slot_scores(float (&routed)[4][4], float (&shared)[4][4], const uint32_t (&a)[D / 16][4],
+                                            const bf16* K, const bf16* R, const int* keys, int lane) {
+  constexpr int ld = D + flash::kPad;
+#pragma unroll
+  for (int kc = 0; kc < D / 16; ++kc)
+#pragma unroll
+    for (int nn = 0; nn < 2; ++nn) {
+      const int slot = nn * 16 + (lane & 7) + (lane >> 4) * 8, col = kc * 16 + ((lane >> 3) & 1) * 8;
+      uint32_t b[4];
+      flash::ldmatrix_x4(b, K + keys[slot] * ld + col);
+      flash::mma_bf16(routed[2 * nn], a[kc], b[0], b[1]);
+      flash::mma_bf16(routed[2 * nn + 1], a[kc], b[2], b[3]);
+      flash::ldmatrix_x4(b, R + slot * ld + col);
+      flash::mma_bf16(shared[2 * nn], a[kc], b[0], b[1]);
+      flash::mma_bf16(shared[2 * nn + 1], a[kc], b[2], b[3]);
+    }
+}
+
+/// acc (16 × D) += P_routed·X_I + P_shared·Y for 32 slots each (P as C fragments; X rows gathered through `keys`).
+template <int D>
+__device__ __forceinline__ void slot_values(float (&acc)[D / 8][4], const float (&p_routed)[4][4],
+                                            const float (&p_shared)[4][4], const bf16* X, const bf16* Y,
+                                            const int* keys, int lane) {
+  constexpr int ld = D + flash::kPad;
+#pragma unroll
+  for (int kc = 0; kc < 2; ++kc) {
+    uint32_t pr[4], ps[4];
+    flash::a_fragment(pr, p_routed[2 * kc], p_routed[2 * kc + 1]);
+    flash::a_fragment(ps, p_shared[2 * kc], p_shared[2 * kc + 1]);
+    const int slot = kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, col = (lane >> 4) * 8;
+    const bf16* x = X + keys[slot] * ld + col;
+    const bf16* y = Y + slot * ld + col;
+#pragma unroll
+    for (int n0 = 0; n0 < D; n0 += 16) {
+      uint32_t b[4];
+      flash::ldmatrix_x4_trans(b, x + n0);
+      flash::mma_bf16(acc[n0 / 8], pr, b[0], b[1]);
+      flash::mma_bf16(acc[n0 / 8 + 1], pr, b[2], b[3]);
+      flash::ldmatrix_x4_trans(b, y + n0);
+      flash::mma_bf16(acc[n0 / 8], ps, b[0], b[1]);
+      flash::mma_bf16(acc[n0 / 8 + 1], ps, b[2], b[3]);
+    }
+  }
+}
+
+/// Runs f(std::integral_constant<int, D>) for head dim d ∈ {32, 64}; false for any other.
+template <typename F>
+bool dispatch_small_dim(int64_t d, F&& f) {
+  switch (d) {
+    case 32: f(std::integral_constant<int, 32>{}); return true;
+    case 64: f(std::integral_constant<int, 64>{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace vt::kernels::cuda::mita_small_core
