@@ -91,48 +91,61 @@ kc::MitaShape one_cta_shape(const JointSaved& sv, int64_t m, int64_t topk) {
           static_cast<float>(sv.options.shared_scale), true};
 }
 
-// q, k, v: head views of the packed qkv (the landmarks are pooled into a new, aligned tensor).
-bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const MitaRouting* fixed) {
+kc::MitaSmallPool small_pool(const kernels::cpu::LandmarkPoolShape& pool) {
+  return {static_cast<int>(pool.first), static_cast<int>(pool.L), static_cast<int>(pool.grid),
+          static_cast<int>(pool.pool)};
+}
+
+// q, k, v: head views of the packed qkv.
+bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const kernels::cpu::LandmarkPoolShape& pool,
+                     const MitaRouting* fixed) {
   const MitaAttentionOptions& o = sv.options;
   if (fixed || !sv.q.device().is_cuda() || sv.q.dtype() != DType::bf16 || !o.shared || o.deterministic) return false;
   if (const char* force = std::getenv("VT_MITA_JOINT"); force && std::strcmp(force, "small") != 0) return false;
   for (const Tensor* t : {&sv.q, &sv.k, &sv.v})
     if (!kc::flash_attention_aligned(head_view(*t))) return false;
-  return kc::mita_small_supported(one_cta_shape(sv, m, topk));
+  const kc::MitaShape s = one_cta_shape(sv, m, topk);
+  return kc::mita_small_supported(s) && kc::mita_small_pool_fits(small_pool(pool), s);
 }
 
-// Routing, V̂, out and lse in one launch; lse_shared [B, H, m]: V̂'s softmax log-normaliser, for the backward.
-void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, Tensor& lse_shared) {
+
+// The landmarks (sv.r, pooled from q inside the kernel), routing, V̂, out and lse in one launch; lse_shared
+// [B, H, m]: V̂'s softmax log-normaliser, for the backward.
+void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, const kernels::cpu::LandmarkPoolShape& pool,
+                     Tensor& lse_shared) {
   const Device dev = sv.q.device();
   kc::DeviceGuard guard(dev.index);
   const kc::MitaShape s = one_cta_shape(sv, m, topk);
   auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
   sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
+  sv.r = Tensor::empty({s.B, m, s.H, s.d}, DType::bf16, dev).transpose(1, 2);  // [B, H, m, d], as the pooled [B, m, C]
   sv.v_hat = Tensor::empty({s.B, s.H, m, s.d}, DType::bf16, dev);
   sv.out = empty_bnhd(s.B, s.H, s.N, s.d, DType::bf16, dev);
   sv.lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
   lse_shared = Tensor::empty({s.B, s.H, m}, DType::f32, dev);
   kc::mita_small_forward(head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), sv.v_hat.raw_data(),
                          sv.routing.expert_keys.data<int32_t>(), sv.routing.experts.data<int32_t>(),
-                         sv.routing.order.data<int32_t>(), sv.routing.offsets.data<int32_t>(), head_view(sv.q),
-                         head_view(sv.k), head_view(sv.v), head_view(sv.r), s, kc::current_stream());
+                         sv.routing.order.data<int32_t>(), sv.routing.offsets.data<int32_t>(), head_view(sv.r),
+                         head_view(sv.q), head_view(sv.k), head_view(sv.v), small_pool(pool), s,
+                         kc::current_stream());
 }
 
-// Its backward: dq, dk, dv through their [B, H, N, d] views, dr0 [B, m, C] f32 (the landmarks' gradient).
-void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const Tensor& dout, const Tensor& dq,
-                      const Tensor& dk, const Tensor& dv, const Tensor& dr0) {
-  kc::DeviceGuard guard(sv.q.device().index);
+// Its backward: dq (with the landmarks' share through the pooling), dk, dv through their [B, H, N, d] views.
+void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const kernels::cpu::LandmarkPoolShape& pool,
+                      const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+  const Device dev = sv.q.device();
+  kc::DeviceGuard guard(dev.index);
   const MitaRouting& rt = sv.routing;
   const kc::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
-  Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, sv.q.device());
+  const Tensor dr0 = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);  // the landmarks' gradient (scratch)
+  Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, dev);
   const kc::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
                                     rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
   kc::mita_small_backward(head_view(dq), head_view(dk), head_view(dv), dr0.data<float>(), head_view(dout),
                           head_view(sv.q), head_view(sv.k), head_view(sv.v), head_view(sv.r), head_view(sv.v_hat),
-                          head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index, s,
-                          scratch.data<float>(), kc::current_stream());
+                          head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index, small_pool(pool),
+                          s, scratch.data<float>(), kc::current_stream());
 }
-
 #endif
 
 // V̂ = softmax(scale·R·Kᵀ)·V on tensor cores; lse [B, H, m] (its softmax's log-normaliser) for the backward.
@@ -261,6 +274,14 @@ void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const 
   tail.copy_(tail + dgrid.reshape({B, C, N - 1}).transpose(1, 2));
 }
 
+// The packed tensor's q, k, v as head views, the state one_cta_applies reads.
+JointSaved packed_operands(const Tensor& x, int64_t C, int64_t H, const MitaAttentionOptions& o) {
+  JointSaved sv;
+  sv.q = head_split_view(x, 0, C, H), sv.k = head_split_view(x, C, C, H), sv.v = head_split_view(x, 2 * C, C, H);
+  sv.options = o;
+  return sv;
+}
+
 struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
   Tensor probs;      // composite, fused: P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); flash, one_cta: its lse [B, H, m]
@@ -287,8 +308,7 @@ struct MitaQkvBackward : Node {
     const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), C = H * d;
     const DType dt = q.dtype();
     const Device dev = q.device();
-    Tensor dq = empty_bnhd(B, H, N, d, dt, dev), dk = empty_bnhd(B, H, N, d, dt, dev),
-           dv = empty_bnhd(B, H, N, d, dt, dev);
+    auto bnhd = [&] { return empty_bnhd(B, H, N, d, dt, dev); };
     auto tokens = [&](const Tensor& t) { return t.transpose(1, 2).reshape({B, N, C}); };  // [B, N, H, d] memory
     Tensor dw, db;
     // The DWC's share of dv, added to tokens 1..N-1 of `dv_sum` (a tensor of this node's own).
@@ -300,12 +320,21 @@ struct MitaQkvBackward : Node {
     };
 #ifdef VT_WITH_CUDA
     if (shared_branch == SharedBranch::one_cta) {
-      const Tensor dR0 = Tensor::empty({B, pool.m, C}, DType::f32, dev);
-      one_cta_backward(joint, probs, grad.contiguous().reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dR0);
-      const Tensor dq_all = tokens(dq) + landmark_pool_grad(dR0, pool, dt);
-      return {packed({dq_all, tokens(dk), add_dwc(tokens(dv))}), dw, db};
+      const Tensor g = grad.contiguous().reshape({B, N, H, d}).transpose(1, 2);
+      if (dwc_v.defined()) {  // the DWC's share goes into a contiguous dv
+        const Tensor dq = bnhd(), dk = bnhd(), dv = bnhd();
+        one_cta_backward(joint, probs, pool, g, dq, dk, dv);
+        return {packed({tokens(dq), tokens(dk), add_dwc(tokens(dv))}), dw, db};
+      }
+      // d(qkv) written in place: the kernel's dq, dk, dv are head views of it, dg (the gate's) is copied in.
+      Tensor dqkv = Tensor::empty({B, N, (dg.defined() ? 4 : 3) * C}, dt, dev);
+      const JointSaved into = packed_operands(dqkv, C, H, joint.options);
+      one_cta_backward(joint, probs, pool, g, into.q, into.k, into.v);
+      if (dg.defined()) dqkv.slice(2, 3 * C, 4 * C).copy_(dg);
+      return {dqkv, dw, db};
     }
 #endif
+    const Tensor dq = bnhd(), dk = bnhd(), dv = bnhd();
     Tensor dr, dvh;
     JointSharedTerms terms;
     const bool want_terms = shared_branch != SharedBranch::composite;
@@ -352,12 +381,11 @@ struct MitaQkvBackward : Node {
   }
 };
 
-// The packed tensor's q, k, v as head views, the state one_cta_applies reads.
-JointSaved packed_operands(const Tensor& x, int64_t C, int64_t H, const MitaAttentionOptions& o) {
-  JointSaved sv;
-  sv.q = head_split_view(x, 0, C, H), sv.k = head_split_view(x, C, C, H), sv.v = head_split_view(x, 2 * C, C, H);
-  sv.options = o;
-  return sv;
+
+// The landmarks' bins over q's tokens [B, N, C] (p = √m for a 2-D grid), built once per call.
+kernels::cpu::LandmarkPoolShape landmark_pool_shape(const MitaQkvOptions& o, int64_t B, int64_t N, int64_t C) {
+  const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
+  return {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
 }
 
 }  // namespace
@@ -368,7 +396,9 @@ bool mita_qkv_one_kernel(const Tensor& qkv, const MitaQkvOptions& o) {
   if (!qkv.defined() || qkv.dim() != 3 || qkv.size(2) % blocks != 0 || o.heads < 1 ||
       (qkv.size(2) / blocks) % o.heads != 0 || qkv.strides()[2] != 1)
     return false;
-  return one_cta_applies(packed_operands(qkv, qkv.size(2) / blocks, o.heads, o.attention), o.m, o.topk, nullptr);
+  const int64_t C = qkv.size(2) / blocks;
+  return one_cta_applies(packed_operands(qkv, C, o.heads, o.attention), o.m, o.topk,
+                         landmark_pool_shape(o, qkv.size(0), qkv.size(1), C), nullptr);
 #else
   (void)qkv, (void)o;
   return false;
@@ -403,19 +433,19 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   const Tensor x = row_contiguous(qkv);
   JointSaved sv = packed_operands(x, C, H, o.attention);
   const Tensor &q = sv.q, &k = sv.k, &v = sv.v;
-  const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.pool_first, o.pool_tokens, o.pool_grid, o.m);  // [B, m, C]
-  const Tensor r = r0.reshape({B, o.m, H, d}).transpose(1, 2);  // [B, H, m, d], rows contiguous
-  sv.r = r;
+  const kernels::cpu::LandmarkPoolShape pool = landmark_pool_shape(o, B, N, C);
   Tensor probs;
   SharedBranch shared_branch = SharedBranch::composite;
 #ifdef VT_WITH_CUDA
-  if (one_cta_applies(sv, o.m, o.topk, fixed)) {
+  if (one_cta_applies(sv, o.m, o.topk, pool, fixed)) {
     shared_branch = SharedBranch::one_cta;
-    one_cta_forward(sv, o.m, o.topk, probs);
+    one_cta_forward(sv, o.m, o.topk, pool, probs);
   }
 #endif
   if (shared_branch != SharedBranch::one_cta) {
-    sv.routing = fixed ? *fixed : mita_route(q, k, r, o.topk);
+    const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.pool_first, o.pool_tokens, o.pool_grid, o.m);  // [B, m, C]
+    sv.r = r0.reshape({B, o.m, H, d}).transpose(1, 2);  // [B, H, m, d], rows contiguous
+    sv.routing = fixed ? *fixed : mita_route(q, k, sv.r, o.topk);
 #ifdef VT_WITH_CUDA
     if (o.attention.shared) shared_branch = choose_shared_branch(sv);
 #endif
@@ -423,7 +453,7 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
     if (shared_branch == SharedBranch::fused) fused_shared_forward(sv, probs);
     if (o.attention.shared && shared_branch == SharedBranch::composite) {
       NoGradGuard no_grad;
-      probs = softmax(matmul(widened(r) * o.attention.scale, widened(k).transpose(-2, -1)), -1);
+      probs = softmax(matmul(widened(sv.r) * o.attention.scale, widened(k).transpose(-2, -1)), -1);
       sv.v_hat = matmul(probs, widened(v)).to(x.dtype());
     }
     joint_forward(sv);
@@ -444,8 +474,7 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
     auto node = std::make_shared<MitaQkvBackward>();
     if (o.gate) node->gate = x.slice(2, 3 * C, 4 * C), node->pre_gate = pre_gate;
     if (dwc) node->dwc_v = x.slice(2, 2 * C, 3 * C), node->dwc_weight = dwc_weight.detach(), node->dwc_side = G;
-    const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
-    node->pool = {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
+    node->pool = pool;
     node->probs = probs;
     node->shared_branch = shared_branch;
     node->joint = std::move(sv);

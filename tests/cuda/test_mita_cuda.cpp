@@ -475,6 +475,43 @@ TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
     }
 }
 
+// The one-CTA core (landmarks pooled and their gradient added to dq inside its kernels) under MiTA's DWC and gate:
+// the DWC's share goes through a dv of its own, the gate's dg into d(qkvg) beside the kernel's in-place dq, dk, dv.
+// Against the f64 CPU by the bf16 rule, the earlier kernels (VT_MITA_JOINT=masked: the separate pooling kernels, the
+// same routing replayed) being the plain bf16 implementation.
+TEST(MitaCuda, OneCtaCoreWithDwcAndGateMatchesTheCpu) {
+  VT_REQUIRE_DEVICE();
+  const Case c = kCases[0];
+  uint32_t seed = 1900;
+  for (const auto& [dwc, gate] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+    const std::string what = name_of(c, DType::bf16) + (dwc ? " DWC" : "") + (gate ? " gate" : "");
+    models::MitaOptions o;
+    o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
+    const Tensor qkv = randn_cpu({kB, c.N, (gate ? 4 : 3) * kC}, seed += 10, DType::bf16);
+    const Tensor dout = randn_cpu({kB, c.N, kC}, seed + 5, DType::bf16);
+    const Tensor weight = randn_cpu({kC, 1, 3, 3}, seed + 6, DType::bf16), bias = randn_cpu({kC}, seed + 7, DType::bf16);
+    auto run = [&](Device dev, DType t) {
+      Tensor leaf = qkv.to(t).to(dev).detach();
+      leaf.set_requires_grad(true);
+      const Tensor w = dwc ? weight.to(t).to(dev) : Tensor(), b = dwc ? bias.to(t).to(dev) : Tensor();
+      Tensor out = models::mita_core_packed(leaf, o, w, b, gate);
+      EXPECT_TRUE(out.defined()) << what;
+      out.backward(dout.to(t).to(dev));
+      return std::pair{out.to(cpu()), leaf.grad().to(cpu())};
+    };
+    models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
+    const auto gpu = run(kGpu, DType::bf16);
+    tap.mode = models::MitaRoutingTap::Mode::replay;
+    setenv("VT_MITA_JOINT", "masked", 1);
+    const auto plain = run(kGpu, DType::bf16);
+    unsetenv("VT_MITA_JOINT");
+    tap.next = 0;
+    const auto ref = run(cpu(), DType::f64);
+    expect_bf16_rule(gpu.first, plain.first, ref.first, (what + " out").c_str());
+    expect_bf16_rule(gpu.second, plain.second, ref.second, (what + " d(qkv)").c_str());
+  }
+}
+
 // The fused shared-branch kernels (kernels/cuda/mita/mita_shared.h) on head views cut out of packed [B, N, 3C] tensors,
 // as in training, against the same formulas in f64 with CPU ops. p_shared/ds_shared are arbitrary values (the
 // formulas do not need a softmax). f32: the kernels sum ≤ 197 products in f32 in another order than the f64

@@ -38,8 +38,8 @@ std::vector<int32_t> host_topk(const std::vector<float>& x, int64_t rows, int N,
 TEST(MitaTopkCuda, RowsEqualTheHostRuleAcrossRowLengthsAndTies) {
   VT_REQUIRE_DEVICE();
   uint32_t seed = 70;
-  for (int N : {1, 5, 33, 64, 100, 197, 300, 600, 1024, 1025})
-    for (int k : {1, 25, N / 2 + 1, N})
+  for (int N : {1, 5, 33, 64, 100, 197, 300, 600, 1024, 1025, 2048, 4096})
+    for (int k : {1, 25, 128, N / 2 + 1, N})
       for (bool ties : {false, true}) {
         if (k < 1 || k > N) continue;
         const int64_t rows = 9;  // not a multiple of the 4 warps per block

@@ -13,6 +13,7 @@ struct BwdParams {
   Rows q, k, v, r, v_hat, out, dout, dq, dk, dv;
   const float *lse, *lse_shared;
   const int32_t *expert_keys, *order, *offsets;
+  PoolBins pool;
   float *dr, *scratch;  // dr [B, m, H·D]; scratch: scratch_floats per (b, h)
   int H, N, m, topk;
   float scale, shared_scale, scale_log2, shared_scale_log2;
@@ -319,6 +320,41 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
       }
     }
   }
+  // The pooling's backward (dR complete since the barrier above; dq written before it): each pooled token's dq +=
+  // Σ over the bins that hold it of bf16(dR_j) / |bin j|, rounded to bf16 and added as landmark_pool_backward and
+  // the separate add would.
+  const PoolBins& pb = p.pool;
+  const int cols = pb.grid > 0 ? pb.pool : m;
+  for (int c = tid; c < pb.L * kChunks; c += kThreads) {
+    const int tok = c / kChunks, col = (c % kChunks) * 8;
+    const int y = pb.grid > 0 ? tok / pb.grid : 0, x = pb.grid > 0 ? tok % pb.grid : tok;
+    const int in_x = pb.grid > 0 ? pb.grid : pb.L;
+    int r0 = 0, r1 = 0;
+    if (pb.grid > 0) r0 = max(0, (y * cols) / pb.grid - 1), r1 = min(cols - 1, ((y + 1) * cols) / pb.grid);
+    const int c0 = max(0, (x * cols) / in_x - 1), c1 = min(cols - 1, ((x + 1) * cols) / in_x);
+    float acc[8] = {};
+    for (int rr = r0; rr <= r1; ++rr)
+      for (int cc = c0; cc <= c1; ++cc) {
+        const int j = rr * cols + cc;
+        int y0, y1, x0, x1, width;
+        pb.bin(j, y0, y1, x0, x1, width);
+        if (y < y0 || y >= y1 || x < x0 || x >= x1) continue;
+        const float inv = 1.0f / static_cast<float>((y1 - y0) * (x1 - x0));
+        const float4 lo = __ldcg(reinterpret_cast<const float4*>(dR + j * C + col)),
+                     hi = __ldcg(reinterpret_cast<const float4*>(dR + j * C + col + 4));
+        const float g8[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] += __bfloat162float(__float2bfloat16(g8[e])) * inv;
+      }
+    bf16* dst = p.dq.out_row(b, h, pb.first + tok) + col;
+    const uint4 old = __ldcg(reinterpret_cast<const uint4*>(dst));
+    const bf16* o8 = reinterpret_cast<const bf16*>(&old);
+    alignas(16) bf16 sum8[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      sum8[e] = __float2bfloat16(__bfloat162float(o8[e]) + __bfloat162float(__float2bfloat16(acc[e])));
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(sum8);
+  }
 }
 
 }  // namespace
@@ -333,13 +369,14 @@ void mita_small_backward(const AttentionView& dq, const AttentionView& dk, const
                          const AttentionView& dout, const AttentionView& q, const AttentionView& k,
                          const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
                          const AttentionView& out, const float* lse, const float* lse_shared,
-                         const MitaRoutingArrays& routing, const MitaShape& s, float* scratch,
-                         cudaStream_t stream) {
-  VT_CHECK(mita_small_supported(s), "[mita] the one-CTA MiTA kernels do not take N = ", s.N, ", m = ", s.m,
-           ", k = ", s.k, ", head dim ", s.d);
+                         const MitaRoutingArrays& routing, const MitaSmallPool& pool, const MitaShape& s,
+                         float* scratch, cudaStream_t stream) {
+  VT_CHECK(mita_small_supported(s) && mita_small_pool_fits(pool, s), "[mita] the one-CTA MiTA kernels do not take N = ",
+           s.N, ", m = ", s.m, ", k = ", s.k, ", head dim ", s.d, " with landmarks pooled over tokens ", pool.first,
+           "..", pool.first + pool.L - 1);
   BwdParams p{rows_of(q), rows_of(k), rows_of(v), rows_of(r), rows_of(v_hat), rows_of(out), rows_of(dout),
               rows_of(dq), rows_of(dk), rows_of(dv), lse, lse_shared, routing.expert_keys, routing.order,
-              routing.offsets, dr, scratch, static_cast<int>(s.H), static_cast<int>(s.N), static_cast<int>(s.m),
+              routing.offsets, pool_bins(pool, s), dr, scratch, static_cast<int>(s.H), static_cast<int>(s.N), static_cast<int>(s.m),
               static_cast<int>(s.k), s.scale, s.shared_scale, s.scale * kLog2e, s.shared_scale * kLog2e};
   dispatch_small_dim(s.d, [&](auto dim) {
     constexpr int D = decltype(dim)::value;

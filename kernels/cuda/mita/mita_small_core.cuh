@@ -14,6 +14,7 @@
 #include "kernels/cuda/device/row_reductions.cuh"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/flash_attention_device.cuh"
+#include "kernels/cuda/mita/mita_small.h"
 
 namespace vt::kernels::cuda::mita_small_core {
 
@@ -121,6 +122,67 @@ __device__ __forceinline__ void load_rows(bf16* smem, const Rows& src, int b, in
     const int row = c / kChunks, col = (c % kChunks) * 8;
     const bool ok = row < valid;
     flash::cp_async16(smem + row * ld + col, src.row(b, h, ok ? row : 0) + col, ok);
+  }
+}
+
+/// MiTA's landmark bins (mita_landmark_pool's rule, kernels/cuda/mita/landmark_pool.cu): landmark j averages the q
+/// rows of its bin of tokens first .. first + L − 1; grid > 0: those tokens form a grid × grid patch grid cut into
+/// pool × pool bins (j = bin row · pool + bin column), else m 1-D bins.
+struct PoolBins {
+  int first, L, grid, pool, m;
+  __device__ static int start(int i, int in, int out) { return (i * in) / out; }
+  __device__ static int end(int i, int in, int out) { return ((i + 1) * in + out - 1) / out; }
+  /// Bin j: grid rows [y0, y1) × columns [x0, x1) of a grid `width` tokens wide.
+  __device__ void bin(int j, int& y0, int& y1, int& x0, int& x1, int& width) const {
+    if (grid > 0) {
+      const int r = j / pool, c = j % pool;
+      y0 = start(r, grid, pool), y1 = end(r, grid, pool), x0 = start(c, grid, pool), x1 = end(c, grid, pool);
+      width = grid;
+    } else {
+      y0 = 0, y1 = 1, x0 = start(j, L, m), x1 = end(j, L, m), width = L;
+    }
+  }
+};
+
+inline PoolBins pool_bins(const MitaSmallPool& p, const MitaShape& s) {
+  return {p.first, p.L, p.grid, p.pool, static_cast<int>(s.m)};
+}
+
+/// The landmarks of (b, h) pooled from q into Rs [kSlots][D + kPad] (rows m.. zero) and into `r` (global). Each
+/// sum runs in landmark_pool.cu's order (8 slices of the bin's tokens, each summed, then added in slice order), so
+/// the landmarks have the bits the separate pooling kernel gives them.
+template <int D, int kThreads>
+__device__ __forceinline__ void pool_landmarks(bf16* Rs, const Rows& r, const Rows& q, const PoolBins& pb, int b,
+                                               int h, int tid) {
+  constexpr int kChunks = D / 8, ld = D + flash::kPad;
+  for (int c = tid; c < kSlots * kChunks; c += kThreads) {
+    const int j = c / kChunks, col = (c % kChunks) * 8;
+    alignas(16) bf16 o[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[e] = __float2bfloat16(0.f);
+    if (j < pb.m) {
+      int y0, y1, x0, x1, width;
+      pb.bin(j, y0, y1, x0, x1, width);
+      const int w = x1 - x0, count = (y1 - y0) * w;
+      float total[8] = {};
+      for (int slice = 0; slice < 8; ++slice) {
+        float acc[8] = {};
+        for (int i = slice; i < count; i += 8) {
+          const int token = pb.first + (y0 + i / w) * width + x0 + i % w;
+          const uint4 v = *reinterpret_cast<const uint4*>(q.row(b, h, token) + col);
+          const bf16* e8 = reinterpret_cast<const bf16*>(&v);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[e] += __bfloat162float(e8[e]);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e) total[e] = slice == 0 ? acc[e] : total[e] + acc[e];
+      }
+      const float inv = 1.0f / static_cast<float>(count);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = __float2bfloat16(total[e] * inv);
+      *reinterpret_cast<uint4*>(r.out_row(b, h, j) + col) = *reinterpret_cast<const uint4*>(o);
+    }
+    *reinterpret_cast<uint4*>(Rs + j * ld + col) = *reinterpret_cast<const uint4*>(o);
   }
 }
 

@@ -12,7 +12,8 @@ namespace {
 using namespace mita_small_core;
 
 /// Marks in `chosen` (bit i: key lane + 32i) the k largest of a warp's row, ties to the lower key: the k-th largest
-/// value by a bit-by-bit search over ordered bits (32 counting passes), then the keys above it and, of those equal
+/// value by a bit-by-bit search over ordered bits (up to 32 counting passes; it stops once exactly k keys reach the
+/// candidate), then the keys above it and, of those equal
 /// to it, the lowest in index order.
 template <int kPer>
 __device__ __forceinline__ uint32_t top_k_bits(const float (&val)[kPer], int N, int k, int lane) {
@@ -25,7 +26,9 @@ __device__ __forceinline__ uint32_t top_k_bits(const float (&val)[kPer], int N, 
     unsigned c = 0;
 #pragma unroll
     for (int i = 0; i < kPer; ++i) c += lane + 32 * i < N && u[i] >= cand;
-    if (static_cast<int>(__reduce_add_sync(0xffffffffu, c)) >= k) T = cand;
+    const int count = static_cast<int>(__reduce_add_sync(0xffffffffu, c));
+    if (count >= k) T = cand;
+    if (count == k) break;  // the k keys at or above cand are the top k, whatever the lower bits
   }
   unsigned above = 0;
 #pragma unroll
@@ -61,7 +64,8 @@ __device__ __forceinline__ void stage_queries(bf16* Qw, const Rows& q, int b, in
 }
 
 struct FwdParams {
-  Rows q, k, v, r, out;
+  Rows q, k, v, r, out;  // r: written (the pooled landmarks)
+  PoolBins pool;
   float *lse, *lse_shared;
   bf16* v_hat;
   int32_t *expert_keys, *experts, *order, *offsets;
@@ -91,8 +95,8 @@ __global__ void __launch_bounds__(kFwdWarps * 32) small_forward_kernel(FwdParams
 
   load_rows<D, kThreads>(Ks, p.k, b, h, N, np + 1, tid);
   load_rows<D, kThreads>(Vs, p.v, b, h, N, np + 1, tid);
-  load_rows<D, kThreads>(Rs, p.r, b, h, m, kSlots, tid);
   flash::cp_async_commit();
+  pool_landmarks<D, kThreads>(Rs, p.r, p.q, p.pool, b, h, tid);  // while K and V arrive
   if (tid < kSlots) cnt[tid] = 0;
   flash::cp_async_wait<0>();
   __syncthreads();
@@ -333,13 +337,19 @@ bool mita_small_supported(const MitaShape& s) {
   return FwdLayout(N, D, m).total <= limit && BwdLayout(N, D, m).total <= limit;
 }
 
+bool mita_small_pool_fits(const MitaSmallPool& p, const MitaShape& s) {
+  if (p.first < 0 || p.L < 1 || p.first + p.L > s.N) return false;
+  return p.grid == 0 || (p.grid * p.grid == p.L && p.pool * p.pool == s.m);
+}
+
 void mita_small_forward(const AttentionView& out, float* lse, float* lse_shared, void* v_hat, int32_t* expert_keys,
-                        int32_t* experts, int32_t* order, int32_t* offsets, const AttentionView& q,
-                        const AttentionView& k, const AttentionView& v, const AttentionView& r, const MitaShape& s,
-                        cudaStream_t stream) {
-  VT_CHECK(mita_small_supported(s), "[mita] the one-CTA MiTA kernels do not take N = ", s.N, ", m = ", s.m,
-           ", k = ", s.k, ", head dim ", s.d);
-  FwdParams p{rows_of(q), rows_of(k), rows_of(v), rows_of(r), rows_of(out), lse, lse_shared,
+                        int32_t* experts, int32_t* order, int32_t* offsets, const AttentionView& r,
+                        const AttentionView& q, const AttentionView& k, const AttentionView& v,
+                        const MitaSmallPool& pool, const MitaShape& s, cudaStream_t stream) {
+  VT_CHECK(mita_small_supported(s) && mita_small_pool_fits(pool, s), "[mita] the one-CTA MiTA kernels do not take N = ",
+           s.N, ", m = ", s.m, ", k = ", s.k, ", head dim ", s.d, " with landmarks pooled over tokens ", pool.first,
+           "..", pool.first + pool.L - 1);
+  FwdParams p{rows_of(q), rows_of(k), rows_of(v), rows_of(r), rows_of(out), pool_bins(pool, s), lse, lse_shared,
               static_cast<bf16*>(v_hat), expert_keys, experts, order, offsets, static_cast<int>(s.H),
               static_cast<int>(s.N), static_cast<int>(s.m), static_cast<int>(s.k), s.scale * kLog2e,
               s.shared_scale * kLog2e};

@@ -245,10 +245,12 @@ __global__ void __launch_bounds__(Threads) topk_rows_kernel(const float* __restr
   exact_select<Threads>([&](int i) { return row[i]; }, dst, N, k);
 }
 
-/// Rows of at most 32·J entries (MiTA's N = 197 at 224², up to the LRA's 4K): a warp per row, entry lane + 32·j in register j. A
-/// bitwise search counted with ballots finds the k-th largest value; every entry above it is taken and, of the
-/// entries equal to it, the lowest indices up to k. The selection is written in index order by prefix counts over
-/// the same ballots. No shared memory, no block barriers.
+/// Rows of at most 32·J entries (MiTA's N = 197 at 224², up to the LRA's 4K): a warp per row, entry lane + 32·j in
+/// register j. A bitwise search finds the k-th largest value: each pass counts the entries at or above a candidate
+/// in each lane (four independent sums, so the adds do not wait on each other) and adds the lanes with one warp
+/// reduction; it stops early once exactly k entries reach the candidate (they are the top k). Every entry above the
+/// result is taken and, of the entries equal to it, the lowest indices up to k, written in index order by prefix
+/// counts over ballots. No shared memory, no block barriers.
 template <int J>
 __global__ void __launch_bounds__(128) topk_warp_kernel(const float* __restrict__ x, int32_t* __restrict__ out,
                                                        int64_t rows, int N, int k) {
@@ -256,24 +258,27 @@ __global__ void __launch_bounds__(128) topk_warp_kernel(const float* __restrict_
   if (row >= rows) return;
   const int lane = threadIdx.x % 32;
   const float* xr = x + row * N;
-  uint32_t u[J];
+  uint32_t u[J];  // padding holds 0: every candidate t below has a bit set, so the counts never see it
 #pragma unroll
   for (int j = 0; j < J; ++j) {
     const int i = lane + 32 * j;
-    u[j] = i < N ? ordered_bits(xr[i]) : 0;
+    u[j] = i < N ? ordered_bits(xr[i]) : 0u;
   }
-  auto count_where = [&](auto&& pred) {
-    int count = 0;
+  auto warp_count = [&](auto&& pred) {
+    int c[4] = {0, 0, 0, 0};
 #pragma unroll
-    for (int j = 0; j < J; ++j) count += __popc(__ballot_sync(0xffffffffu, lane + 32 * j < N && pred(u[j])));
-    return count;
+    for (int j = 0; j < J; ++j) c[j & 3] += pred(j) ? 1 : 0;
+    return static_cast<int>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(c[0] + c[1] + c[2] + c[3])));
   };
-  uint32_t kth = 0;  // the largest t with at least k entries ≥ t: the k-th largest value
+  uint32_t kth = 0;  // the largest t with at least k entries ≥ t (or, stopping early, one with exactly k)
   for (int bit = 31; bit >= 0; --bit) {
     const uint32_t t = kth | (1u << bit);
-    if (count_where([&](uint32_t v) { return v >= t; }) >= k) kth = t;
+    const int c = warp_count([&](int j) { return u[j] >= t; });
+    if (c >= k) kth = t;
+    if (c == k) break;  // the k entries ≥ t are the top k, whatever the lower bits
   }
-  const int ties_wanted = k - count_where([&](uint32_t v) { return v > kth; });  // ≥ 1
+  const int above = warp_count([&](int j) { return lane + 32 * j < N && u[j] > kth; });
+  const int ties_wanted = k - above;  // ≥ 0: 0 when kth is no entry's value
   int32_t* dst = out + row * k;
   int base = 0, ties_before = 0;
   const unsigned below = (1u << lane) - 1u;
