@@ -133,40 +133,50 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
   {
     bf16* Qw = reinterpret_cast<bf16*>(scratch) + warp * (2 * 16 * ld + 2 * 16 * kTld);
     bf16 *dOw = Qw + 16 * ld, *T0 = dOw + 16 * ld, *T1 = T0 + 16 * kTld;
+    // The next item's rows are loaded into registers while this one computes: lane l holds half (l >> 4) of row
+    // l & 15 of Q, dO and O, and that row's log-sum-exp.
+    constexpr int kHalf = D / 16;  // 16-byte chunks in half a row
+    const int my_row = lane & 15, c0 = (lane >> 4) * (D / 2);
+    uint4 nq[kHalf], nd[kHalf], no[kHalf];
+    float nlse = 0.f;
+    auto fetch = [&](int i) {
+      const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+      const Item it(items, off, i);
+      const bool ok = my_row < it.count;
+      const int n = ok ? order[it.first + my_row] : 0;
+#pragma unroll
+      for (int c = 0; c < kHalf; ++c) {
+        nq[c] = ok ? *reinterpret_cast<const uint4*>(p.q.row(b, h, n) + c0 + 8 * c) : zero;
+        nd[c] = ok ? *reinterpret_cast<const uint4*>(p.dout.row(b, h, n) + c0 + 8 * c) : zero;
+        no[c] = ok ? *reinterpret_cast<const uint4*>(p.out.row(b, h, n) + c0 + 8 * c) : zero;
+      }
+      nlse = ok ? p.lse[static_cast<int64_t>(bh) * N + n] * kLog2e : 0.f;
+    };
+    if (warp < *n_items) fetch(warp);
     for (int i = warp; i < *n_items; i += kBwdWarps) {
       const Item it(items, off, i);
       const int* keys = ek + it.expert * kSlots;
-      for (int c = lane; c < 16 * kChunks; c += 32) {
-        const int r = c / kChunks, col = (c % kChunks) * 8;
-        const bool ok = r < it.count;
-        const int n = ok ? order[it.first + r] : 0;
-        flash::cp_async16(Qw + r * ld + col, p.q.row(b, h, n) + col, ok);
-        flash::cp_async16(dOw + r * ld + col, p.dout.row(b, h, n) + col, ok);
-      }
-      flash::cp_async_commit();
-      flash::cp_async_wait<0>();
-      __syncwarp();
       // Δ_n = dO_n·O_n: lanes r and r + 16 take the two halves of row r.
       float delta = 0.f;
-      {
-        const int r = lane & 15, c0 = (lane >> 4) * (D / 2);
-        if (r < it.count) {
-          const bf16* o = p.out.row(b, h, order[it.first + r]) + c0;
-          const bf16* d = dOw + r * ld + c0;
 #pragma unroll
-          for (int c = 0; c < D / 2; c += 2) {
-            const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(o + c));
-            const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(d + c));
-            delta += x.x * y.x + x.y * y.y;
-          }
+      for (int c = 0; c < kHalf; ++c) {
+        *reinterpret_cast<uint4*>(Qw + my_row * ld + c0 + 8 * c) = nq[c];
+        *reinterpret_cast<uint4*>(dOw + my_row * ld + c0 + 8 * c) = nd[c];
+        const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&no[c]);
+        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&nd[c]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float2 x = __bfloat1622float2(o2[e]), y = __bfloat1622float2(d2[e]);
+          delta += x.x * y.x + x.y * y.y;
         }
-        delta += __shfl_xor_sync(0xffffffffu, delta, 16);
       }
+      delta += __shfl_xor_sync(0xffffffffu, delta, 16);
+      const float row_lse = nlse;
+      __syncwarp();
+      if (i + kBwdWarps < *n_items) fetch(i + kBwdWarps);
       const float dl[2] = {__shfl_sync(0xffffffffu, delta, g), __shfl_sync(0xffffffffu, delta, g + 8)};
       const bool rv[2] = {g < it.count, g + 8 < it.count};
-      float l2[2];
-      for (int half = 0; half < 2; ++half)
-        l2[half] = rv[half] ? p.lse[static_cast<int64_t>(bh) * N + order[it.first + g + 8 * half]] * kLog2e : 0.f;
+      const float l2[2] = {__shfl_sync(0xffffffffu, row_lse, g), __shfl_sync(0xffffffffu, row_lse, g + 8)};
 
       uint32_t qa[D / 16][4], da[D / 16][4];
 #pragma unroll
@@ -320,10 +330,20 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
       }
     }
   }
-  // The pooling's backward (dR complete since the barrier above; dq written before it): each pooled token's dq +=
-  // Σ over the bins that hold it of bf16(dR_j) / |bin j|, rounded to bf16 and added as landmark_pool_backward and
-  // the separate add would.
+  // The pooling's backward: each pooled token's dq += Σ over the bins that hold it of bf16(dR_j) / |bin j|, rounded
+  // to bf16 and added, as landmark_pool_backward and the separate add would. The terms go to shared memory first
+  // (the scratch region is free once the loop above is done).
+  __syncthreads();
   const PoolBins& pb = p.pool;
+  float* terms = reinterpret_cast<float*>(scratch);  // [m][D]
+  for (int i = tid; i < m * D; i += kThreads) {
+    const int j = i / D;
+    int y0, y1, x0, x1, width;
+    pb.bin(j, y0, y1, x0, x1, width);
+    const float inv = 1.0f / static_cast<float>((y1 - y0) * (x1 - x0));
+    terms[i] = __bfloat162float(__float2bfloat16(__ldcg(dR + j * C + i % D))) * inv;
+  }
+  __syncthreads();
   const int cols = pb.grid > 0 ? pb.pool : m;
   for (int c = tid; c < pb.L * kChunks; c += kThreads) {
     const int tok = c / kChunks, col = (c % kChunks) * 8;
@@ -339,12 +359,8 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
         int y0, y1, x0, x1, width;
         pb.bin(j, y0, y1, x0, x1, width);
         if (y < y0 || y >= y1 || x < x0 || x >= x1) continue;
-        const float inv = 1.0f / static_cast<float>((y1 - y0) * (x1 - x0));
-        const float4 lo = __ldcg(reinterpret_cast<const float4*>(dR + j * C + col)),
-                     hi = __ldcg(reinterpret_cast<const float4*>(dR + j * C + col + 4));
-        const float g8[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] += __bfloat162float(__float2bfloat16(g8[e])) * inv;
+        for (int e = 0; e < 8; ++e) acc[e] += terms[j * D + col + e];
       }
     bf16* dst = p.dq.out_row(b, h, pb.first + tok) + col;
     const uint4 old = __ldcg(reinterpret_cast<const uint4*>(dst));

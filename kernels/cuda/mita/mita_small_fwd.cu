@@ -46,10 +46,10 @@ __device__ __forceinline__ uint32_t top_k_bits(const float (&val)[kPer], int N, 
   return chosen;
 }
 
-/// Query rows of one warp into its staging rows Qw [16][D + kPad]: rows[r] for r < count (global row indices),
-/// zero rows after; `rows` null: the consecutive rows first + r.
+/// Starts copying query rows of one warp into its staging rows Qw [16][D + kPad]: rows[r] for r < count (global row
+/// indices), zero rows after; `rows` null: the consecutive rows first + r. stage_queries waits for them.
 template <int D>
-__device__ __forceinline__ void stage_queries(bf16* Qw, const Rows& q, int b, int h, const int* rows, int first,
+__device__ __forceinline__ void start_staging(bf16* Qw, const Rows& q, int b, int h, const int* rows, int first,
                                               int count, int lane) {
   constexpr int kChunks = D / 8, ld = D + flash::kPad;
   for (int c = lane; c < 16 * kChunks; c += 32) {
@@ -59,6 +59,12 @@ __device__ __forceinline__ void stage_queries(bf16* Qw, const Rows& q, int b, in
     flash::cp_async16(Qw + r * ld + col, q.row(b, h, n) + col, ok);
   }
   flash::cp_async_commit();
+}
+
+template <int D>
+__device__ __forceinline__ void stage_queries(bf16* Qw, const Rows& q, int b, int h, const int* rows, int first,
+                                              int count, int lane) {
+  start_staging<D>(Qw, q, b, h, rows, first, count, lane);
   flash::cp_async_wait<0>();
   __syncwarp();
 }
@@ -278,14 +284,22 @@ __global__ void __launch_bounds__(kFwdWarps * 32) small_forward_kernel(FwdParams
   __syncthreads();
 
   // The joint softmax: one warp per (expert, 16 queries).
+  // The next item's query rows are copied in while this one computes (Qw is free once its fragments are loaded).
+  auto start_item = [&](int i) {
+    const Item it(items, off, i);
+    start_staging<D>(Qw, p.q, b, h, order, it.first, it.count, lane);
+  };
+  if (warp < *n_items) start_item(warp);
   for (int i = warp; i < *n_items; i += kFwdWarps) {
     const Item it(items, off, i);
     const int* keys = ek + it.expert * kSlots;
-    stage_queries<D>(Qw, p.q, b, h, order, it.first, it.count, lane);
+    flash::cp_async_wait<0>();
+    __syncwarp();
     uint32_t qa[D / 16][4];
 #pragma unroll
     for (int kc = 0; kc < D / 16; ++kc) flash::ldmatrix_x4(qa[kc], flash::a_rows(Qw, ld, 0, kc * 16, lane));
     __syncwarp();
+    if (i + kFwdWarps < *n_items) start_item(i + kFwdWarps);
     float sr[4][4] = {}, ss[4][4] = {};
     slot_scores<D>(sr, ss, qa, Ks, Rs, keys, lane);
     float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
