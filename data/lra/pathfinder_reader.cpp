@@ -51,11 +51,17 @@ std::vector<PathfinderEntry> read_pathfinder_metadata(const std::string& difficu
   return out;
 }
 
+int64_t pathfinder_split_size(int64_t pool, const std::string& split) {
+  const int64_t a = pool * 8 / 10, b = pool * 9 / 10;
+  return split == "train" ? a : split == "val" ? b - a : pool - b;
+}
+
 std::vector<PathfinderEntry> pathfinder_split(std::vector<PathfinderEntry> all, const std::string& split) {
   const size_t n = all.size();
   SampleRng rng(/*seed=*/0, 0, static_cast<int64_t>(n), /*stream=*/0x5046);
   for (size_t i = n; i > 1; --i) std::swap(all[i - 1], all[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(i) - 1))]);
-  const size_t a = n * 8 / 10, b = n * 9 / 10;
+  const auto a = static_cast<size_t>(pathfinder_split_size(static_cast<int64_t>(n), "train"));
+  const size_t b = a + static_cast<size_t>(pathfinder_split_size(static_cast<int64_t>(n), "val"));
   const size_t begin = split == "train" ? 0 : split == "val" ? a : b;
   const size_t end = split == "train" ? a : split == "val" ? b : n;
   return {all.begin() + static_cast<std::ptrdiff_t>(begin), all.begin() + static_cast<std::ptrdiff_t>(end)};
