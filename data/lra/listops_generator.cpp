@@ -19,8 +19,10 @@ constexpr std::array<const char*, 4> kOperators = {"[MIN", "[MAX", "[MED", "[SM"
 int32_t apply_operator(int op, std::vector<int32_t>& args) {
   if (args.empty()) return 0;  // drawing stopped early: the tree is thrown away
   switch (op) {
-    case 0: return *std::min_element(args.begin(), args.end());
-    case 1: return *std::max_element(args.begin(), args.end());
+    case 0:
+      return *std::min_element(args.begin(), args.end());
+    case 1:
+      return *std::max_element(args.begin(), args.end());
     case 2: {  // numpy's median (the mean of the middle two for an even count), then int() rounds down
       std::sort(args.begin(), args.end());
       const size_t n = args.size();
@@ -64,8 +66,8 @@ int32_t draw_node(SampleRng& rng, int depth, const ListOpsOptions& o, std::strin
 
 ListOpsExpression draw_listops_tree(SampleRng& rng, const ListOpsOptions& options) {
   VT_CHECK(options.max_depth >= 1 && options.max_args >= 2 && options.min_length < options.max_length,
-           "[data] ListOps: bad options (max_depth ", options.max_depth, ", max_args ", options.max_args,
-           ", lengths ", options.min_length, "..", options.max_length, ")");
+           "[data] ListOps: bad options (max_depth ", options.max_depth, ", max_args ", options.max_args, ", lengths ",
+           options.min_length, "..", options.max_length, ")");
   ListOpsExpression e;
   e.value = draw_node(rng, 1, options, e.source, e.length);
   return e;

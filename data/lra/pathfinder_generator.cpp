@@ -14,7 +14,7 @@ namespace vt::data::lra {
 namespace {
 
 constexpr int kSize = 32;
-constexpr int kClearance = 2;           // other contours' ink stays more than this (Chebyshev) away
+constexpr int kClearance = 2;               // other contours' ink stays more than this (Chebyshev) away
 constexpr double kMinMarkerDistance = 7.0;  // between the two markers' centres, whatever the label
 constexpr int kMarkerValue = 255;
 
@@ -57,7 +57,9 @@ std::vector<Pixel> marker(Pixel c) {
 // the next two. A paddle that does not fit is redrawn with another turn a few times; empty when the walk is stuck.
 std::vector<Pixel> draw_contour(SampleRng& rng, const Canvas& canvas, int paddles, double max_turn) {
   constexpr int kTurnTries = 8;
-  auto at = [](double x, double y) { return Pixel{static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))}; };
+  auto at = [](double x, double y) {
+    return Pixel{static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))};
+  };
   auto usable = [&](Pixel p) { return Canvas::inside(p, 1) && canvas.free(p); };
   double x = rng.uniform(1.0, kSize - 2.0), y = rng.uniform(1.0, kSize - 2.0);
   double heading = rng.uniform(0.0, 6.283185307179586);

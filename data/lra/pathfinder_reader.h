@@ -22,7 +22,8 @@ struct PathfinderEntry {
 /// naming the file and line.
 std::vector<PathfinderEntry> read_pathfinder_metadata(const std::string& difficulty_dir);
 
-/// How many of a pool of `pool` images LRA's split puts in `split`: floor(0.8 n), floor(0.9 n) - floor(0.8 n), the rest.
+/// How many of a pool of `pool` images LRA's split puts in `split`: floor(0.8 n), floor(0.9 n) - floor(0.8 n), the
+/// rest.
 int64_t pathfinder_split_size(int64_t pool, const std::string& split);
 
 /// LRA's split of the one pool into train 80%, val 10%, test 10%: the entries shuffled by a fixed permutation (a

@@ -53,8 +53,8 @@ int run_make_lra(MakeLraArgs a) {
                data::lra::pathfinder_split_size(pool, "val") == a.val,
            "pathfinder: --train ", a.train, " --val ", a.val, " --test ", a.test,
            " is not LRA's 80/10/10 split of one pool of ", pool, " images, which is what the reader cuts (",
-           data::lra::pathfinder_split_size(pool, "train"), " / ", data::lra::pathfinder_split_size(pool, "val"),
-           " / ", data::lra::pathfinder_split_size(pool, "test"), "); give e.g. --train 800 --val 100 --test 100");
+           data::lra::pathfinder_split_size(pool, "train"), " / ", data::lra::pathfinder_split_size(pool, "val"), " / ",
+           data::lra::pathfinder_split_size(pool, "test"), "); give e.g. --train 800 --val 100 --test 100");
   VT_CHECK(pool > 0, "pathfinder: the pool is empty (give --train, --val and --test)");
   data::lra::write_pathfinder_release(a.out_dir, a.seed, pool, {}, progress_printer("pathfinder images"));
   std::printf("wrote %lld Pathfinder images (train %lld, val %lld, test %lld after the split) to %s/%s\n",
@@ -75,8 +75,7 @@ void add_make_lra_command(CLI::App& data) {
   cmd->add_option("out_dir", args->out_dir,
                   "data root to write into (listops-1000/ or pathfinder32/curv_contour_length_14/ below it)")
       ->required();
-  cmd->add_option("--seed", args->seed, "every example is a function of the seed and its index")
-      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "every example is a function of the seed and its index")->capture_default_str();
   const CLI::Range kCounts(int64_t{0}, int64_t{1000000000});
   const char* counts = " (default: LRA's size: listops 96000 / 2000 / 2000, pathfinder 160000 / 20000 / 20000)";
   cmd->add_option("--train", args->train, std::string("training examples") + counts)->check(kCounts);

@@ -18,15 +18,18 @@ bool vitrain_built() { return std::filesystem::exists(std::string(VT_BINARY_DIR)
 TEST(LraCli, MakeListOpsWritesTheReleaseLayoutFromTheSeed) {
   if (!vitrain_built()) GTEST_SKIP() << "vitrain not built";
   TempDir a, b, c;
-  const CliRun run = run_vitrain("data make-lra listops " + a.path().string() + " --seed 5 --train 20 --val 3 --test 2");
+  const CliRun run =
+      run_vitrain("data make-lra listops " + a.path().string() + " --seed 5 --train 20 --val 3 --test 2");
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_CONTAINS(run.output, "wrote 25 ListOps examples (train 20, val 3, test 2)");
   const data::lra::SequenceSet val = data::lra::load_sequence_set("listops", a.path().string(), "val", 0);
   ASSERT_EQ(val.examples.size(), 3u);
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(val.examples[static_cast<size_t>(i)].label, data::lra::generate_listops_example(5, 1, i, {}).value);
-  ASSERT_EQ(run_vitrain("data make-lra listops " + b.path().string() + " --seed 5 --train 20 --val 3 --test 2").code, 0);
-  ASSERT_EQ(run_vitrain("data make-lra listops " + c.path().string() + " --seed 6 --train 20 --val 3 --test 2").code, 0);
+  ASSERT_EQ(run_vitrain("data make-lra listops " + b.path().string() + " --seed 5 --train 20 --val 3 --test 2").code,
+            0);
+  ASSERT_EQ(run_vitrain("data make-lra listops " + c.path().string() + " --seed 6 --train 20 --val 3 --test 2").code,
+            0);
   const std::string file = "listops-1000/basic_train.tsv";
   EXPECT_EQ(read_file(a.path() / file), read_file(b.path() / file));
   EXPECT_NE(read_file(a.path() / file), read_file(c.path() / file));
