@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/lra/release_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -84,9 +85,7 @@ ListOpsExpression generate_listops_example(uint64_t seed, int split, int64_t ind
 void write_listops_release(const std::string& out_dir, uint64_t seed, int64_t train, int64_t val, int64_t test,
                            const ListOpsOptions& options, const std::function<void(int64_t, int64_t)>& progress) {
   const fs::path dir = fs::path(out_dir) / "listops-1000";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  VT_CHECK(!ec && fs::is_directory(dir), "[data] cannot create ", dir.string(), ": ", ec.message());
+  create_release_folder(dir.string());
   const std::array<std::pair<const char*, int64_t>, 3> splits = {{{"train", train}, {"val", val}, {"test", test}}};
   const int64_t total = train + val + test;
   int64_t done = 0;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "data/image_encode.h"
+#include "data/lra/release_folder.h"
 #include "data/sample_rng.h"
 
 namespace fs = std::filesystem;
@@ -165,6 +166,7 @@ void write_pathfinder_release(const std::string& out_dir, uint64_t seed, int64_t
                               const PathfinderOptions& options, const std::function<void(int64_t, int64_t)>& progress) {
   constexpr int64_t kPerFolder = 1000;
   const fs::path base = fs::path(out_dir) / pathfinder_folder(options.contour_paddles);
+  create_release_folder(base.string());
   std::error_code ec;
   fs::create_directories(base / "metadata", ec);
   VT_CHECK(!ec, "[data] cannot create ", (base / "metadata").string(), ": ", ec.message());

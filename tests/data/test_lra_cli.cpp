@@ -63,6 +63,11 @@ TEST(LraCli, BadArgumentsEndWithOneClearError) {
   EXPECT_EQ(file.code, 1);
   EXPECT_CONTAINS(file.output, "error: [data] cannot create " + dir.file("a_file") + "/listops-1000");
   EXPECT_EQ(occurrences(file.output, "error:"), 1) << file.output;
+  const std::string small = " --train 8 --val 1 --test 1";
+  ASSERT_EQ(run_vitrain("data make-lra pathfinder " + dir.path().string() + small).code, 0);
+  const CliRun again = run_vitrain("data make-lra pathfinder " + dir.path().string() + small);
+  EXPECT_EQ(again.code, 1);
+  EXPECT_CONTAINS(again.output, "pathfinder32/curv_contour_length_14 already exists and is not empty");
   EXPECT_CONTAINS(run_vitrain("data make-lra --help").output, "--seed");
 }
 
