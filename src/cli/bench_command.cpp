@@ -19,8 +19,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   b->add_option("-m,--model", o.model, "model preset")->capture_default_str();
   cmd.batch_size_option = b->add_option("-b,--batch-size", o.batch_size, "images per step (with --config: "
                                         "its per-GPU batch unless given)")->capture_default_str();
-  b->add_option("--bench", cmd.bench, "train | inference | both (timm benchmark.py; training is always timed, "
-                "inference and both add --infer)")
+  b->add_option("--bench", cmd.bench, "train | inference | both (timm benchmark.py): what is timed; without it "
+                "training, and inference too with --infer")
       ->check(CLI::IsMember({"train", "inference", "both"}))
       ->capture_default_str();
   b->add_option("--img-size", cmd.img_size, "input size (0: the model's)");
@@ -69,6 +69,7 @@ engine::BenchOptions options_with_config(const BenchCommand& cmd) {
   for (const CLI::Option* opt : cmd.sequence_shape_options)
     VT_CHECK(o.sequence_length > 0 || opt->count() == 0, "[bench] ", opt->get_name(), " needs --sequence N");
   VT_CHECK(o.sequence_length >= 0, "[bench] --sequence must be a positive token count, got ", o.sequence_length);
+  if (cmd.bench == "inference") o.train = false;
   if (cmd.bench != "train") o.infer = true;
   if (cmd.config_path.empty()) {
     VT_CHECK(cmd.sets.empty(), "[bench] --set needs --config");
@@ -138,8 +139,9 @@ void run_bench_command(const BenchCommand& cmd) {
               static_cast<long long>(o.steps), static_cast<long long>(o.warmup),
               o.repeats > 1 ? (", " + std::to_string(o.repeats) + " timed windows").c_str() : "");
   const char* unit = o.sequence_length > 0 ? "seq/s" : "img/s";
-  std::printf("train: %.1f %s, %.2f ms/step, peak memory %s%s\n", r.train_img_per_s, unit, r.train_step_ms,
-              engine::describe_peak_memory(r.train_peak).c_str(), window_list(r.train_runs, unit).c_str());
+  if (r.has_train)
+    std::printf("train: %.1f %s, %.2f ms/step, peak memory %s%s\n", r.train_img_per_s, unit, r.train_step_ms,
+                engine::describe_peak_memory(r.train_peak).c_str(), window_list(r.train_runs, unit).c_str());
   if (r.graph_nodes > 0) std::printf("CUDA graph: the step replayed as one graph of %zu nodes\n", r.graph_nodes);
   if (r.world > 1)
     std::printf("data parallel: %d GPUs (%s, %lld per GPU); one gradient all-reduce alone %.2f ms, bus %.0f GB/s\n",

@@ -102,7 +102,7 @@ void measure_allreduce(dist::Communicator& comm, int64_t numel, Device device, B
   r.allreduce_busbw_gbps = static_cast<double>(numel) * 4 / (seconds / reps) * 2 * (n - 1) / n / 1e9;
 }
 
-// Times the training steps, then (opt.infer) inference, with the peak memory of each phase. The one code path of
+// Times the training steps (opt.train), then (opt.infer) inference, with the peak memory of each phase. The one code path of
 // both tasks: only the model, the loss and the optimizer differ.
 void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<DType> amp, Workload w,
              BenchResult& r) {
@@ -112,7 +112,7 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
   dist_cfg.dist.zero1 = opt.zero1;
   dist_cfg.dist.bucket_mb = opt.bucket_mb;
   const std::unique_ptr<dist::DataParallel> dp = make_data_parallel(dist_cfg, w.optimizer, group, w.model, nullptr);
-  {
+  if (opt.train) {
     release_cached_memory(device);
     reset_peak_memory(device);
     w.model.train();
@@ -123,6 +123,7 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
     TrainStep::Result last;
     r.train_runs = rates(static_cast<double>(B * opt.steps),
                          timed_windows(device, opt.warmup, opt.steps, opt.repeats, [&] { last = step.run(); }));
+    r.has_train = true;
     r.graph_nodes = step.graph_nodes();
     r.train_img_per_s = median(r.train_runs);
     r.train_step_ms = 1e3 * static_cast<double>(B) / r.train_img_per_s;
@@ -290,15 +291,15 @@ std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
     j["grad_allreduce_ms"] = measured(r.allreduce_ms);
     j["allreduce_busbw_gbps"] = measured(r.allreduce_busbw_gbps);
   }
-  j["train_img_per_s"] = measured(r.train_img_per_s);
-  j["train_step_ms"] = measured(r.train_step_ms);
-  j["train_peak_mem_gib"] = gib(r.train_peak);
+  j["train_img_per_s"] = r.has_train ? measured(r.train_img_per_s) : nullptr;
+  j["train_step_ms"] = r.has_train ? measured(r.train_step_ms) : nullptr;
+  j["train_peak_mem_gib"] = r.has_train ? gib(r.train_peak) : nullptr;
   j["infer_img_per_s"] = r.has_infer ? measured(r.infer_img_per_s) : nullptr;
   j["infer_batch_ms"] = r.has_infer ? measured(r.infer_batch_ms) : nullptr;
   j["infer_peak_mem_gib"] = r.has_infer ? gib(r.infer_peak) : nullptr;
-  j["train_runs"] = measured_list(r.train_runs);
+  j["train_runs"] = r.has_train ? measured_list(r.train_runs) : nullptr;
   j["infer_runs"] = r.has_infer ? measured_list(r.infer_runs) : nullptr;
-  j["last_loss"] = measured(r.last_loss);
+  j["last_loss"] = r.has_train ? measured(r.last_loss) : nullptr;
   j["cuda_graph"] = opt.cuda_graph && r.graph_nodes > 0;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -30,6 +30,7 @@ struct BenchOptions {
   int64_t repeats = 1;  ///< timed windows of `steps` steps each (the reported figure is their median)
   std::string device = "auto";
   bool amp = false;     ///< bf16 autocast (CUDA only; ignored on the CPU)
+  bool train = true;    ///< time training steps (false: inference only, timm benchmark.py's --bench inference)
   bool infer = false;   ///< also time inference (eval mode, no grad)
   int threads = 0;      ///< CPU threads; 0: all cores
   double smoothing = 0.1;
@@ -54,7 +55,7 @@ struct BenchResult {
   double train_img_per_s = 0, train_step_ms = 0, last_loss = 0;  ///< img/s and ms: the median window
   std::vector<double> train_runs, infer_runs;                      ///< img/s of each timed window
   std::optional<PeakMemory> train_peak;
-  bool has_infer = false;
+  bool has_train = false, has_infer = false;
   double infer_img_per_s = 0, infer_batch_ms = 0;
   std::optional<PeakMemory> infer_peak;
   int world = 1;        ///< ranks of a launched job (img/s counts all of them)

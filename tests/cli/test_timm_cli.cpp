@@ -80,10 +80,10 @@ TEST(TimmCli, ValidateFlagsResolveLikeTheirEvalTwin) {
   EXPECT_CONTAINS(timm, "weights: " + w.string());
 }
 
-// The benchmark's JSON line without its measured times.
+// The benchmark's JSON line without its measured times and loss.
 std::string without_timings(std::string json) {
   json = json.substr(json.rfind("{\"impl\""));
-  return std::regex_replace(json, std::regex("\"(train|infer)_[a-z_]+\":(\\[[^\\]]*\\]|[^,}]*)"), "");
+  return std::regex_replace(json, std::regex("\"((train|infer)_[a-z_]+|last_loss)\":(\\[[^\\]]*\\]|[^,}]*)"), "");
 }
 
 TEST(TimmCli, BenchmarkFlagsMeasureTheSameAsTheirBenchTwin) {
@@ -95,6 +95,8 @@ TEST(TimmCli, BenchmarkFlagsMeasureTheSameAsTheirBenchTwin) {
   ok("bench --model vit_micro --batch-size 4 --infer --img-size 56 --json " + b.string() + common);
   const std::string ja = vt::test::read_file(a), jb = vt::test::read_file(b);
   EXPECT_CONTAINS(ja, "\"infer_img_per_s\":");
+  EXPECT_CONTAINS(ja, "\"train_img_per_s\":null");  // --bench inference times inference alone
+  EXPECT_EQ(jb.find("\"train_img_per_s\":null"), std::string::npos) << jb;
   EXPECT_CONTAINS(ja, "\"batch_size\":4");
   EXPECT_EQ(without_timings(ja), without_timings(jb));
   // --img-size builds the model at that size: more position embeddings than at the preset's 28.
