@@ -1,7 +1,7 @@
 // Long Range Arena training (the MiTA paper's Table 5) as a task of the training loop (engine/train_loop.h): a
 // models::LraClassifier on one LRA task's token sequences (data/lra/sequence_set.h) padded to data.max_length,
-// cross-entropy, top-1 accuracy and loss on the validation split (eval.best_metric) and on the test split at every
-// evaluation. An epoch is data.updates_per_epoch updates drawn from an endless stream of shuffled passes over the
+// cross-entropy, top-1 accuracy and loss on the validation split (eval.best_metric), and on the test split whenever
+// the model becomes the best (LRA's protocol: the test accuracy of the best validation model). An epoch is data.updates_per_epoch updates drawn from an endless stream of shuffled passes over the
 // training split (pass p in data::shuffled_order(n, train.seed, p)), so LRA's step counts map onto epochs exactly
 // and a resumed run continues the same stream.
 #pragma once
@@ -30,7 +30,8 @@ struct SequenceEval {
 };
 
 struct SequenceTrainSummary : RunSummary {  // best_metric: eval.best_metric of the validation split
-  SequenceEval val, test;                   // the last evaluation
+  SequenceEval val;   // the last evaluation of the validation split
+  SequenceEval test;  // the test split, scored when the model last became the best
 };
 
 /// Reads data.lra_task's train (the first data.train_limit examples; 0: all), val and test (data.test_limit each)

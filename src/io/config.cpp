@@ -505,9 +505,6 @@ void DataConfig::validate() const {
   if (lra != !lra_task.empty())
     VT_FAIL("[config] data.dataset '", dataset, "' and data.lra_task '", lra_task, "' disagree: a Long Range Arena "
             "task (data.lra_task) goes with data.dataset: lra and only with it");
-  if (lra && max_length == 0)
-    VT_FAIL("[config] data.max_length must be set (> 0) for data.dataset: lra (LRA: listops 2000, text and "
-            "retrieval 4000, image and pathfinder 1024)");
   if (!lra && (max_length > 0 || updates_per_epoch > 0))
     VT_FAIL("[config] data.", max_length > 0 ? "max_length" : "updates_per_epoch",
             " applies to data.dataset: lra only, got data.dataset '", dataset, "'");

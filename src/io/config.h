@@ -100,7 +100,9 @@ struct DataConfig {
   std::vector<double> std = {};
   // Long Range Arena (data.dataset: lra; engine/sequence_task).
   std::string lra_task = "";   ///< "" | listops | text | retrieval | image | pathfinder
-  int64_t max_length = 0;      ///< tokens per sequence: longer ones are truncated, shorter ones padded (lra: > 0)
+  /// Tokens per sequence: longer ones are truncated, shorter ones padded; 0: the task's LRA length (listops 2000,
+  /// text and retrieval 4000, image and pathfinder 1024).
+  int64_t max_length = 0;
   /// Optimizer updates that make one epoch, drawn from an endless stream of shuffled passes over the training
   /// split (LRA recipes count steps, not passes: epochs × updates_per_epoch = the recipe's steps, evaluating every
   /// epoch); 0: one pass (the last partial global batch carried into the next epoch).
