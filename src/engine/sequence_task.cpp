@@ -67,7 +67,8 @@ class SequenceTask final : public TrainTask {
  public:
   SequenceTask(const io::Config& cfg, const RunStart& run, SequenceTrainSummary& out, const LraSplits& data)
       : cfg_(cfg), out_(out), data_(data), rank_(run.group.rank), world_(run.group.world),
-        device_(run.group.device), amp_(amp_dtype(cfg)), comm_(run.group.comm) {
+        device_(run.group.device), amp_(amp_dtype(cfg)), comm_(run.group.comm),
+        stream_(static_cast<int64_t>(data.train.examples.size()), static_cast<uint64_t>(cfg.train.seed)) {
     const auto n = static_cast<int64_t>(data.train.examples.size());
     const int64_t update_rows = static_cast<int64_t>(cfg.train.batch_size) * world_ * cfg.train.grad_accum_steps;
     VT_CHECK(n >= update_rows, "[train] ", n, " training sequences make no global batch of ", update_rows,
@@ -96,19 +97,13 @@ class SequenceTask final : public TrainTask {
   }
   TaskBatch next_batch() override {
     // Micro-batch g of the run covers stream positions g·R .. g·R + R - 1 (R rows over all ranks); this rank takes
-    // its B of them. Position p is example order(p / n)[p % n].
+    // its B of them.
     const int64_t B = cfg_.train.batch_size, R = B * world_;
     const int64_t g = epoch_ * batches_ + next_++;
-    const auto n = static_cast<int64_t>(data_.train.examples.size());
     std::vector<int64_t> rows;
     std::vector<double> labels;
     for (int64_t j = rank_ * B; j < (rank_ + 1) * B; ++j) {
-      const int64_t p = g * R + j, pass = p / n;
-      if (pass != order_pass_) {
-        order_ = data::shuffled_order(n, static_cast<uint64_t>(cfg_.train.seed), pass);
-        order_pass_ = pass;
-      }
-      rows.push_back(order_[static_cast<size_t>(p % n)]);
+      rows.push_back(stream_.at(g * R + j));
       labels.push_back(data_.train.examples[static_cast<size_t>(rows.back())].label);
     }
     return {pad_tokens(data_.train, rows, data_.train.max_length).to(device_),
@@ -166,8 +161,7 @@ class SequenceTask final : public TrainTask {
   int64_t batches_ = 0, epoch_ = 0, next_ = 0;
   double best_ = 0;  // the best eval.best_metric so far (a resumed run's from its checkpoint)
   int64_t best_epoch_ = -1;
-  std::vector<int64_t> order_;  // the shuffled order of pass order_pass_
-  int64_t order_pass_ = -1;
+  PassStream stream_;
 };
 
 // The split's vocabulary and classes against the training split's: the model is sized by the latter.
@@ -180,6 +174,19 @@ void require_same_kind(const io::Config& cfg, const SequenceSet& train, const Se
 }
 
 }  // namespace
+
+PassStream::PassStream(int64_t n, uint64_t seed) : n_(n), seed_(seed) {
+  VT_CHECK(n >= 1, "[data] an empty training split has no stream of passes");
+}
+
+int64_t PassStream::at(int64_t position) {
+  VT_CHECK(position >= 0, "[data] negative stream position ", position);
+  if (const int64_t pass = position / n_; pass != pass_) {
+    order_ = data::shuffled_order(n_, seed_, pass);
+    pass_ = pass;
+  }
+  return order_[static_cast<size_t>(position % n_)];
+}
 
 LraSplits load_lra_splits(const io::Config& cfg) {
   require_data_dir(cfg);
@@ -270,9 +277,9 @@ SequenceEval evaluate_sequence_weights(const io::Config& cfg, const std::string&
 }
 
 std::string sequence_train_report(const SequenceTrainSummary& s) {
-  return fmt::format("val top-1 {:.2f}% ({} sequences); test top-1 {:.2f}% ({} sequences); best val {:.4f} "
-                     "(epoch {})\ntraining speed {:.1f} sequences/s over {:.1f} s\nlog: {}\nmetrics: {}\nweights: {}",
-                     s.val.top1, s.val.count, s.test.top1, s.test.count, s.best_metric, s.best_epoch,
+  return fmt::format("val top-1 {:.2f}% ({} sequences); best val {:.4f} (epoch {}), its test top-1 {:.2f}% ({} "
+                     "sequences)\ntraining speed {:.1f} sequences/s over {:.1f} s\nlog: {}\nmetrics: {}\nweights: {}",
+                     s.val.top1, s.val.count, s.best_metric, s.best_epoch, s.test.top1, s.test.count,
                      s.train_img_per_s, s.train_seconds, s.log_path, s.metrics_path, s.weights_path);
 }
 

@@ -43,6 +43,20 @@ LraSplits load_lra_splits(const io::Config& cfg);
 /// data.max_length. Errors name the keys.
 models::LraConfig lra_model_config(const io::Config& cfg, const data::lra::SequenceSet& data);
 
+/// The training split as an endless stream: position p is example shuffled_order(n, seed, p / n)[p % n], so every
+/// pass holds each example once, in its own order.
+class PassStream {
+ public:
+  PassStream(int64_t n, uint64_t seed);
+  int64_t at(int64_t position);
+
+ private:
+  int64_t n_;
+  uint64_t seed_;
+  int64_t pass_ = -1;  // the pass whose order is held
+  std::vector<int64_t> order_;
+};
+
 /// Token ids of examples `rows` of `set`, padded with 0 (or truncated) to `length`: i64 [B, length], or
 /// [B, 2, length] for pairs.
 Tensor pad_tokens(const data::lra::SequenceSet& set, const std::vector<int64_t>& rows, int64_t length);
