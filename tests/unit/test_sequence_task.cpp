@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "data/lra/listops_generator.h"
 #include "data/lra/pathfinder_generator.h"
+#include "engine/recipe.h"
 #include "engine/sequence_task.h"
 #include "io/config.h"
 #include "io/metrics.h"
@@ -186,6 +187,45 @@ TEST(SequenceTask, ImageInMemoryTrainsWithAgentAttentionAndClsPoolingAndResumesE
     return c;
   };
   expect_trains_and_resumes_exactly(make, &data, dir);
+}
+
+TEST(SequenceTask, EveryLraConfigHoldsNystromformersRecipeAndBuildsItsModel) {
+  // Nystromformer's LRA/code/lra_config.py: (batch, warmup steps, train steps, eval frequency, max length).
+  struct Recipe { int batch; int64_t warmup, steps, eval_every, length; };
+  const std::map<std::string, Recipe> recipes = {{"listops", {32, 1000, 5000, 50, 2000}},
+                                                 {"text", {32, 8000, 20000, 500, 4000}},
+                                                 {"retrieval", {32, 800, 30000, 300, 4000}},
+                                                 {"image", {256, 175, 35000, 175, 1024}},
+                                                 {"pathfinder", {256, 312, 62400, 312, 1024}}};
+  int configs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(VT_SOURCE_DIR) + "/configs/lra")) {
+    if (e.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(e.path().string());
+    ++configs;
+    const io::Config c = io::load_config(e.path().string());
+    const Recipe& r = recipes.at(c.data.lra_task);
+    EXPECT_EQ(c.train.global_batch_size, r.batch);
+    EXPECT_EQ(c.data.updates_per_epoch, r.eval_every);
+    EXPECT_EQ(c.train.epochs * c.data.updates_per_epoch, r.steps);
+    // The loop's warmup in updates: whole updates of warmup_epochs x updates_per_epoch (engine::LrPlan).
+    EXPECT_EQ(static_cast<int64_t>(c.schedule.warmup_epochs * static_cast<double>(r.eval_every)), r.warmup);
+    EXPECT_EQ(c.data.max_length, r.length);
+    EXPECT_DOUBLE_EQ(c.optim.lr, 1e-4);
+    EXPECT_DOUBLE_EQ(c.schedule.warmup_lr, 1e-4 / 25);  // OneCycleLR's div_factor
+    EXPECT_NO_THROW(engine::check_supported(c));
+    const std::string stem = e.path().stem().string();
+    if (stem.find("_mita") != std::string::npos) EXPECT_EQ(c.model.attention.k, 128);
+    if (stem.find("_route_only") != std::string::npos) EXPECT_EQ(c.model.attention.k, 2 * c.model.attention.m);
+    const SequenceSet data{c.data.lra_task, {}, 257, 10, c.data.max_length};
+    const models::LraClassifier model(engine::lra_model_config(c, data));
+    // Embeddings, 2 blocks of dim 64 with MLP 128 (every kind has only qkv/proj), the final norm, the head
+    // 64 (x4 for pairs) -> 128 -> 10.
+    const int64_t head_in = data.pairs() ? 256 : 64;
+    const int64_t blocks = 2 * (4 * 64 + 64 * 192 + 192 + 64 * 64 + 64 + 64 * 128 + 128 + 128 * 64 + 64);
+    EXPECT_EQ(model.num_parameters(), 257 * 64 + r.length * 64 + blocks + 2 * 64 + head_in * 128 + 128 +
+                                          128 * 10 + 10);
+  }
+  EXPECT_EQ(configs, 20);
 }
 
 TEST(SequenceTask, PadTokensPadsTruncatesAndStacksPairs) {
