@@ -24,6 +24,7 @@ LraClassifier::LraClassifier(const LraConfig& cfg) : cfg_(cfg) {
   VT_CHECK(cfg.head_hidden >= 1, "[model] LRA classifier: head_hidden must be >= 1, got ", cfg.head_hidden);
   VT_CHECK(cfg.pooling == "mean" || cfg.pooling == "cls", "[model] model.pooling must be mean or cls, got '",
            cfg.pooling, "'");
+  check_attention_shape(cfg.encoder.attention, cfg.max_length);  // k, agent_num <= N: fail now, naming the key
   const int64_t D = cfg.encoder.dim;
   Generator gen(cfg.encoder.seed + 2);  // the encoder draws from seed, SequenceClassifier's head from seed + 1
   const int64_t rows = cfg.vocab_size + (cfg.pooling == "cls" ? 1 : 0);  // the CLS id is vocab_size

@@ -1,8 +1,10 @@
 // The Long Range Arena classifiers (Nystromformer's LRA code, which the MiTA paper's Table 5 follows): token ids
 // [B, N] (0 = padding) → token embedding + learned position embedding → dropout → SequenceTransformer (pre-norm
 // blocks of any attention kind, final LayerNorm) → pooling → an MLP head Linear(D, hidden) → ReLU →
-// Linear(hidden, classes). Pooling is the mean over the non-padding tokens, or the CLS token (Nystromformer's
-// append_cls: id vocab_size put first, the last token dropped, so N stays the same). Retrieval is the dual form:
+// Linear(hidden, classes). Pooling is the mean over the non-padding tokens (Nystromformer's code zeroes the padding
+// outputs but divides by the padded length; this is the true mean), or the CLS token (Nystromformer's append_cls:
+// id vocab_size put first, the last token dropped, so N stays the same). Attention sees the padding tokens (no key
+// mask: the MiTA and Agent kernels take none). Retrieval is the dual form:
 // both documents of a pair [B, 2, N] go through the same encoder and the head sees [u, v, u·v, u − v].
 #pragma once
 #include <memory>
