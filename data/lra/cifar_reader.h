@@ -9,7 +9,7 @@
 namespace vt::data::lra {
 
 constexpr int64_t kCifarRecordBytes = 1 + 3 * 1024;  ///< the label, then the red, green and blue 32x32 planes
-constexpr int64_t kPixelVocabSize = 257;               ///< token = pixel + 1
+constexpr int64_t kPixelVocabSize = 257;             ///< token = pixel + 1
 
 /// tf.image.rgb_to_grayscale on 8-bit pixels, as LRA applies it: the channels scaled to [0, 1], weighted 0.2989,
 /// 0.5870, 0.1140 in float32, and converted back by multiplying by 255.5 and truncating.

@@ -24,8 +24,8 @@ std::vector<std::string> review_files(const fs::path& dir) {
 
 }  // namespace
 
-std::vector<SequenceExample> read_imdb_part(const std::string& aclimdb_dir, const std::string& part,
-                                            int64_t max_length, int64_t limit) {
+std::vector<SequenceExample> read_imdb_part(const std::string& aclimdb_dir, const std::string& part, int64_t max_length,
+                                            int64_t limit) {
   const fs::path dir = fs::path(aclimdb_dir) / part;
   const std::vector<std::string> classes[2] = {review_files(dir / "neg"), review_files(dir / "pos")};
   const size_t total = classes[0].size() + classes[1].size();

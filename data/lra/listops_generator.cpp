@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/lra/release_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -19,8 +20,10 @@ constexpr std::array<const char*, 4> kOperators = {"[MIN", "[MAX", "[MED", "[SM"
 int32_t apply_operator(int op, std::vector<int32_t>& args) {
   if (args.empty()) return 0;  // drawing stopped early: the tree is thrown away
   switch (op) {
-    case 0: return *std::min_element(args.begin(), args.end());
-    case 1: return *std::max_element(args.begin(), args.end());
+    case 0:
+      return *std::min_element(args.begin(), args.end());
+    case 1:
+      return *std::max_element(args.begin(), args.end());
     case 2: {  // numpy's median (the mean of the middle two for an even count), then int() rounds down
       std::sort(args.begin(), args.end());
       const size_t n = args.size();
@@ -64,8 +67,8 @@ int32_t draw_node(SampleRng& rng, int depth, const ListOpsOptions& o, std::strin
 
 ListOpsExpression draw_listops_tree(SampleRng& rng, const ListOpsOptions& options) {
   VT_CHECK(options.max_depth >= 1 && options.max_args >= 2 && options.min_length < options.max_length,
-           "[data] ListOps: bad options (max_depth ", options.max_depth, ", max_args ", options.max_args,
-           ", lengths ", options.min_length, "..", options.max_length, ")");
+           "[data] ListOps: bad options (max_depth ", options.max_depth, ", max_args ", options.max_args, ", lengths ",
+           options.min_length, "..", options.max_length, ")");
   ListOpsExpression e;
   e.value = draw_node(rng, 1, options, e.source, e.length);
   return e;
@@ -82,9 +85,7 @@ ListOpsExpression generate_listops_example(uint64_t seed, int split, int64_t ind
 void write_listops_release(const std::string& out_dir, uint64_t seed, int64_t train, int64_t val, int64_t test,
                            const ListOpsOptions& options, const std::function<void(int64_t, int64_t)>& progress) {
   const fs::path dir = fs::path(out_dir) / "listops-1000";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  VT_CHECK(!ec && fs::is_directory(dir), "[data] cannot create ", dir.string(), ": ", ec.message());
+  create_release_folder(dir.string());
   const std::array<std::pair<const char*, int64_t>, 3> splits = {{{"train", train}, {"val", val}, {"test", test}}};
   const int64_t total = train + val + test;
   int64_t done = 0;

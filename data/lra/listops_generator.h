@@ -34,7 +34,8 @@ ListOpsExpression draw_listops_tree(SampleRng& rng, const ListOpsOptions& option
 ListOpsExpression generate_listops_example(uint64_t seed, int split, int64_t index, const ListOpsOptions& options);
 
 /// Writes `<out_dir>/listops-1000/basic_{train,val,test}.tsv` in the release's format (header "Source\tTarget",
-/// Python csv's "\r\n" line ends). `progress(done, total)` is called every few thousand examples and at the end.
+/// Python csv's "\r\n" line ends); a listops-1000 folder that already holds files is an error. `progress(done, total)`
+/// is called every few thousand examples and at the end.
 void write_listops_release(const std::string& out_dir, uint64_t seed, int64_t train, int64_t val, int64_t test,
                            const ListOpsOptions& options = {},
                            const std::function<void(int64_t, int64_t)>& progress = {});

@@ -21,8 +21,8 @@ std::vector<SequenceExample> read_listops_tsv(const std::string& path, int64_t m
        ++line_no) {
     if (line.empty()) continue;
     const size_t tab = line.find('\t');
-    VT_CHECK(tab != std::string::npos && line.find('\t', tab + 1) == std::string::npos, "[data] ListOps: ", path,
-             ":", line_no, ": expected two tab-separated columns (Source, Target)");
+    VT_CHECK(tab != std::string::npos && line.find('\t', tab + 1) == std::string::npos, "[data] ListOps: ", path, ":",
+             line_no, ": expected two tab-separated columns (Source, Target)");
     SequenceExample ex;
     ex.label = parse_label(line.substr(tab + 1), kListOpsClasses, path, line_no);
     std::istringstream symbols(line.substr(0, tab));

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "data/image_encode.h"
+#include "data/lra/release_folder.h"
 #include "data/sample_rng.h"
 
 namespace fs = std::filesystem;
@@ -14,7 +15,7 @@ namespace vt::data::lra {
 namespace {
 
 constexpr int kSize = 32;
-constexpr int kClearance = 2;           // other contours' ink stays more than this (Chebyshev) away
+constexpr int kClearance = 2;               // other contours' ink stays more than this (Chebyshev) away
 constexpr double kMinMarkerDistance = 7.0;  // between the two markers' centres, whatever the label
 constexpr int kMarkerValue = 255;
 
@@ -57,7 +58,9 @@ std::vector<Pixel> marker(Pixel c) {
 // the next two. A paddle that does not fit is redrawn with another turn a few times; empty when the walk is stuck.
 std::vector<Pixel> draw_contour(SampleRng& rng, const Canvas& canvas, int paddles, double max_turn) {
   constexpr int kTurnTries = 8;
-  auto at = [](double x, double y) { return Pixel{static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))}; };
+  auto at = [](double x, double y) {
+    return Pixel{static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))};
+  };
   auto usable = [&](Pixel p) { return Canvas::inside(p, 1) && canvas.free(p); };
   double x = rng.uniform(1.0, kSize - 2.0), y = rng.uniform(1.0, kSize - 2.0);
   double heading = rng.uniform(0.0, 6.283185307179586);
@@ -163,6 +166,7 @@ void write_pathfinder_release(const std::string& out_dir, uint64_t seed, int64_t
                               const PathfinderOptions& options, const std::function<void(int64_t, int64_t)>& progress) {
   constexpr int64_t kPerFolder = 1000;
   const fs::path base = fs::path(out_dir) / pathfinder_folder(options.contour_paddles);
+  create_release_folder(base.string());
   std::error_code ec;
   fs::create_directories(base / "metadata", ec);
   VT_CHECK(!ec, "[data] cannot create ", (base / "metadata").string(), ": ", ec.message());

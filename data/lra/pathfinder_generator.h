@@ -35,7 +35,8 @@ std::string pathfinder_folder(int contour_paddles);
 
 /// Writes `count` images under `<out_dir>/<pathfinder_folder(...)>/` as the release does: imgs/<k>/
 /// sample_<i>.png with 1000 images per folder k, and metadata/<k>.npy listing "imgs/<k> sample_<i>.png <i> <label>"
-/// per line. `progress(done, total)` every thousand images and at the end.
+/// per line; a folder that already holds files is an error. `progress(done, total)` every thousand images and at the
+/// end.
 void write_pathfinder_release(const std::string& out_dir, uint64_t seed, int64_t count,
                               const PathfinderOptions& options = {},
                               const std::function<void(int64_t, int64_t)>& progress = {});

@@ -19,7 +19,8 @@ namespace {
 // order gives the same pool), then the rest by name.
 std::pair<int64_t, std::string> metadata_order(const fs::path& p) {
   const std::string stem = p.stem().string();
-  const bool numeric = !stem.empty() && stem.size() < 18 && std::all_of(stem.begin(), stem.end(), ::isdigit);
+  const bool numeric = !stem.empty() && stem.size() < 18 &&
+                       std::all_of(stem.begin(), stem.end(), [](char c) { return c >= '0' && c <= '9'; });
   return {numeric ? std::stoll(stem) : INT64_MAX, p.filename().string()};
 }
 
@@ -43,19 +44,26 @@ std::vector<PathfinderEntry> read_pathfinder_metadata(const std::string& difficu
       if (line.empty()) continue;
       std::istringstream fields(line);
       std::string folder, name, index, label;
-      VT_CHECK(static_cast<bool>(fields >> folder >> name >> index >> label), "[data] LRA pathfinder: ",
-               file.string(), ":", line_no, ": expected at least four space-separated columns (folder, file, index, label)");
+      VT_CHECK(static_cast<bool>(fields >> folder >> name >> index >> label), "[data] LRA pathfinder: ", file.string(),
+               ":", line_no, ": expected at least four space-separated columns (folder, file, index, label)");
       out.push_back({(dir / folder / name).string(), parse_label(label, 2, file.string(), line_no)});
     }
   }
   return out;
 }
 
+int64_t pathfinder_split_size(int64_t pool, const std::string& split) {
+  const int64_t a = pool * 8 / 10, b = pool * 9 / 10;
+  return split == "train" ? a : split == "val" ? b - a : pool - b;
+}
+
 std::vector<PathfinderEntry> pathfinder_split(std::vector<PathfinderEntry> all, const std::string& split) {
   const size_t n = all.size();
   SampleRng rng(/*seed=*/0, 0, static_cast<int64_t>(n), /*stream=*/0x5046);
-  for (size_t i = n; i > 1; --i) std::swap(all[i - 1], all[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(i) - 1))]);
-  const size_t a = n * 8 / 10, b = n * 9 / 10;
+  for (size_t i = n; i > 1; --i)
+    std::swap(all[i - 1], all[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(i) - 1))]);
+  const auto a = static_cast<size_t>(pathfinder_split_size(static_cast<int64_t>(n), "train"));
+  const size_t b = a + static_cast<size_t>(pathfinder_split_size(static_cast<int64_t>(n), "val"));
   const size_t begin = split == "train" ? 0 : split == "val" ? a : b;
   const size_t end = split == "train" ? a : split == "val" ? b : n;
   return {all.begin() + static_cast<std::ptrdiff_t>(begin), all.begin() + static_cast<std::ptrdiff_t>(end)};

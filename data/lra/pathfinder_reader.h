@@ -22,6 +22,10 @@ struct PathfinderEntry {
 /// naming the file and line.
 std::vector<PathfinderEntry> read_pathfinder_metadata(const std::string& difficulty_dir);
 
+/// How many of a pool of `pool` images LRA's split puts in `split`: floor(0.8 n), floor(0.9 n) - floor(0.8 n), the
+/// rest.
+int64_t pathfinder_split_size(int64_t pool, const std::string& split);
+
 /// LRA's split of the one pool into train 80%, val 10%, test 10%: the entries shuffled by a fixed permutation (a
 /// function of their count only), then cut at floor(0.8 n) and floor(0.9 n).
 std::vector<PathfinderEntry> pathfinder_split(std::vector<PathfinderEntry> all, const std::string& split);

@@ -68,7 +68,8 @@ SequenceSet load_image(const fs::path& root, const std::string& split, int64_t m
     records += static_cast<int64_t>(size) / kCifarRecordBytes;
   }
   const int64_t cut = records * 9 / 10;
-  int64_t begin = split == "train" ? 0 : cut, end = split == "train" ? cut : records;
+  const int64_t begin = split == "train" ? 0 : cut;
+  int64_t end = split == "train" ? cut : records;
   if (limit > 0) end = std::min(end, begin + limit);
   int64_t offset = 0;  // the first record of the current batch in the concatenation
   for (const fs::path& batch : batches) {

@@ -19,8 +19,7 @@ int32_t parse_label(const std::string& text, int64_t num_classes, const std::str
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   VT_CHECK(ec == std::errc() && ptr == end && value == std::floor(value) && value >= 0 &&
                value < static_cast<double>(num_classes),
-           "[data] ", path, ":", line_no, ": bad label '", text, "' (expected an integer in 0..", num_classes - 1,
-           ")");
+           "[data] ", path, ":", line_no, ": bad label '", text, "' (expected an integer in 0..", num_classes - 1, ")");
   return static_cast<int32_t>(value);
 }
 

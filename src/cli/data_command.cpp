@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/command_support.h"
+#include "cli/make_lra_command.h"
 #include "data/check.h"
 
 namespace vt::cli {
@@ -28,7 +29,7 @@ int run_check(const CheckArgs& a) {
 }  // namespace
 
 void add_data_command(CLI::App& app) {
-  auto* data = app.add_subcommand("data", "inspect datasets");
+  auto* data = app.add_subcommand("data", "inspect datasets, generate the LRA sets of our own");
   data->require_subcommand(1);
   auto args = std::make_shared<CheckArgs>();
   auto* check = data->add_subcommand("check", "decode every image below DIR and list each bad file");
@@ -41,6 +42,7 @@ void add_data_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   check->callback([args] { finish_command([&] { return run_check(*args); }); });
+  add_make_lra_command(*data);
 }
 
 }  // namespace vt::cli

@@ -186,8 +186,7 @@ TEST(LraListOps, BadFilesNameTheFileAndLine) {
   write_bytes(path, "Source\tTarget\n( ( ( [MAX 2 ) 9 ) ] )\n");
   expect_error([&] { data::lra::load_sequence_set("listops", root, "train", 0); }, path + ":2: expected two");
   write_bytes(path, "Source\tTarget\n( ( ( [MAX 2 ) 19 ) ] )\t9\n");
-  expect_error([&] { data::lra::load_sequence_set("listops", root, "train", 0); },
-               path + ":2: unknown symbol '19'");
+  expect_error([&] { data::lra::load_sequence_set("listops", root, "train", 0); }, path + ":2: unknown symbol '19'");
   expect_error([&] { data::lra::load_sequence_set("listops", root, "dev", 0); }, "unknown split 'dev'");
   expect_error([&] { data::lra::load_sequence_set("listops", root + "/nowhere", "train", 0); },
                root + "/nowhere does not exist");

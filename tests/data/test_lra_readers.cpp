@@ -110,8 +110,8 @@ TEST(LraImage, GrayscaleAsTensorflowAndLrasSplitOfTheTrainingBatches) {
   fs::create_directories(dir.path() / "cifar-10-batches-bin");
   // {r, g, b} and the gray value worked out by hand from tf.image.rgb_to_grayscale: trunc(255.5 * (0.2989 r +
   // 0.5870 g + 0.1140 b) / 255), e.g. pure green is 149.98 -> 149, not 150.
-  const uint8_t colours[10][4] = {{0, 0, 0, 0},       {255, 255, 255, 255}, {255, 0, 0, 76},   {0, 255, 0, 149},
-                                  {0, 0, 255, 29},    {100, 150, 200, 141}, {10, 10, 10, 10},  {1, 2, 3, 1},
+  const uint8_t colours[10][4] = {{0, 0, 0, 0},        {255, 255, 255, 255}, {255, 0, 0, 76},  {0, 255, 0, 149},
+                                  {0, 0, 255, 29},     {100, 150, 200, 141}, {10, 10, 10, 10}, {1, 2, 3, 1},
                                   {200, 100, 50, 124}, {30, 60, 90, 54}};
   for (int b = 0; b < 5; ++b) {
     std::string bytes;
@@ -235,7 +235,9 @@ TEST(LraPathfinder, BadMetadataAndImagesNameTheFile) {
   expect_error([&] { load_sequence_set("pathfinder", dir.path().string(), "train", 0); }, meta + ":1: bad label '3'");
   fs::remove(meta);
   for (int i = 0; i < 10; ++i)
-    if (i != 7) write_png((base / "imgs/0" / ("sample_" + std::to_string(i) + ".png")).string(), cv::Mat(31, 32, CV_8UC1, cv::Scalar(0)));
+    if (i != 7)
+      write_png((base / "imgs/0" / ("sample_" + std::to_string(i) + ".png")).string(),
+                cv::Mat(31, 32, CV_8UC1, cv::Scalar(0)));
   expect_error([&] { load_sequence_set("pathfinder", dir.path().string(), "train", 0); }, "is 32x31, expected 32x32");
   fs::remove(base / "imgs/0/sample_3.png");
   fs::remove(base / "imgs/0/sample_0.png");
