@@ -214,8 +214,14 @@ TEST(SequenceTask, EveryLraConfigHoldsNystromformersRecipeAndBuildsItsModel) {
     EXPECT_DOUBLE_EQ(c.schedule.warmup_lr, 1e-4 / 25);  // OneCycleLR's div_factor
     EXPECT_NO_THROW(engine::check_supported(c));
     const std::string stem = e.path().stem().string();
-    if (stem.find("_mita") != std::string::npos) EXPECT_EQ(c.model.attention.k, 128);
-    if (stem.find("_route_only") != std::string::npos) EXPECT_EQ(c.model.attention.k, 2 * c.model.attention.m);
+    if (stem.find("_mita") != std::string::npos) {
+      EXPECT_EQ(c.model.attention.m, 128);
+      EXPECT_EQ(c.model.attention.k, 128);
+    }
+    if (stem.find("_route_only") != std::string::npos) {
+      EXPECT_EQ(c.model.attention.type, "mita_route");
+      EXPECT_EQ(c.model.attention.k, 2 * c.model.attention.m);
+    }
     const SequenceSet data{c.data.lra_task, {}, 257, 10, c.data.max_length};
     const models::LraClassifier model(engine::lra_model_config(c, data));
     // Embeddings, 2 blocks of dim 64 with MLP 128 (every kind has only qkv/proj), the final norm, the head
