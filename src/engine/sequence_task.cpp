@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 
 #include "autograd/node.h"
@@ -25,6 +24,16 @@ using data::lra::SequenceSet;
 
 std::string split_name(const io::Config& cfg, const std::string& split) {
   return fmt::format("LRA {} {} split under '{}'", cfg.data.lra_task, split, cfg.data.data_dir);
+}
+
+// The split's vocabulary and classes against the training split's: the model is sized by the latter.
+void require_same_kind(const io::Config& cfg, const SequenceSet& train, const SequenceSet& other,
+                       const std::string& split) {
+  VT_CHECK(!other.examples.empty(), "[data] the ", split_name(cfg, split), " has no examples");
+  VT_CHECK(other.vocab_size <= train.vocab_size && other.num_classes == train.num_classes &&
+               other.pairs() == train.pairs(),
+           "[data] the ", split_name(cfg, split), " has vocabulary ", other.vocab_size, " and ", other.num_classes,
+           " classes, the training split ", train.vocab_size, " and ", train.num_classes);
 }
 
 // Top-1 and loss of `model` over `set` in batches of `batch`; batch s goes to rank s % world and the sums are
@@ -73,7 +82,9 @@ class SequenceTask final : public TrainTask {
     const int64_t update_rows = static_cast<int64_t>(cfg.train.batch_size) * world_ * cfg.train.grad_accum_steps;
     VT_CHECK(n >= update_rows, "[train] ", n, " training sequences make no global batch of ", update_rows,
              " (train.batch_size x processes x train.grad_accum_steps)");
-    if (run.resumed.state.best_epoch >= 0) best_ = run.resumed.state.best_metric, best_epoch_ = 0;
+    require_same_kind(cfg, data.train, data.val, "val");
+    require_same_kind(cfg, data.train, data.test, "test");
+    if (run.resumed.state.best_epoch >= 0) best_ = run.resumed.state.best_metric, has_best_ = true;
     const int64_t updates = cfg.data.updates_per_epoch > 0 ? cfg.data.updates_per_epoch : n / update_rows;
     batches_ = updates * cfg.train.grad_accum_steps;
     const models::LraConfig arch = lra_model_config(cfg, data.train);
@@ -132,9 +143,9 @@ class SequenceTask final : public TrainTask {
     e.value = higher_is_better() ? chosen.top1 : chosen.loss;
     // LRA reports the test accuracy of the best validation model: the test split is scored (by the model the
     // metric reads) only when it becomes the best, as the loop's best checkpoint does.
-    if (best_epoch_ < 0 || better(e.value, best_)) {
+    if (!has_best_ || better(e.value, best_)) {
       best_ = e.value;
-      best_epoch_ = 0;
+      has_best_ = true;
       const SequenceEval test = out_.test = score(of_ema ? *ema_model_ : *model_, data_.test);
       e.line += fmt::format("; new best: test top-1 {:.2f}% loss {:.4f} ({})", test.top1, test.loss, test.count);
       e.scores.emplace_back("best_test_top1", test.top1);
@@ -160,18 +171,9 @@ class SequenceTask final : public TrainTask {
   std::unique_ptr<models::LraClassifier> model_, ema_model_;
   int64_t batches_ = 0, epoch_ = 0, next_ = 0;
   double best_ = 0;  // the best eval.best_metric so far (a resumed run's from its checkpoint)
-  int64_t best_epoch_ = -1;
+  bool has_best_ = false;
   PassStream stream_;
 };
-
-// The split's vocabulary and classes against the training split's: the model is sized by the latter.
-void require_same_kind(const io::Config& cfg, const SequenceSet& train, const SequenceSet& other,
-                       const std::string& split) {
-  VT_CHECK(other.vocab_size <= train.vocab_size && other.num_classes == train.num_classes &&
-               other.pairs() == train.pairs(),
-           "[data] the ", split_name(cfg, split), " has vocabulary ", other.vocab_size, " and ", other.num_classes,
-           " classes, the training split ", train.vocab_size, " and ", train.num_classes);
-}
 
 }  // namespace
 
@@ -191,12 +193,9 @@ int64_t PassStream::at(int64_t position) {
 LraSplits load_lra_splits(const io::Config& cfg) {
   require_data_dir(cfg);
   const auto& d = cfg.data;
-  LraSplits s{data::lra::load_sequence_set(d.lra_task, d.data_dir, "train", d.max_length, d.train_limit),
-              data::lra::load_sequence_set(d.lra_task, d.data_dir, "val", d.max_length, d.test_limit),
-              data::lra::load_sequence_set(d.lra_task, d.data_dir, "test", d.max_length, d.test_limit)};
-  require_same_kind(cfg, s.train, s.val, "val");
-  require_same_kind(cfg, s.train, s.test, "test");
-  return s;
+  return {data::lra::load_sequence_set(d.lra_task, d.data_dir, "train", d.max_length, d.train_limit),
+          data::lra::load_sequence_set(d.lra_task, d.data_dir, "val", d.max_length, d.test_limit),
+          data::lra::load_sequence_set(d.lra_task, d.data_dir, "test", d.max_length, d.test_limit)};
 }
 
 models::LraConfig lra_model_config(const io::Config& cfg, const SequenceSet& data) {

@@ -35,7 +35,7 @@ struct SequenceTrainSummary : RunSummary {  // best_metric: eval.best_metric of 
 };
 
 /// Reads data.lra_task's train (the first data.train_limit examples; 0: all), val and test (data.test_limit each)
-/// splits under data.data_dir at data.max_length, and checks that they agree on vocabulary and classes.
+/// splits under data.data_dir at data.max_length.
 LraSplits load_lra_splits(const io::Config& cfg);
 
 /// The classifier a config asks for on `data` (its vocabulary, classes and pairs): model.embed_dim, depth,
@@ -61,7 +61,8 @@ class PassStream {
 /// [B, 2, length] for pairs.
 Tensor pad_tokens(const data::lra::SequenceSet& set, const std::vector<int64_t>& rows, int64_t length);
 
-/// Trains the configured LRA classifier on `given` splits, or on load_lra_splits(cfg) when null.
+/// Trains the configured LRA classifier on `given` splits, or on load_lra_splits(cfg) when null. Empty val or test
+/// splits, or ones whose vocabulary or classes differ from the training split's, are errors naming the split.
 SequenceTrainSummary train_sequence(const io::Config& cfg, const TrainHooks& hooks = {},
                                     const LraSplits* given = nullptr);
 

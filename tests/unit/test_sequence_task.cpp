@@ -288,6 +288,14 @@ TEST(SequenceTask, ConfigAndRecipeErrorsNameTheKeys) {
   c = tiny_lra_config("listops", "dense", dir.file("bad"));
   c.train.batch_size = 64;  // 40 sequences
   expect_error([&] { engine::train_sequence(c, {}, &data); }, "make no global batch");
+  engine::LraSplits no_val = data;
+  no_val.val.examples.clear();
+  expect_error([&] { engine::train_sequence(tiny_lra_config("listops", "dense", dir.file("bad")), {}, &no_val); },
+               "val split under '' has no examples");
+  engine::LraSplits other_classes = data;
+  other_classes.test.num_classes = 3;
+  expect_error([&] { engine::train_sequence(tiny_lra_config("listops", "dense", dir.file("bad")), {}, &other_classes); },
+               "test split under '' has vocabulary 16 and 3 classes, the training split 16 and 10");
   c = tiny_lra_config("listops", "dense", dir.file("bad"));
   c.data.data_dir = dir.file("missing");
   expect_error([&] { engine::train_sequence(c); }, "missing");
