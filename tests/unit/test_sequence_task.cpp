@@ -2,16 +2,19 @@
 // the one training loop with a Table 5 config (shrunk), evaluates, and resumes exactly (stopped mid-epoch and
 // resumed with --resume auto: the same losses bit for bit, the same final weights and scores). ListOps and
 // Pathfinder are generated on disk by data/lra's generators and read back; Text, Retrieval and Image are built in
-// memory. Also: evaluating a checkpoint reproduces the run's test score; the stream of shuffled passes; the
-// config and recipe errors.
+// memory. Also: evaluating a checkpoint reproduces the run's test score; two ranks in threads train on the batches
+// of one process; every configs/lra row holds Nystromformer's recipe; the stream of shuffled passes; the config,
+// recipe and data errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
 
 #include "core/rng.h"
+#include "ddp_runs.h"
 #include "data/lra/listops_generator.h"
 #include "data/lra/pathfinder_generator.h"
 #include "engine/recipe.h"
@@ -187,6 +190,44 @@ TEST(SequenceTask, ImageInMemoryTrainsWithAgentAttentionAndClsPoolingAndResumesE
     return c;
   };
   expect_trains_and_resumes_exactly(make, &data, dir);
+}
+
+double max_weight_diff(const std::string& a, const std::string& b) {
+  auto ta = io::load_safetensors(a), tb = io::load_safetensors(b);
+  EXPECT_EQ(ta.size(), tb.size());
+  double m = 0;
+  for (size_t i = 0; i < ta.size() && i < tb.size(); ++i) {
+    auto va = ta[i].second.to_vector(), vb = tb[i].second.to_vector();
+    for (size_t j = 0; j < va.size(); ++j) m = std::max(m, std::abs(va[j] - vb[j]));
+  }
+  return m;
+}
+
+// 2 ranks x batch 4 train on exactly the batches of 1 process x batch 8 (each rank its rows of the global batch):
+// the weights agree to f32 rounding of the different summation order, every evaluation sequence counts once.
+TEST(SequenceTask, TwoRanksOfBatch4MatchOneProcessOfBatch8) {
+  TempDir dir;
+  const engine::LraSplits data = memory_splits("retrieval", 257, 2);
+  auto make = [&](const std::string& out, int batch) {
+    io::Config c = tiny_lra_config("retrieval", "mita", out);
+    c.model.drop_rate = 0.0;  // the dropout stream is per process: keep the runs comparable
+    c.data.updates_per_epoch = 2;
+    c.train.batch_size = batch;
+    return c;
+  };
+  const engine::SequenceTrainSummary one = engine::train_sequence(make(dir.file("one"), 8), {}, &data);
+  std::vector<engine::SequenceTrainSummary> ranks(2);
+  run_ranks(2, [&](dist::ThreadCommunicator& comm) {
+    engine::TrainHooks hooks;
+    hooks.communicator = &comm;
+    ranks[static_cast<size_t>(comm.rank())] = engine::train_sequence(make(dir.file("two"), 4), hooks, &data);
+  });
+  EXPECT_EQ(ranks[0].steps, one.steps);
+  EXPECT_EQ(ranks[0].val.count, one.val.count);  // every validation sequence counted once across the ranks
+  EXPECT_EQ(ranks[1].val.count, one.val.count);
+  EXPECT_EQ(ranks[0].test.count, one.test.count);
+  EXPECT_NEAR(ranks[0].val.loss, one.val.loss, 1e-4);
+  EXPECT_LE(max_weight_diff(one.weights_path, ranks[0].weights_path), 1e-5);
 }
 
 TEST(SequenceTask, EveryLraConfigHoldsNystromformersRecipeAndBuildsItsModel) {
