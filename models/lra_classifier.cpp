@@ -1,6 +1,8 @@
 // The LRA classifiers (see the header): embeddings, the shared SequenceTransformer, pooling and the MLP head.
 #include "models/lra_classifier.h"
 
+#include <map>
+
 #include "models/attention.h"
 #include "nn/init.h"
 #include "ops/ops.h"
@@ -33,6 +35,16 @@ LraClassifier::LraClassifier(const LraConfig& cfg) : cfg_(cfg) {
   nn::init::trunc_normal(token_embed, 0.02, gen);  // Nystromformer: normal(0.02); ±2 bounds are 100σ away
   nn::init::trunc_normal(pos_embed, 0.02, gen);
   encoder = register_module("encoder", std::make_shared<SequenceTransformer>(cfg.encoder));
+  // Nystromformer's model keeps torch's default nn.Linear init everywhere (the ViT blocks draw timm's
+  // trunc_normal(0.02)): every `X.weight` [out, in] of the encoder and its `X.bias` ~ U(±1/√in).
+  std::map<std::string, Tensor> params;
+  for (const auto& [name, t] : encoder->named_parameters()) params.emplace(name, t);
+  for (const auto& [name, t] : params) {
+    if (t.dim() != 2 || name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0) continue;
+    nn::init::default_uniform(t, t.size(1), gen);
+    if (auto b = params.find(name.substr(0, name.size() - 7) + ".bias"); b != params.end())
+      nn::init::default_uniform(b->second, t.size(1), gen);
+  }
   head = register_module("head", std::make_shared<LraHead>(cfg.dual ? 4 * D : D, cfg.head_hidden,
                                                            cfg.num_classes, gen));
 }

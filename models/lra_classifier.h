@@ -4,7 +4,7 @@
 // Linear(hidden, classes). Pooling is the mean over the non-padding tokens (Nystromformer's code zeroes the padding
 // outputs but divides by the padded length; this is the true mean), or the CLS token (Nystromformer's append_cls:
 // id vocab_size put first, the last token dropped, so N stays the same). Attention sees the padding tokens (no key
-// mask: the MiTA and Agent kernels take none). Retrieval is the dual form:
+// mask: the MiTA and Agent kernels take none). Linear layers start from torch's default init, as Nystromformer's. Retrieval is the dual form:
 // both documents of a pair [B, 2, N] go through the same encoder and the head sees [u, v, u·v, u − v].
 #pragma once
 #include <memory>

@@ -3,6 +3,8 @@
 // head's features [u, v, u·v, u − v] and the mean over the non-padding tokens against hand-computed values.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <memory>
 
 #include "autograd/gradcheck.h"
@@ -129,6 +131,30 @@ TEST(LraClassifier, ModelWithPaddingTokensPoolsOnlyTheRealOnes) {
   const Tensor first = ops::mean(h.slice(0, 1, 2).slice(1, 0, N / 2), {1});  // row 1 has N/2 real tokens
   const std::vector<double> want = model.head->forward(first).to_vector(), got = model.forward(tokens).to_vector();
   for (int64_t c = 0; c < kClasses; ++c) EXPECT_NEAR(got[static_cast<size_t>(kClasses + c)], want[c], 1e-5) << c;
+}
+
+TEST(LraClassifier, LinearLayersStartFromTorchsDefaultInit) {
+  // U(±1/√in) for every encoder weight and bias, spread to near the bound (timm's trunc_normal(0.02) stays far
+  // inside it: 1/√64 = 0.125), for each kind (MiTA and Agent re-draw their qkv/proj themselves).
+  for (const std::string kind : {"dense", "mita", "agent"}) {
+    LraConfig c = tiny_config(kind);
+    c.encoder.dim = 64, c.max_length = 64;
+    c.encoder.attention.m = c.encoder.attention.k = c.encoder.attention.agent_num = 8;
+    const LraClassifier model(c);
+    std::map<std::string, int64_t> fan_in;
+    for (const auto& [name, t] : model.encoder->named_parameters())
+      if (t.dim() == 2) fan_in[name.substr(0, name.size() - 7)] = t.size(1);
+    ASSERT_EQ(fan_in.size(), 4u) << kind;  // qkv, proj, fc1, fc2
+    for (const auto& [name, t] : model.encoder->named_parameters()) {
+      const std::string layer = name.substr(0, name.rfind('.'));
+      if (!fan_in.count(layer)) continue;  // LayerNorm
+      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in[layer]));
+      double largest = 0;
+      for (double v : t.to_vector()) largest = std::max(largest, std::abs(v));
+      EXPECT_LE(largest, bound) << kind << " " << name;
+      if (t.dim() == 2) EXPECT_GT(largest, 0.9 * bound) << kind << " " << name;
+    }
+  }
 }
 
 TEST(LraClassifier, BadTokensAreErrorsNamingTheShape) {
