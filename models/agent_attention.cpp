@@ -85,7 +85,12 @@ Tensor agent_core(const Tensor& q, const Tensor& k, const Tensor& v, const Agent
   const int64_t B = q.size(0), N = q.size(1), C = q.size(2), H = o.heads;
   VT_CHECK(H > 0 && C % H == 0, "[agent_attention] C = ", C, " is not divisible by ", H, " heads");
   const double scale = 1.0 / std::sqrt(static_cast<double>(C / H));
-  Tensor a = split_heads(agent_tokens(q, o.agent_num, o.patches_only), H);  // [B, H, n, d]
+  VT_CHECK(!o.sequence || !biases, "[agent_attention] the agent biases need a patch grid, not 1-D pooling");
+  VT_CHECK(!o.sequence || o.agent_num <= N, "[agent_attention] model.attention.agent_num (", o.agent_num,
+           ") must be <= the number of tokens N = ", N, " to pool them 1-D");
+  const Tensor agents = o.sequence ? ops::mita_landmark_pool(q, 0, N, 0, o.agent_num)
+                                   : agent_tokens(q, o.agent_num, o.patches_only);
+  Tensor a = split_heads(agents, H);  // [B, H, n, d]
   Tensor qh = split_heads(q, H), kh = split_heads(k, H), vh = split_heads(v, H);
   Tensor agent_logits = ops::matmul(a * scale, kh.transpose(-2, -1));  // [B, H, n, N]
   Tensor token_logits = ops::matmul(qh * scale, a.transpose(-2, -1));  // [B, H, N, n]
@@ -112,7 +117,7 @@ AgentAttention::AgentAttention(int64_t dim, const AgentOptions& o, int64_t grid,
     : opt_(o), grid_(grid), proj_drop_(proj_drop) {
   const int64_t H = o.heads, n = o.agent_num;
   VT_CHECK(H > 0 && dim % H == 0, "[model] embed_dim ", dim, " is not divisible by num_heads ", H);
-  VT_CHECK(exact_sqrt(n) > 0, "[model] model.attention.agent_num (", n, ") must be a perfect square");
+  VT_CHECK(o.sequence || exact_sqrt(n) > 0, "[model] model.attention.agent_num (", n, ") must be a perfect square");
   VT_CHECK(grid >= 0, "[model] agent attention: negative patch grid ", grid);
   if (grid > 0) {
     // Registered before qkv/proj, matching the official module's state_dict order.

@@ -1,6 +1,7 @@
 // Agent Attention baselines of the MiTA paper (Table 2; docs/mita-spec.md §6), from QishuaiWen/MiTA's
 // mita/agent_attention.py and mita/agent_attention_bias.py (themselves from LeapLabTHU's Agent-DeiT, without its DWC):
-//   agents A (n = agent_num tokens) are an adaptive average pooling of the full-width queries on the patch grid;
+//   agents A (n = agent_num tokens) are an adaptive average pooling of the full-width queries on the patch grid
+//   (sequence models: of all N tokens in 1-D, as MiTA's landmark_pool "sequence");
 //   V_A = softmax(A Kᵀ/√d + P) V   (the agents attend to all N tokens),
 //   O   = softmax(Q Aᵀ/√d + Q_b) V_A (every token attends to the n agents),
 // per head, then proj. "agent" (Agent Attention minus) has no biases and pools like MiTA (tokens 0..N-2, CLS in,
@@ -17,6 +18,7 @@ struct AgentOptions {
   int64_t heads = 1;
   int64_t agent_num = 49;     // n, a perfect square p²
   bool patches_only = false;  // pool tokens 1..N-1 (agent_bias) instead of 0..N-2 (MiTA's shifted pooling)
+  bool sequence = false;      // pool all N tokens 1-D into agent_num bins (landmark_pool "sequence": no CLS, no grid)
 };
 
 /// The official agent biases for H heads, n agents and a G×G patch grid (all trunc_normal(0.02) at init).

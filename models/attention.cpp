@@ -70,6 +70,9 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
     VT_CHECK(k <= N, "[model] model.attention.k (", k, which, ") must be <= the number of tokens N = ", N);
     VT_CHECK(G > 0 || !(cfg.dwc || cfg.gate), "[model] model.attention.", cfg.gate ? "gate" : "dwc",
              " needs a square patch grid, but N - 1 = ", N - 1, " patch tokens are not a perfect square");
+  } else if (cfg.type == "agent" && cfg.landmark_pool == "sequence") {
+    VT_CHECK(cfg.agent_num <= N, "[model] model.attention.agent_num (", cfg.agent_num,
+             ") must be <= the number of tokens N = ", N, " (landmark_pool 'sequence' pools them 1-D)");
   } else if (cfg.type == "agent" || cfg.type == "agent_bias") {
     VT_CHECK(G > 0, "[model] model.attention.type '", cfg.type, "' needs a square patch grid, but N - 1 = ", N - 1,
              " tokens are not a perfect square");
@@ -96,6 +99,7 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t di
     o.heads = heads;
     o.agent_num = cfg.agent_num;
     o.patches_only = bias || cfg.landmark_pool == "patches";
+    o.sequence = !bias && cfg.landmark_pool == "sequence";
     return std::make_shared<AgentAttention>(dim, o, bias ? square_grid(num_tokens) : 0, drop, gen);
   }
   if (cfg.type == "linear") return std::make_shared<LinearAttention>(dim, heads, drop, gen);

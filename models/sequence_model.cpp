@@ -46,6 +46,7 @@ SequenceTransformer::SequenceTransformer(const SequenceConfig& cfg) : cfg_(cfg) 
   block_cfg.patch_size = 0;
   block_cfg.embed_dim = cfg.dim, block_cfg.num_heads = cfg.heads;
   block_cfg.mlp_ratio = cfg.mlp_ratio, block_cfg.layer_norm_eps = cfg.layer_norm_eps;
+  block_cfg.drop_rate = cfg.drop_rate;
   block_cfg.attention = cfg.attention;
   Generator gen(cfg.seed);
   auto list = register_module("blocks", std::make_shared<SequenceBlockList>());

@@ -14,6 +14,7 @@ namespace vt::models {
 struct SequenceConfig {
   int64_t dim = 128, depth = 3, heads = 2;
   double mlp_ratio = 4.0, layer_norm_eps = 1e-6;
+  double drop_rate = 0.0;     // dropout after the attention projection and in the MLP (ViTConfig::drop_rate)
   AttentionConfig attention;  // dense by default
   uint64_t seed = 0;          // initialisation stream
 };

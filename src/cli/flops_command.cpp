@@ -100,6 +100,8 @@ void add_flops_command(CLI::App& app) {
       if (!opts->model.empty()) sets.push_back("model.name=" + opts->model);
       sets.insert(sets.end(), opts->run.sets.begin(), opts->run.sets.end());
       const io::Config cfg = load_command_config(opts->run.config, sets);
+      VT_CHECK(cfg.data.dataset != "lra", "[flops] vitrain flops counts ViT and Segmenter configs; the Long Range ",
+               "Arena classifiers (data.dataset: lra) are not covered");
       // A segmentation config (model.decoder.type set) counts the Segmenter: encoder + decoder + upsampling.
       const models::FlopsReport rep =
           cfg.model.decoder.type.empty()

@@ -27,6 +27,7 @@
 #include "engine/run_dir.h"
 #include "engine/run_stop.h"
 #include "engine/seg_trainer.h"
+#include "engine/sequence_task.h"
 #include "engine/trainer.h"
 #include "io/config.h"
 #include "vitrain_version.h"
@@ -134,7 +135,11 @@ int main(int argc, char** argv) {
       std::printf("weights: %s\n%s", weights.c_str(), vt::io::to_yaml(cfg).c_str());
       return 0;
     }  // a model.name tag's mean/std/crop/size/classes
-    if (*train && !cfg.model.decoder.type.empty()) {  // segmentation: Segmenter + decoder (engine/seg_trainer.h)
+    if (*train && cfg.data.dataset == "lra") {  // Long Range Arena sequences (engine/sequence_task.h)
+      const auto s = vt::engine::train_sequence(cfg);
+      if (const auto code = early_end(s)) return *code;
+      std::printf("%s\n", vt::engine::sequence_train_report(s).c_str());
+    } else if (*train && !cfg.model.decoder.type.empty()) {  // segmentation: Segmenter + decoder (engine/seg_trainer.h)
       const auto s = vt::engine::train_segmentation(cfg);
       if (const auto code = early_end(s)) return *code;
       std::printf("%s\n", vt::engine::seg_train_report(s).c_str());
@@ -146,6 +151,10 @@ int main(int argc, char** argv) {
       std::printf("training speed %.0f img/s over %.1f s\n", s.train_img_per_s, s.train_seconds);
       std::printf("log: %s\nmetrics: %s\nweights: %s\n", s.log_path.c_str(), s.metrics_path.c_str(),
                   s.weights_path.c_str());
+    } else if (*eval && cfg.data.dataset == "lra") {
+      const auto r = vt::engine::evaluate_sequence_weights(cfg, weights, opts.weights_options(), eval_amp);
+      std::printf("LRA %s test top-1 %.2f%%  loss %.4f  (%lld sequences)\n", cfg.data.lra_task.c_str(), r.top1,
+                  r.loss, static_cast<long long>(r.count));
     } else if (*eval && !cfg.model.decoder.type.empty()) {  // segmentation config: seg-eval's protocol and table
       return vt::cli::run_seg_eval(cfg, weights, opts.weights_options(), eval_out.results_file, eval_out.json);
     } else if (*eval) {

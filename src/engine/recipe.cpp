@@ -146,6 +146,29 @@ void check_supported(const io::Config& cfg) {
     check_model_fits_data(cfg);
     return;
   }
+  if (d.dataset == "lra") {  // sequence classification (engine/sequence_task): Nystromformer's LRA recipe
+    const io::AttentionConfig& a = cfg.model.attention;
+    need(d.mixup > 0 || d.cutmix > 0, "data.mixup/cutmix");
+    need(!d.aa.empty(), "data.aa");
+    need(d.reprob > 0, "data.reprob");
+    need(d.aug_repeats > 0, "data.aug_repeats");
+    need(d.hflip > 0, "data.hflip (set 0)");
+    need(!d.mean.empty() || !d.std.empty(), "data.mean/std");
+    need(cfg.optim.smoothing > 0, "optim.smoothing (set 0)");
+    need(cfg.model.drop_path_rate > 0, "model.drop_path_rate (set 0)");
+    need(!cfg.model.initial_checkpoint.empty(), "model.initial_checkpoint");
+    need(cfg.model.img_size > 0 || cfg.model.patch_size > 0 || cfg.model.in_chans > 0,
+         "model.img_size/patch_size/in_chans (set 0: sequences have no image)");
+    need(a.type == "agent_bias", "model.attention.type: agent_bias (its biases need a patch grid; use agent)");
+    need(a.is_mita() && (a.dwc || a.gate), "model.attention.dwc/gate (they need a patch grid)");
+    need((a.is_mita() || a.type == "agent") && (a.landmark_pool == "shifted" || a.landmark_pool == "patches"),
+         "model.attention.landmark_pool: " + a.landmark_pool + " (sequences have no CLS token: use sequence)");
+    VT_CHECK(missing.empty(), "[train] the LRA trainer cannot honour: ", missing,
+             ". Supported: data.dataset lra (data.lra_task, data.max_length, data.updates_per_epoch), every "
+             "attention kind with landmark_pool sequence, model.pooling mean or cls, model.drop_rate, AdamW/SGD "
+             "with cosine or poly, optim.clip_grad, train.grad_accum_steps, train.model_ema, train.cuda_graph");
+    return;
+  }
   const bool folder = d.dataset == "imagefolder" || d.dataset == "imagenet";
   need(d.dataset != "fashion_mnist" && !folder, "data.dataset: " + d.dataset);
   const bool imagenet_only = d.mixup > 0 || d.cutmix > 0 || !d.aa.empty() || d.reprob > 0 || d.aug_repeats > 0;

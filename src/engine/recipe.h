@@ -47,7 +47,9 @@ class LrPlan {
 /// Throws a vt::Error listing every recipe key the trainer cannot honour (an unknown dataset, the ImageNet
 /// augmentations or data.mean/std on fashion_mnist, mixup_mode other than batch, remode other than pixel, recount != 1, random
 /// interpolation; with a decoder (segmentation) every classification-only key: mixup/cutmix, RandAugment,
-/// erasing, repeated augmentation, label smoothing), instead of silently ignoring them.
+/// erasing, repeated augmentation, label smoothing; with data.dataset lra also flips, data.mean/std, drop path,
+/// initial checkpoints, image sizes and the attention settings that need a patch grid), instead of silently
+/// ignoring them.
 /// Then check_model_fits_data.
 void check_supported(const io::Config& cfg);
 

@@ -29,7 +29,7 @@ int64_t purge_step(const std::vector<io::MetricRow>& rows) {
 
 bool is_evaluation(const std::vector<std::pair<std::string, double>>& fields) {
   return std::any_of(fields.begin(), fields.end(),
-                     [](const auto& f) { return f.first == "test_top1" || f.first == "miou"; });
+                     [](const auto& f) { return f.first == "test_top1" || f.first == "miou" || f.first == "val_top1"; });
 }
 
 }  // namespace
@@ -42,7 +42,9 @@ std::string tensorboard_tag(const std::string& key, bool eval) {
       {"test_loss", "eval/loss"},        {"test_top1", "eval/top1"},     {"test_top5", "eval/top5"},
       {"ema_loss", "eval_ema/loss"},     {"ema_top1", "eval_ema/top1"},  {"ema_top5", "eval_ema/top5"},
       {"miou", "eval/mIoU"},             {"macc", "eval/mAcc"},          {"aacc", "eval/aAcc"},
-      {"eval_img_per_s", "eval/img_per_s"}};
+      {"eval_img_per_s", "eval/img_per_s"},
+      {"val_loss", "eval/loss"},         {"val_top1", "eval/top1"},      {"ema_val_loss", "eval_ema/loss"},
+      {"ema_val_top1", "eval_ema/top1"}, {"best_test_loss", "test/loss"}, {"best_test_top1", "test/top1"}};
   const auto& table = eval ? evaluation : train;
   const auto it = table.find(key);
   return it == table.end() ? std::string() : it->second;

@@ -19,6 +19,11 @@ const std::vector<std::pair<std::string, std::string>> kEma = {
     {"ema_eval_loss", "ema_loss"}, {"ema_eval_top1", "ema_top1"}, {"ema_eval_top5", "ema_top5"}};
 const std::vector<std::pair<std::string, std::string>> kSegmentation = {
     {"eval_mIoU", "miou"}, {"eval_mAcc", "macc"}, {"eval_aAcc", "aacc"}};
+// Long Range Arena: the validation split decides (eval_*); the test split is scored when the model becomes the best.
+const std::vector<std::pair<std::string, std::string>> kSequence = {
+    {"eval_loss", "val_loss"}, {"eval_top1", "val_top1"}, {"test_top1", "best_test_top1"}};
+const std::vector<std::pair<std::string, std::string>> kSequenceEma = {
+    {"ema_eval_loss", "ema_val_loss"}, {"ema_eval_top1", "ema_val_top1"}};
 
 // Python's csv module writes floats with repr(): the shortest text that reads back, integral values with ".0"
 // (51.0), "nan" for NaN.
@@ -75,14 +80,14 @@ std::string SummaryCsv::take(const io::MetricRow& row) {
     if (std::isfinite(step)) last_step_ = step;
     return "";
   }
-  const bool seg = row.count("miou") > 0;
-  if (!seg && !row.count("test_top1")) return "";
+  const bool seg = row.count("miou") > 0, seq = row.count("val_top1") > 0;
+  if (!seg && !seq && !row.count("test_top1")) return "";
   std::string out;
   if (columns_.empty()) {
     columns_ = {"epoch", "train_loss"};
-    for (const auto& [col, key] : seg ? kSegmentation : kClassification) columns_.push_back(col);
-    if (!seg && row.count("ema_top1"))
-      for (const auto& [col, key] : kEma) columns_.push_back(col);
+    for (const auto& [col, key] : seg ? kSegmentation : seq ? kSequence : kClassification) columns_.push_back(col);
+    if (!seg && (seq ? row.count("ema_val_top1") : row.count("ema_top1")))
+      for (const auto& [col, key] : seq ? kSequenceEma : kEma) columns_.push_back(col);
     columns_.push_back("lr");
     for (size_t i = 0; i < columns_.size(); ++i) out += (i ? "," : "") + columns_[i];
     out += "\n";
@@ -91,7 +96,7 @@ std::string SummaryCsv::take(const io::MetricRow& row) {
   std::map<std::string, double> values;
   values["epoch"] = epoch - 1;  // timm counts epochs from 0
   values["train_loss"] = loss_updates_.count(e) ? loss_sum_[e] / loss_updates_[e] : std::nan("");
-  for (const auto* table : {&kClassification, &kEma, &kSegmentation})
+  for (const auto* table : seq ? std::vector{&kSequence, &kSequenceEma} : std::vector{&kClassification, &kEma, &kSegmentation})
     for (const auto& [col, key] : *table)
       if (row.count(key)) values[col] = field(row, key);
   values["lr"] = field(row, "lr");

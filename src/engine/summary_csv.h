@@ -1,6 +1,8 @@
 // summary.csv as timm's train.py writes it (timm.utils.update_summary): one row per evaluated epoch,
 //   epoch,train_loss,eval_loss,eval_top1,eval_top5[,ema_eval_loss,ema_eval_top1,ema_eval_top5],lr
-// (segmentation: eval_mIoU, eval_mAcc, eval_aAcc in place of loss/top-1/top-5), derived from the metrics.jsonl rows.
+// (segmentation: eval_mIoU, eval_mAcc, eval_aAcc in place of loss/top-1/top-5; Long Range Arena: eval_loss and
+// eval_top1 of the validation split, then test_top1 where the model became the best), derived from the
+// metrics.jsonl rows.
 #pragma once
 #include <cstdio>
 #include <map>
@@ -21,7 +23,7 @@ class SummaryCsv {
   SummaryCsv& operator=(const SummaryCsv&) = delete;
 
   /// Takes one metrics row: a training window (it has train_loss) adds to its epoch's mean loss; an evaluation
-  /// (test_top1 or miou) writes the epoch's row. Other rows are ignored.
+  /// (test_top1, miou or val_top1) writes the epoch's row. Other rows are ignored.
   void add(const io::MetricRow& row);
 
   /// The CSV text of `rows` (header included; empty when no row is an evaluation): what the file holds after them.

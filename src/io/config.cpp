@@ -62,6 +62,7 @@ template <class V> void fields(ModelConfig& c, V& v) {
   v("layer_norm_eps", c.layer_norm_eps);
   v("attention", c.attention);
   v("decoder", c.decoder);
+  v("pooling", c.pooling);
   v("initial_checkpoint", c.initial_checkpoint);
 }
 
@@ -88,6 +89,9 @@ template <class V> void fields(DataConfig& c, V& v) {
   v("crop_pct", c.crop_pct);
   v("mean", c.mean);
   v("std", c.std);
+  v("lra_task", c.lra_task);
+  v("max_length", c.max_length);
+  v("updates_per_epoch", c.updates_per_epoch);
 }
 
 template <class V> void fields(OptimConfig& c, V& v) {
@@ -364,7 +368,7 @@ void require_one_of(const char* key, const std::string& value, std::initializer_
 constexpr int64_t kMaxEmbedDim = 65536, kMaxDepth = 1024, kMaxHeads = 1024, kMaxImgSize = 16384,
                   kMaxPatchSize = 1024, kMaxInChans = 64, kMaxClasses = 1'000'000, kMaxWorkers = 512,
                   kMaxBatch = 1 << 20, kMaxAccum = 1 << 16, kMaxThreads = 4096, kMaxTokenSet = 1 << 20,
-                  kMaxSegSide = 1 << 16;
+                  kMaxSegSide = 1 << 16, kMaxSequence = 1 << 24;
 constexpr double kMaxMlpRatio = 64;
 
 // The dotted name of every float key (lists included) with its values: all must be finite, whatever the key's
@@ -414,6 +418,9 @@ void AttentionConfig::validate() const {
   require_at_most("model.attention.m", m, kMaxTokenSet);
   require_at_most("model.attention.k", k, kMaxTokenSet);
   require_at_most("model.attention.agent_num", agent_num, kMaxTokenSet);
+  if (type == "agent_bias" && landmark_pool == "sequence")
+    VT_FAIL("[config] model.attention.landmark_pool 'sequence' (1-D agents) goes with type agent, not agent_bias: its "
+            "biases are laid out on a patch grid");
   const bool mita = is_mita();
   // dwc/gate belong to the mita types; other kinds ignore them (with a warning when the model is built), so
   // MiTA+DWC weights can be evaluated as dense with just --set model.attention.type=dense (Appendix C).
@@ -446,6 +453,7 @@ void ModelConfig::validate() const {
   require_at_most("model.depth", depth, kMaxDepth);
   require_at_most("model.num_heads", num_heads, kMaxHeads);
   require_at_most("model.mlp_ratio", mlp_ratio, kMaxMlpRatio);
+  require_one_of("model.pooling", pooling, {"", "mean", "cls"});
   attention.validate();
   decoder.validate();
 }
@@ -488,6 +496,18 @@ void DataConfig::validate() const {
   require(mean.empty() || mean.size() == 3, "data.mean", "[] or three numbers", yaml_scalar(mean));
   require(std.empty() || std.size() == 3, "data.std", "[] or three numbers", yaml_scalar(std));
   for (double s : std) require(s > 0, "data.std", "> 0", yaml_scalar(std));
+  require_one_of("data.lra_task", lra_task, {"", "listops", "text", "retrieval", "image", "pathfinder"});
+  require(max_length >= 0, "data.max_length", ">= 0", max_length);
+  require_at_most("data.max_length", max_length, kMaxSequence);
+  require(updates_per_epoch >= 0, "data.updates_per_epoch", ">= 0 (0: one pass over the training split)",
+          updates_per_epoch);
+  const bool lra = dataset == "lra";
+  if (lra != !lra_task.empty())
+    VT_FAIL("[config] data.dataset '", dataset, "' and data.lra_task '", lra_task, "' disagree: a Long Range Arena "
+            "task (data.lra_task) goes with data.dataset: lra and only with it");
+  if (!lra && (max_length > 0 || updates_per_epoch > 0))
+    VT_FAIL("[config] data.", max_length > 0 ? "max_length" : "updates_per_epoch",
+            " applies to data.dataset: lra only, got data.dataset '", dataset, "'");
 }
 
 void OptimConfig::validate() const {
@@ -584,6 +604,9 @@ void Config::validate() const {
     VT_FAIL("[config] dist.zero1 shards AdamW's state: set optim.opt: adamw (got '", optim.opt, "')");
   if (eval.best_metric.rfind("ema_", 0) == 0 && !train.model_ema)
     VT_FAIL("[config] eval.best_metric '", eval.best_metric, "' needs train.model_ema: true");
+  if (!model.pooling.empty() && data.dataset != "lra")
+    VT_FAIL("[config] model.pooling '", model.pooling, "' applies to Long Range Arena models (data.dataset: lra) ",
+            "only; the ViT pools its CLS token");
   const bool segmentation = !model.decoder.type.empty();
   if (segmentation != (data.dataset == "ade20k"))
     VT_FAIL("[config] model.decoder.type '", model.decoder.type, "' and data.dataset '", data.dataset,

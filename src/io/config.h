@@ -24,7 +24,8 @@ struct AttentionConfig {
   bool dwc = false;                       // MiTA + DWC: depth-wise 3x3 conv on V's patch tokens, added before proj
   bool gate = false;                      // MiTA + DWC + Gate: qkvg projection, output * SiLU(g)
   std::string landmark_pool = "shifted";  // shifted (official: tokens 0..N-2) | patches (patch tokens only) |
-                                          // sequence (all N tokens, 1-D: sequence models without CLS) |
+                                          // sequence (all N tokens, 1-D: sequence models without CLS;
+                                          // also Agent attention's agents there) |
                                           // random (m random patch tokens' queries, redrawn every forward)
   std::string shared_scale = "official";  // official (1/d on shared logits) | paper (1/sqrt(d))
   std::string impl = "fused";             // MiTA: fused (routing + joint-attention kernels) | reference (op by op)
@@ -60,6 +61,9 @@ struct ModelConfig {
   double layer_norm_eps = 1e-6;
   AttentionConfig attention;
   DecoderConfig decoder;
+  /// Long Range Arena models (data.dataset: lra): "" (mean) | mean (over the non-padding tokens) | cls (a CLS token
+  /// first, Nystromformer's append_cls). Other models pool as they do (the ViT: its CLS token) and refuse it.
+  std::string pooling = "";
   /// timm --initial-checkpoint: timm-format safetensors to start from (segmentation: the backbone, pos_embed
   /// resized to the crop's grid, head dropped); "": random initialisation.
   std::string initial_checkpoint = "";
@@ -68,6 +72,7 @@ struct ModelConfig {
 
 struct DataConfig {
   std::string dataset = "imagenet";  ///< imagenet | imagefolder (train/, val/ under data_dir) | fashion_mnist | ade20k
+                                     ///< | lra (a Long Range Arena task, data.lra_task)
   std::string data_dir = "";         ///< the dataset folder; "" must be set before training (vitrain train DIR)
   double hflip = 0.5;       ///< probability of a horizontal flip during training
   int workers = 10;         ///< loader threads
@@ -93,6 +98,15 @@ struct DataConfig {
   /// ade20k: ImageNet's as mmseg; Segmenter/Table 4 configs set 0.5).
   std::vector<double> mean = {};
   std::vector<double> std = {};
+  // Long Range Arena (data.dataset: lra; engine/sequence_task).
+  std::string lra_task = "";   ///< "" | listops | text | retrieval | image | pathfinder
+  /// Tokens per sequence: longer ones are truncated, shorter ones padded; 0: the task's LRA length (listops 2000,
+  /// text and retrieval 4000, image and pathfinder 1024).
+  int64_t max_length = 0;
+  /// Optimizer updates that make one epoch, drawn from an endless stream of shuffled passes over the training
+  /// split (LRA recipes count steps, not passes: epochs × updates_per_epoch = the recipe's steps, evaluating every
+  /// epoch); 0: one pass (the last partial global batch carried into the next epoch).
+  int64_t updates_per_epoch = 0;
   void validate() const;
 };
 
@@ -165,7 +179,7 @@ struct EvalConfig {
   int batch_size = 256;
   int interval = 1;                  ///< epochs between evaluations (the last epoch is always evaluated)
   std::string best_metric = "top1";  ///< top1 (DeiT: the raw model) | ema_top1 (timm with EMA) | loss | ema_loss
-                                     ///< | miou (segmentation)
+                                     ///< | miou (segmentation); LRA: of the validation split
   // Segmentation (model.decoder set): Segmenter's sliding-window protocol.
   int seg_short_side = 512;   ///< resize so the short side is this (keep ratio) ...
   int seg_long_side = 2048;   ///< ... unless the long side would exceed this
