@@ -108,7 +108,6 @@ bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const kernel
   return kc::mita_small_supported(s) && kc::mita_small_pool_fits(small_pool(pool), s);
 }
 
-
 // The landmarks (sv.r, pooled from q inside the kernel), routing, V̂, out and lse in one launch; lse_shared
 // [B, H, m]: V̂'s softmax log-normaliser, for the backward.
 void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, const kernels::cpu::LandmarkPoolShape& pool,
@@ -380,7 +379,6 @@ struct MitaQkvBackward : Node {
     probs = dwc_v = dwc_weight = gate = pre_gate = Tensor();
   }
 };
-
 
 // The landmarks' bins over q's tokens [B, N, C] (p = √m for a 2-D grid), built once per call.
 kernels::cpu::LandmarkPoolShape landmark_pool_shape(const MitaQkvOptions& o, int64_t B, int64_t N, int64_t C) {
