@@ -16,6 +16,7 @@
 #include "engine/device.h"
 #include "engine/timm_weights.h"
 #include "engine/weights_load.h"
+#include "figures/chart.h"
 #include "figures/figure.h"
 #include "figures/selection_map.h"
 #include "engine/trainer.h"
@@ -139,6 +140,27 @@ std::vector<int64_t> routed_experts(const ImageRouting& routing, int64_t layer, 
   return std::vector<int64_t>(e, e + routing.tokens);
 }
 
+std::vector<double> expert_key_query_iou(const ImageRouting& routing) {
+  std::vector<double> per_layer;
+  for (const auto& layer : routing.layers) {
+    double sum = 0;
+    for (int64_t h = 0; h < routing.heads; ++h) {
+      const int32_t* keys = head_ptr(layer.expert_keys, h);
+      const int32_t* expert = head_ptr(layer.experts, h);
+      for (int64_t j = 0; j < routing.m; ++j) {
+        std::vector<char> is_key(static_cast<size_t>(routing.tokens), 0);
+        for (int64_t i = 0; i < routing.k; ++i) is_key[static_cast<size_t>(keys[j * routing.k + i])] = 1;
+        int64_t both = 0, queries = 0;
+        for (int64_t t = 0; t < routing.tokens; ++t)
+          if (expert[t] == j) ++queries, both += is_key[static_cast<size_t>(t)];
+        sum += static_cast<double>(both) / static_cast<double>(routing.k + queries - both);
+      }
+    }
+    per_layer.push_back(sum / static_cast<double>(routing.heads * routing.m));
+  }
+  return per_layer;
+}
+
 std::pair<int, int> expert_grid_size(int64_t m, int picture_size) {
   const int panel = picture_size * panel_scale(picture_size);
   const int cols = static_cast<int>(grid_columns(m)), rows = static_cast<int>((m + cols - 1) / cols);
@@ -243,6 +265,28 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
     }
   VT_CHECK(out.flush(), "[viz] failed writing '", csv, "'");
   written.push_back(csv);
+
+  const std::vector<double> iou = expert_key_query_iou(routing);
+  const std::string iou_csv = (fs::path(options.out_dir) / "expert_iou.csv").string();
+  std::ofstream iou_out(iou_csv);
+  VT_CHECK(iou_out, "[viz] cannot write '", iou_csv, "'");
+  iou_out << "layer,miou\n";
+  figures::Series series{"mean over " + std::to_string(routing.heads) + " heads × " + std::to_string(routing.m) +
+                             " experts",
+                         {}, true};
+  for (size_t l = 0; l < iou.size(); ++l) {
+    iou_out << l + 1 << ',' << iou[l] << '\n';
+    series.points.emplace_back(static_cast<double>(l + 1), 100.0 * iou[l]);
+  }
+  VT_CHECK(iou_out.flush(), "[viz] failed writing '", iou_csv, "'");
+  written.push_back(iou_csv);
+  const std::string chart = (fs::path(options.out_dir) / "expert_iou.png").string();
+  figures::ChartSpec spec;
+  spec.title = "Expert keys vs routed queries (Figure 8)";
+  spec.x_title = "layer";
+  spec.y_title = "mIoU of keys and queries (%)";
+  for (const std::string& f : figures::save_figure(*figures::draw_chart({series}, spec, chart), chart))
+    written.push_back(f);
   return written;
 }
 

@@ -43,6 +43,10 @@ std::vector<std::vector<int64_t>> selection_counts(const ImageRouting& routing, 
 /// The arg-max expert of every token for head `head` of `layer`: [N].
 std::vector<int64_t> routed_experts(const ImageRouting& routing, int64_t layer, int64_t head);
 
+/// Figure 8: per layer, the IoU between each expert's k selected key tokens and the query tokens routed to it,
+/// averaged over the m experts of every head (an expert no query chose scores 0): [layer] in [0, 1].
+std::vector<double> expert_key_query_iou(const ImageRouting& routing);
+
 /// Figure 3 for one layer and head: ⌈√m⌉ columns of panels, one per expert, each the picture dimmed with the
 /// expert's k keys tinted and framed orange and the queries routed to it tinted blue (a square in the panel's
 /// label strip stands for the CLS token). Writes the PNG at `path` and an SVG beside it.
@@ -58,8 +62,9 @@ struct VizExpertsOptions {
 };
 
 /// The whole command: builds the configured model on cfg.train.device, loads the weights (load_timm_weights),
-/// runs the image and writes into out_dir: layer<i>_experts.png per layer, selection_map.png (figures/selection_map.h), their SVGs and
-/// selection_counts.csv (layer,head,token,row,col,count; row = col = -1 for CLS). Returns the paths written.
+/// runs the image and writes into out_dir: layer<i>_experts.png per layer, selection_map.png (figures/selection_map.h), their SVGs,
+/// selection_counts.csv (layer,head,token,row,col,count; row = col = -1 for CLS), and Figure 8's expert_iou.csv
+/// (layer,miou) with its chart expert_iou.png. Returns the paths written.
 std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOptions& options);
 
 }  // namespace vt::engine

@@ -84,6 +84,21 @@ TEST(VizExperts, RoutingAndCountsAreTheTapsAndSumToMTimesKPerLayer) {
   EXPECT_THROW(engine::selection_counts(r, 2), Error);
 }
 
+// Figure 8's mIoU on a routing made by hand: 1 layer, 2 heads, m = 2 experts of k = 2 keys over N = 5 tokens.
+TEST(VizExperts, KeyQueryIouIsTheMeanOverExpertsAndHeads) {
+  engine::ImageRouting r;
+  r.tokens = 5, r.grid = 2, r.m = 2, r.k = 2, r.heads = 2;
+  ops::MitaRouting layer;
+  // head 0: expert 0 keys {1, 2}, queries {1, 2, 3} → 2/3; expert 1 keys {0, 4}, queries {0, 4} → 1.
+  // head 1: expert 0 keys {3, 4}, queries {} → 0; expert 1 keys {0, 1}, queries all 5 tokens → 2/5.
+  layer.expert_keys = Tensor::from_vector({1, 2, 0, 4, 3, 4, 0, 1}, {1, 2, 2, 2}, DType::i32);
+  layer.experts = Tensor::from_vector({1, 0, 0, 0, 1, 1, 1, 1, 1, 1}, {1, 2, 5}, DType::i32);
+  r.layers.push_back(layer);
+  const std::vector<double> iou = engine::expert_key_query_iou(r);
+  ASSERT_EQ(iou.size(), 1u);
+  EXPECT_NEAR(iou[0], (2.0 / 3 + 1.0 + 0.0 + 2.0 / 5) / 4, 1e-12);
+}
+
 TEST(VizExperts, NonMitaModelIsRefusedNamingTheAttentionType) {
   models::VisionTransformer dense(engine::vit_config(micro_mita("dense")));
   try {
