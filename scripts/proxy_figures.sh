@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Figures 3, 4, 9 and 10 from our own models (issue 10): trains the Fashion-MNIST patch-2 proxy
-# (configs/proxy/fmnist_p2_mita.yaml: 197 tokens, 14x14 grid, m = k = 25) with MiTA and with dense attention,
+# (configs/proxy/fmnist_p2_mita.yaml: 197 tokens, 14x14 grid, m = k = 25) with MiTA, dense and Agent attention,
 # then draws the routing of one test image (vitrain viz experts), sweeps (m, k) at evaluation on the frozen MiTA
 # weights (vitrain eval-sweep) and swaps the attention kinds at evaluation (vitrain eval-swap).
 # Usage: scripts/proxy_figures.sh DATA_DIR OUT_DIR   (env: EPOCHS (10), DEVICE (cuda:0), VITRAIN)
@@ -11,7 +11,7 @@ vitrain=${VITRAIN:-$(command -v vitrain || echo build/bin/vitrain)}
 epochs=${EPOCHS:-10} device=${DEVICE:-cuda:0}
 cfg=configs/proxy/fmnist_p2_mita.yaml
 mkdir -p "$out"
-for kind in mita dense; do
+for kind in mita dense agent; do
   "$vitrain" train --config "$cfg" --device "$device" --set data.data_dir="$data" --set train.epochs="$epochs" \
     --set model.attention.type="$kind" --set train.output="$out/$kind" 2>&1 | grep -E "epoch [0-9]+/[0-9]+:|training:" |
     tail -2
@@ -33,4 +33,5 @@ PY
 "$vitrain" eval-sweep --config "$out/mita/config.yaml" --weights "$out/mita/model.safetensors" \
   --m 16 25 36 49 --k 9 16 25 36 49 --out "$out/sweep" --device "$device" || echo "eval-sweep failed" >&2
 "$vitrain" eval-swap --config "$out/mita/config.yaml" --weights-dense "$out/dense/model.safetensors" \
-  --weights-mita "$out/mita/model.safetensors" --out "$out/swap" --device "$device"
+  --weights-mita "$out/mita/model.safetensors" --weights-agent "$out/agent/model.safetensors" --out "$out/swap" \
+  --device "$device"

@@ -98,13 +98,15 @@ void run_sweep(const SweepOptions& o) {
 
 struct SwapOptions {
   RunOptions run;
-  std::string weights_dense, weights_mita, csv, out;
+  std::string weights_dense, weights_mita, weights_agent, csv, out;
 };
 
-const std::vector<std::string> kKinds = {"dense", "mita"};
+// The kinds of the matrix, in its order; Agent attention only when asked for.
+const std::vector<std::string> kAllKinds = {"dense", "mita", "agent"};
 
-// top1[trained][evaluated] from a CSV with a header naming trained, evaluated and top1 columns.
-std::vector<std::vector<double>> read_swap_csv(const std::string& path) {
+// top1[trained][evaluated] and its kinds (dense, mita and, when any row names it, agent) from a CSV with a header
+// naming trained, evaluated and top1 columns.
+std::vector<std::vector<double>> read_swap_csv(const std::string& path, std::vector<std::string>& kinds) {
   std::ifstream in(path);
   VT_CHECK(in, "[eval-swap] cannot read '", path, "'");
   auto split = [](const std::string& line) {
@@ -121,11 +123,15 @@ std::vector<std::vector<double>> read_swap_csv(const std::string& path) {
   for (const char* need : {"trained", "evaluated", "top1"})
     VT_CHECK(col.count(need), "[eval-swap] '", path, "': the header needs a '", need,
              "' column (trained,evaluated,top1)");
-  std::vector<std::vector<double>> top1(2, std::vector<double>(2, std::nan("")));
+  std::vector<std::vector<double>> top1(3, std::vector<double>(3, std::nan("")));
+  bool agent = false;
   auto index = [&](const std::string& kind, int line_no) -> size_t {
-    for (size_t i = 0; i < kKinds.size(); ++i)
-      if (kKinds[i] == kind) return i;
-    VT_FAIL("[eval-swap] '", path, "' line ", line_no, ": kind '", kind, "' is not dense or mita");
+    for (size_t i = 0; i < kAllKinds.size(); ++i)
+      if (kAllKinds[i] == kind) {
+        agent = agent || i == 2;
+        return i;
+      }
+    VT_FAIL("[eval-swap] '", path, "' line ", line_no, ": kind '", kind, "' is not dense, mita or agent");
   };
   for (int n = 2; std::getline(in, line); ++n) {
     if (line.empty()) continue;
@@ -138,36 +144,48 @@ std::vector<std::vector<double>> read_swap_csv(const std::string& path) {
       VT_FAIL("[eval-swap] '", path, "' line ", n, ": top1 '", f[col["top1"]], "' is not a number");
     }
   }
+  kinds.assign(kAllKinds.begin(), kAllKinds.begin() + (agent ? 3 : 2));
+  top1.resize(kinds.size());
+  for (auto& row : top1) row.resize(kinds.size());
   return top1;
 }
 
 void run_swap(const SwapOptions& o) {
   std::vector<std::vector<double>> top1;
+  std::vector<std::string> kinds;
   if (!o.csv.empty()) {
-    VT_CHECK(o.weights_dense.empty() && o.weights_mita.empty(),
-             "[eval-swap] give either --csv or --weights-dense and --weights-mita, not both");
-    top1 = read_swap_csv(o.csv);
+    VT_CHECK(o.weights_dense.empty() && o.weights_mita.empty() && o.weights_agent.empty(),
+             "[eval-swap] give either --csv or --weights-dense and --weights-mita (and --weights-agent), not both");
+    top1 = read_swap_csv(o.csv, kinds);
   } else {
     VT_CHECK(!o.weights_dense.empty() && !o.weights_mita.empty(),
              "[eval-swap] needs --weights-dense and --weights-mita (or --csv)");
+    kinds.assign(kAllKinds.begin(), kAllKinds.begin() + (o.weights_agent.empty() ? 2 : 3));
+    const std::vector<std::string> weights = {o.weights_dense, o.weights_mita, o.weights_agent};
     const io::Config base = o.run.load();
-    // The MiTA column evaluates with the config's attention when it is a MiTA kind, else with plain mita.
+    // The MiTA column evaluates with the config's attention when it is a MiTA kind, else with plain mita; the
+    // Agent column with the config's Agent settings (agent_num) as plain Agent attention.
     io::AttentionConfig mita = base.model.attention;
     if (!mita.is_mita()) mita.type = "mita";
-    top1.assign(2, std::vector<double>(2));
-    for (size_t t = 0; t < 2; ++t)
-      for (size_t e = 0; e < 2; ++e) {
+    io::AttentionConfig agent = base.model.attention;
+    agent.type = "agent";
+    agent.dwc = agent.gate = false;
+    const size_t n = kinds.size();
+    top1.assign(n, std::vector<double>(n));
+    for (size_t t = 0; t < n; ++t)
+      for (size_t e = 0; e < n; ++e) {
         io::Config c = base;
         if (e == 0) {
           c.model.attention.type = "dense";
-        } else {
+        } else if (e == 1) {
           c.model.attention = mita;
-          // Dense-trained weights have no DWC or gate tensors: they can only be evaluated as plain MiTA.
-          if (t == 0) c.model.attention.dwc = c.model.attention.gate = false;
+          // Dense- and Agent-trained weights have no DWC or gate tensors: they can only be evaluated as plain MiTA.
+          if (t != 1) c.model.attention.dwc = c.model.attention.gate = false;
+        } else {
+          c.model.attention = agent;
         }
         c.validate();
-        top1[t][e] = evaluate_cell(c, t == 0 ? o.weights_dense : o.weights_mita,
-                                   "trained " + kKinds[t] + ", evaluated " + kKinds[e]).top1;
+        top1[t][e] = evaluate_cell(c, weights[t], "trained " + kinds[t] + ", evaluated " + kinds[e]).top1;
       }
   }
   fs::create_directories(o.out);
@@ -176,8 +194,8 @@ void run_swap(const SwapOptions& o) {
     std::ofstream csv(csv_path);
     VT_CHECK(csv, "[eval-swap] cannot write '", csv_path, "'");
     csv << "trained,evaluated,top1\n";
-    for (size_t t = 0; t < 2; ++t)
-      for (size_t e = 0; e < 2; ++e) csv << kKinds[t] << ',' << kKinds[e] << ',' << top1[t][e] << '\n';
+    for (size_t t = 0; t < kinds.size(); ++t)
+      for (size_t e = 0; e < kinds.size(); ++e) csv << kinds[t] << ',' << kinds[e] << ',' << top1[t][e] << '\n';
     VT_CHECK(csv.flush(), "[eval-swap] failed writing '", csv_path, "'");
   }
   figures::HeatmapSpec spec;
@@ -185,7 +203,7 @@ void run_swap(const SwapOptions& o) {
   spec.row_axis = "trained with";
   spec.col_axis = "evaluated with";
   spec.value_name = "top-1 (%)";
-  spec.row_labels = spec.col_labels = kKinds;
+  spec.row_labels = spec.col_labels = kinds;
   spec.cell = 80;
   const std::string png = (fs::path(o.out) / "swap.png").string();
   figures::write_heatmap(top1, spec, png);
@@ -210,12 +228,14 @@ void add_eval_sweep_commands(CLI::App& app) {
   });
 
   auto swap = std::make_shared<SwapOptions>();
-  auto* w = app.add_subcommand("eval-swap", "the 2x2 matrix trained-with x evaluated-with {dense, mita} at frozen "
-                                            "weights: CSV and a heat map (the paper's Figure 9)");
+  auto* w = app.add_subcommand("eval-swap", "the matrix trained-with x evaluated-with {dense, mita[, agent]} at "
+                                            "frozen weights: CSV and a heat map (the paper's Figure 9)");
   add_run_options(*w, swap->run, {.config_help = "YAML config of the models (its MiTA settings make the mita column)"});
   w->add_option("--weights-dense", swap->weights_dense, "weights trained with dense attention")
       ->check(CLI::ExistingFile);
   w->add_option("--weights-mita", swap->weights_mita, "weights trained with MiTA attention")->check(CLI::ExistingFile);
+  w->add_option("--weights-agent", swap->weights_agent, "weights trained with Agent attention (adds the third kind)")
+      ->check(CLI::ExistingFile);
   w->add_option("--csv", swap->csv, "draw from this CSV (trained,evaluated,top1) instead of evaluating")
       ->check(CLI::ExistingFile);
   w->add_option("-o,--out", swap->out, "output folder")->required();

@@ -190,6 +190,23 @@ TEST_F(VizCli, EvalSwapWritesTheTwoByTwoMatrix) {
   EXPECT_GT(png_size(path("swap/swap.png")).first, 0);
 }
 
+TEST_F(VizCli, EvalSwapWithAgentWeightsWritesTheThreeByThreeMatrix) {
+  if (!fashion_mnist_installed()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  write_model("mita", "mita", 1);
+  write_model("dense", "dense", 1);
+  write_model("agent", "agent", 1);
+  CliRun r = run_vitrain("eval-swap --config " + path("mita.yaml") + " --set model.attention.agent_num=4 "
+                         "--weights-dense " + path("dense.safetensors") + " --weights-mita " + path("mita.safetensors") +
+                         " --weights-agent " + path("agent.safetensors") + " --out " + path("swap"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto rows = lines(path("swap/swap.csv"));
+  ASSERT_EQ(rows.size(), 10u);
+  EXPECT_EQ(rows[3].rfind("dense,agent,", 0), 0u);
+  EXPECT_EQ(rows[7].rfind("agent,dense,", 0), 0u);
+  EXPECT_EQ(rows[9].rfind("agent,agent,", 0), 0u);
+  EXPECT_GT(png_size(path("swap/swap.png")).first, 0);
+}
+
 TEST_F(VizCli, EvalSwapDrawsAGivenCsvAndNamesItsProblems) {
   std::ofstream(path("paper.csv")) << "trained,evaluated,top1\ndense,dense,72.1\ndense,mita,58.7\nmita,dense,66.6\n"
                                       "mita,mita,71.1\n";
@@ -197,10 +214,18 @@ TEST_F(VizCli, EvalSwapDrawsAGivenCsvAndNamesItsProblems) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(lines(path("fig9/swap.csv"))[2], "dense,mita,58.7");
   EXPECT_GT(png_size(path("fig9/swap.png")).first, 0);
-  std::ofstream(path("bad.csv")) << "trained,evaluated,top1\ndense,agent,70\n";
+  std::ofstream(path("bad.csv")) << "trained,evaluated,top1\ndense,linear,70\n";
   r = run_vitrain("eval-swap --csv " + path("bad.csv") + " --out " + path("fig9b"));
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("'agent'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'linear'"), std::string::npos) << r.output;
+  // A CSV naming Agent attention makes the 3x3 matrix.
+  std::ofstream(path("three.csv")) << "trained,evaluated,top1\ndense,agent,70\nagent,agent,71\n";
+  r = run_vitrain("eval-swap --csv " + path("three.csv") + " --out " + path("fig9c"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto rows = lines(path("fig9c/swap.csv"));
+  ASSERT_EQ(rows.size(), 10u);
+  EXPECT_EQ(rows[3], "dense,agent,70");
+  EXPECT_EQ(rows[9], "agent,agent,71");
 }
 
 }  // namespace
