@@ -43,7 +43,7 @@ Tensor kernel_ready(const Tensor& t) {
   return kc::flash_attention_aligned(head_view(x)) ? x : x.contiguous();
 }
 
-kc::AttentionShape shape_of(const Tensor& q, double scale) {
+kernels::AttentionShape shape_of(const Tensor& q, double scale) {
   return {q.size(0), q.size(1), q.size(2), q.size(3), static_cast<float>(scale)};
 }
 
@@ -57,7 +57,7 @@ struct FlashAttentionBackward : Node {
     Tensor dout = kernel_ready(grad.dtype() == DType::bf16 ? grad : grad.to(DType::bf16));
     auto grad_like_q = [&] { return empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev); };
     Tensor dq = grad_like_q(), dk = grad_like_q(), dv = grad_like_q();
-    const kc::AttentionShape s = shape_of(q, scale);
+    const kernels::AttentionShape s = shape_of(q, scale);
     Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
     kc::flash_attention_backward(head_view(dq), head_view(dk), head_view(dv), head_view(dout), head_view(q),
                                  head_view(k), head_view(v), head_view(out), lse.data<float>(),
@@ -71,7 +71,7 @@ Tensor flash_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
   const Device dev = q_in.device();
   kc::DeviceGuard guard(dev.index);
   Tensor q = kernel_ready(q_in), k = kernel_ready(k_in), v = kernel_ready(v_in);
-  const kc::AttentionShape s = shape_of(q, scale);
+  const kernels::AttentionShape s = shape_of(q, scale);
   Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
   Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
   kc::flash_attention_forward(head_view(out), lse.data<float>(), head_view(q), head_view(k), head_view(v), s,
@@ -113,7 +113,7 @@ struct QkvAttentionBackward : Node {
     Tensor dqkv = Tensor::empty({B, N, 3 * C}, DType::bf16, dev);
     auto [q, k, v] = unpack_qkv(qkv, heads);
     auto [dq, dk, dv] = unpack_qkv(dqkv, heads);
-    const kc::AttentionShape s = shape_of(q, scale);
+    const kernels::AttentionShape s = shape_of(q, scale);
     Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
     kc::flash_attention_backward(head_view(dq), head_view(dk), head_view(dv), head_view(dout), head_view(q),
                                  head_view(k), head_view(v), head_view(out), lse.data<float>(),
@@ -132,7 +132,7 @@ Tensor flash_qkv_attention(const Tensor& qkv_in, int64_t heads, double scale) {
   auto [q, k, v] = unpack_qkv(qkv, heads);
   for (const Tensor* t : {&q, &k, &v})
     if (!kc::flash_attention_aligned(head_view(*t))) return Tensor();
-  const kc::AttentionShape s = shape_of(q, scale);
+  const kernels::AttentionShape s = shape_of(q, scale);
   Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
   Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
   kc::flash_attention_forward(head_view(out), lse.data<float>(), head_view(q), head_view(k), head_view(v), s,

@@ -13,8 +13,8 @@
 
 namespace vt::ops {
 
-using kernels::cpu::BinaryOp;
-using kernels::cpu::UnaryOp;
+using kernels::BinaryOp;
+using kernels::UnaryOp;
 
 namespace {
 

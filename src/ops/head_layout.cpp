@@ -13,7 +13,7 @@ Tensor row_contiguous(const Tensor& t) {
 }
 
 #ifdef VT_WITH_CUDA
-kernels::cuda::AttentionView head_view(const Tensor& t) {
+kernels::AttentionView head_view(const Tensor& t) {
   auto stride = [&](int i) { return t.size(i) == 1 ? 0 : t.strides()[i]; };
   return {t.raw_data(), stride(0), stride(1), stride(2)};
 }

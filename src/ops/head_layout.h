@@ -18,7 +18,7 @@ Tensor row_contiguous(const Tensor& t);
 #ifdef VT_WITH_CUDA
 /// A [B, H, rows, d] tensor as the kernels' view: its data and the strides of b, h and row. A dim of size 1 is
 /// never stepped over, so its stride is given as 0 (it must not fail the kernels' alignment checks).
-kernels::cuda::AttentionView head_view(const Tensor& t);
+kernels::AttentionView head_view(const Tensor& t);
 #endif
 
 }  // namespace vt::ops

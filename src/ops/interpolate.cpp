@@ -16,7 +16,7 @@ namespace vt::ops {
 namespace {
 
 struct InterpolateBilinearBackward : Node {
-  kernels::cpu::BilinearShape shape;
+  kernels::BilinearShape shape;
   Shape x_shape;
   DType dtype = DType::f32;
   const char* name() const override { return "InterpolateBilinearBackward"; }
@@ -50,7 +50,7 @@ Tensor interpolate_bilinear(const Tensor& x, int64_t out_h, int64_t out_w) {
   const Device dev = common_device("interpolate_bilinear", {&x});
   const DType dt = x.dtype();
   check_device_float(x, "interpolate_bilinear");
-  const kernels::cpu::BilinearShape s{B * C, H, W, out_h, out_w};
+  const kernels::BilinearShape s{B * C, H, W, out_h, out_w};
   Tensor xc = x.detach().contiguous();
   Tensor out = Tensor::empty({B, C, out_h, out_w}, dt, dev);
   if (s.planes > 0) {

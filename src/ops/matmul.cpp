@@ -288,7 +288,7 @@ void linear_2d_backward_cuda(const Tensor& g2, const Tensor& x2, const Tensor& w
   Tensor wk;
   const GemmOperand W = operand2(weight, wk);  // op(B) = W [out, in] as stored
   kernels::cuda::DeviceGuard guard(dev.index);
-  const cudaStream_t stream = kernels::cuda::current_stream();
+  const kernels::KernelStream stream = kernels::cuda::current_stream();
   if (want_x) {
     // gx [M, in] = g [M, out] · W [out, in]
     if (out_f == 0) {

@@ -31,7 +31,7 @@ namespace vt::ops {
 
 namespace {
 
-kernels::cpu::HeadView cpu_view(const Tensor& t) {
+kernels::AttentionView cpu_view(const Tensor& t) {
   return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
 }
 
@@ -40,7 +40,7 @@ MitaRouting empty_routing(int64_t B, int64_t H, int64_t N, int64_t m, int64_t to
           Tensor::empty({B, H, N}, DType::i32, dev), Tensor::empty({B, H, m + 1}, DType::i32, dev)};
 }
 
-kernels::cpu::MitaIndex cpu_index(const MitaRouting& r) {
+kernels::MitaRoutingArrays cpu_index(const MitaRouting& r) {
   return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(),
           r.offsets.data<int32_t>()};
 }
@@ -48,18 +48,18 @@ kernels::cpu::MitaIndex cpu_index(const MitaRouting& r) {
 #ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
-kc::MitaRoutingArrays cuda_index(const MitaRouting& r) {
+kernels::MitaRoutingArrays cuda_index(const MitaRouting& r) {
   return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(),
           r.offsets.data<int32_t>()};
 }
 
-kc::MitaShape cuda_shape(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
+kernels::MitaShape cuda_shape(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
   return {q.size(0), q.size(1), q.size(2), m, k, q.size(3), static_cast<float>(o.scale),
           static_cast<float>(o.shared_scale), o.shared};
 }
 #endif
 
-kernels::cpu::MitaSizes cpu_sizes(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
+kernels::MitaShapeF64 cpu_sizes(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
   return {q.size(0), q.size(1), q.size(2), m, k, q.size(3), o.scale, o.shared_scale, o.shared};
 }
 
@@ -94,7 +94,7 @@ void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev)
 // all of a row's mass on k slots, rounding P and dS to bf16 before their MMAs (as FlashAttention-2 does) gave
 // dk/dq errors 2.1× the rounded f64 answer's on the H200, over the bf16 rule's 2×
 // (MitaCuda.JointAttentionForwardAndGradientsMatchTheCpu); with the shared slots it holds.
-JointKernel choose_joint_kernel(const JointSaved& sv, const kc::MitaShape& s) {
+JointKernel choose_joint_kernel(const JointSaved& sv, const kernels::MitaShape& s) {
   if (sv.q.dtype() != DType::bf16 || !s.shared) return JointKernel::cuda_cores;
   for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.out, &sv.r, &sv.v_hat})
     if (!kc::flash_attention_aligned(head_view(*t))) return JointKernel::cuda_cores;
@@ -124,7 +124,7 @@ void joint_forward(JointSaved& sv) {
     VT_CHECK(kc::mita_supports_head_dim(d), "[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ",
              d);
     sv.lse = Tensor::empty({B, H, N}, DType::f32, dev);
-    const kc::MitaShape s = cuda_shape(q, m, kk, o);
+    const kernels::MitaShape s = cuda_shape(q, m, kk, o);
     sv.kernel = choose_joint_kernel(sv, s);
     if (sv.kernel == JointKernel::expert) {
       kc::mita_joint_forward_mma(head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k),
@@ -146,7 +146,7 @@ void joint_forward(JointSaved& sv) {
     fail_without_cuda("mita_attention", dev);
 #endif
   } else {
-    const kernels::cpu::HeadView none{};
+    const kernels::AttentionView none{};
     kernels::cpu::mita_attention_forward(q.dtype(), cpu_view(sv.out), cpu_view(q), cpu_view(sv.k), cpu_view(sv.v),
                                          o.shared ? cpu_view(sv.r) : none, o.shared ? cpu_view(sv.v_hat) : none,
                                          cpu_index(sv.routing), cpu_sizes(q, m, kk, o));
@@ -165,7 +165,7 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
   if (dev.is_cuda()) {
 #ifdef VT_WITH_CUDA
     kc::DeviceGuard guard(dev.index);
-    const kc::MitaShape s = cuda_shape(q, m, kk, options);
+    const kernels::MitaShape s = cuda_shape(q, m, kk, options);
     if (sv.kernel != JointKernel::cuda_cores) {  // both tensor-core families: shared branch, f32 dR and dV̂
       Tensor dr32 = Tensor::empty({B, H, m, d}, DType::f32, dev), dvh32 = Tensor::empty({B, H, m, d}, DType::f32, dev);
       if (sv.kernel == JointKernel::expert) {
@@ -220,7 +220,7 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
       dr = Tensor::empty({B, H, m, d}, dt, dev);
       dvh = Tensor::empty({B, H, m, d}, dt, dev);
     }
-    const kernels::cpu::HeadView none{};
+    const kernels::AttentionView none{};
     kernels::cpu::mita_attention_backward(dt, cpu_view(dq), cpu_view(dk), cpu_view(dv),
                                           options.shared ? cpu_view(dr) : none, options.shared ? cpu_view(dvh) : none,
                                           cpu_view(dout), cpu_view(q), cpu_view(sv.k), cpu_view(sv.v),
@@ -288,7 +288,7 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
   if (dev.is_cuda()) {
 #ifdef VT_WITH_CUDA
     kc::DeviceGuard guard(dev.index);
-    const kc::MitaShape s{B, H, N, m, topk, d, 1.f, 1.f, true};
+    const kernels::MitaShape s{B, H, N, m, topk, d, 1.f, 1.f, true};
     Tensor workspace = Tensor::empty({static_cast<int64_t>(kc::mita_route_workspace_bytes(s))}, DType::u8, dev);
     kc::mita_route(q.dtype(), head_view(q), head_view(k), head_view(r), s, out.expert_keys.data<int32_t>(),
                    out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>(),
@@ -297,7 +297,7 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
     fail_without_cuda("mita_route", dev);
 #endif
   } else {
-    kernels::cpu::MitaSizes s{B, H, N, m, topk, d};
+    kernels::MitaShapeF64 s{B, H, N, m, topk, d};
     kernels::cpu::mita_route(q.dtype(), cpu_view(q), cpu_view(k), cpu_view(r), s, out.expert_keys.data<int32_t>(),
                              out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>());
   }
@@ -324,8 +324,8 @@ bool mita_route_with_values(const Tensor& q_in, const Tensor& k_in, const Tensor
   Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), v = row_contiguous(v_in), r = row_contiguous(landmarks);
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = r.size(2);
   Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
-  const kc::MitaShape s{B, H, N, m, topk, d, static_cast<float>(scale), 1.f, true};
-  const kc::AttentionView vq = head_view(q), vk = head_view(k), vv = head_view(v), vr = head_view(r),
+  const kernels::MitaShape s{B, H, N, m, topk, d, static_cast<float>(scale), 1.f, true};
+  const kernels::AttentionView vq = head_view(q), vk = head_view(k), vv = head_view(v), vr = head_view(r),
                           vo = head_view(out);
   if (!kc::mita_mma_usable(s, {&vq, &vk, &vv, &vr, &vo})) return false;
   MitaRouting rt = empty_routing(B, H, N, m, topk, dev);
@@ -360,8 +360,8 @@ Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor
     Tensor r = row_contiguous(landmarks), kk = row_contiguous(k), vv = row_contiguous(v);
     const int64_t B = k.size(0), H = k.size(1), N = k.size(2), m = landmarks.size(2), d = k.size(3);
     Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
-    const kc::MitaShape s{B, H, N, m, 1, d, static_cast<float>(scale), 1.f, true};
-    const kc::AttentionView vo = head_view(out), vr = head_view(r), vk = head_view(kk), vv_ = head_view(vv);
+    const kernels::MitaShape s{B, H, N, m, 1, d, static_cast<float>(scale), 1.f, true};
+    const kernels::AttentionView vo = head_view(out), vr = head_view(r), vk = head_view(kk), vv_ = head_view(vv);
     if (kc::mita_mma_usable(s, {&vo, &vr, &vk, &vv_})) {
       Tensor workspace = Tensor::empty({kc::mita_landmark_workspace(s)}, DType::f32, dev);
       kc::mita_landmark_attention_forward(vo, vr, vk, vv_, s, workspace.data<float>(), kc::current_stream());
@@ -432,7 +432,7 @@ int64_t exact_isqrt(int64_t n) {
 }
 
 struct LandmarkPoolBackward : Node {
-  kernels::cpu::LandmarkPoolShape shape;  // strides unused: dx is contiguous
+  kernels::LandmarkPoolShape shape;  // strides unused: dx is contiguous
   DType dtype;
   const char* name() const override { return "LandmarkPoolBackward"; }
   std::vector<Tensor> backward(const Tensor& grad) override { return {landmark_pool_grad(grad, shape, dtype)}; }
@@ -440,7 +440,7 @@ struct LandmarkPoolBackward : Node {
 
 }  // namespace
 
-Tensor landmark_pool_grad(const Tensor& grad, const kernels::cpu::LandmarkPoolShape& shape, DType dtype) {
+Tensor landmark_pool_grad(const Tensor& grad, const kernels::LandmarkPoolShape& shape, DType dtype) {
   Tensor g = (grad.dtype() == dtype ? grad : grad.to(dtype)).contiguous();
   const Device dev = g.device();
   Tensor dx = Tensor::empty({shape.B, shape.N, shape.C}, dtype, dev);
@@ -476,7 +476,7 @@ Tensor mita_landmark_pool(const Tensor& x, int64_t first, int64_t L, int64_t gri
   check_device_float(x, "mita_landmark_pool");
   Tensor xs = x.detach();
   if (xs.strides()[2] != 1 && C > 1) xs = xs.contiguous();
-  kernels::cpu::LandmarkPoolShape s{B, N, C, first, L, grid, m, p, xs.strides()[0], xs.strides()[1]};
+  kernels::LandmarkPoolShape s{B, N, C, first, L, grid, m, p, xs.strides()[0], xs.strides()[1]};
   Tensor out = Tensor::empty({B, m, C}, x.dtype(), dev);
   if (dev.is_cuda()) {
 #ifdef VT_WITH_CUDA

@@ -40,6 +40,6 @@ void joint_backward(const JointSaved& saved, const Tensor& grad, const Tensor& d
 
 /// The landmark pooling's backward: dx [B, N, C] (contiguous, `dtype`, zero outside the pooled tokens) from the
 /// landmarks' gradient [B, m, C].
-Tensor landmark_pool_grad(const Tensor& grad, const kernels::cpu::LandmarkPoolShape& shape, DType dtype);
+Tensor landmark_pool_grad(const Tensor& grad, const kernels::LandmarkPoolShape& shape, DType dtype);
 
 }  // namespace vt::ops

@@ -55,7 +55,7 @@ namespace kc = kernels::cuda;
 
 kc::TokenRows token_rows(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1]}; }
 
-kc::MitaShape shared_shape(const JointSaved& sv) {
+kernels::MitaShape shared_shape(const JointSaved& sv) {
   const Tensor& q = sv.q;
   const MitaAttentionOptions& o = sv.options;
   return {q.size(0), q.size(1), q.size(2), sv.r.size(2), sv.routing.expert_keys.size(3), q.size(3),
@@ -66,13 +66,13 @@ kc::MitaShape shared_shape(const JointSaved& sv) {
 enum class SharedBranch { composite, fused, flash, one_cta };  // one_cta: the whole core, mita_small.h
 
 #ifdef VT_WITH_CUDA
-kc::AttentionShape landmark_queries(const kc::MitaShape& s) {  // the m landmarks against the N keys
+kernels::AttentionShape landmark_queries(const kernels::MitaShape& s) {  // the m landmarks against the N keys
   return {s.B, s.H, s.m, s.d, s.scale, s.N};
 }
 
 SharedBranch choose_shared_branch(const JointSaved& sv) {
   if (!sv.q.device().is_cuda()) return SharedBranch::composite;
-  const kc::MitaShape s = shared_shape(sv);
+  const kernels::MitaShape s = shared_shape(sv);
   const char* force = std::getenv("VT_MITA_SHARED");
   if (force && std::strcmp(force, "composite") == 0) return SharedBranch::composite;
   bool flash = sv.q.dtype() == DType::bf16 && kc::flash_attention_supports(s.d);
@@ -85,7 +85,7 @@ SharedBranch choose_shared_branch(const JointSaved& sv) {
   return fused ? SharedBranch::fused : SharedBranch::composite;
 }
 
-kc::MitaShape one_cta_shape(const JointSaved& sv, int64_t m, int64_t topk) {
+kernels::MitaShape one_cta_shape(const JointSaved& sv, int64_t m, int64_t topk) {
   const Tensor& q = sv.q;
   return {q.size(0), q.size(1), q.size(2), m, topk, q.size(3), static_cast<float>(sv.options.scale),
           static_cast<float>(sv.options.shared_scale), true};
@@ -105,7 +105,7 @@ bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const MitaRo
 void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, Tensor& lse_shared) {
   const Device dev = sv.q.device();
   kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = one_cta_shape(sv, m, topk);
+  const kernels::MitaShape s = one_cta_shape(sv, m, topk);
   auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
   sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
   sv.v_hat = Tensor::empty({s.B, s.H, m, s.d}, DType::bf16, dev);
@@ -123,9 +123,9 @@ void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const Tens
                       const Tensor& dk, const Tensor& dv, const Tensor& dr0) {
   kc::DeviceGuard guard(sv.q.device().index);
   const MitaRouting& rt = sv.routing;
-  const kc::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
+  const kernels::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
   Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, sv.q.device());
-  const kc::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
+  const kernels::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
                                     rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
   kc::mita_small_backward(head_view(dq), head_view(dk), head_view(dv), dr0.data<float>(), head_view(dout),
                           head_view(sv.q), head_view(sv.k), head_view(sv.v), head_view(sv.r), head_view(sv.v_hat),
@@ -140,7 +140,7 @@ void flash_shared_forward(JointSaved& sv, Tensor& lse) {
 #ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
   kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = shared_shape(sv);
+  const kernels::MitaShape s = shared_shape(sv);
   lse = Tensor::empty({s.B, s.H, s.m}, DType::f32, dev);
   sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
   kc::flash_attention_forward(head_view(sv.v_hat), lse.data<float>(), head_view(sv.r), head_view(sv.k),
@@ -157,8 +157,8 @@ void flash_shared_backward(const JointSaved& sv, const Tensor& lse, const Tensor
 #ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
   kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = shared_shape(sv);
-  const kc::AttentionShape shape = landmark_queries(s);
+  const kernels::MitaShape s = shared_shape(sv);
+  const kernels::AttentionShape shape = landmark_queries(s);
   dR = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
   dK = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
   dV = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
@@ -177,7 +177,7 @@ void fused_shared_forward(JointSaved& sv, Tensor& probs) {
 #ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
   kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = shared_shape(sv);
+  const kernels::MitaShape s = shared_shape(sv);
   probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
   sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
   kc::mita_shared_forward(sv.q.dtype(), head_view(sv.v_hat), probs.data<float>(), head_view(sv.r), head_view(sv.k),
@@ -195,7 +195,7 @@ Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const Jo
 #ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
   kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = shared_shape(sv);
+  const kernels::MitaShape s = shared_shape(sv);
   Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
   auto f32_or_null = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
   kc::mita_shared_backward(sv.q.dtype(), head_view(dk), head_view(dv), dr.data<float>(), probs.data<float>(),
@@ -237,7 +237,7 @@ void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const 
 #ifdef VT_WITH_CUDA
   if (v.device().is_cuda()) {
     kc::DeviceGuard guard(v.device().index);
-    const cudaStream_t stream = kc::current_stream();
+    const kernels::KernelStream stream = kc::current_stream();
     const Tensor gc = g.strides()[2] == 1 ? g : g.contiguous();
     VT_CHECK(dv_sum.is_contiguous(), "[mita_qkv_attention] the DWC gradient goes into a contiguous dv");
     kc::depthwise3x3_tokens(dv_sum.dtype(), dv_sum.raw_data(), dv_sum.raw_data(), token_rows(gc),
@@ -265,7 +265,7 @@ struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
   Tensor probs;      // composite, fused: P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); flash, one_cta: its lse [B, H, m]
   SharedBranch shared_branch = SharedBranch::composite;
-  kernels::cpu::LandmarkPoolShape pool;
+  kernels::LandmarkPoolShape pool;
   Tensor dwc_v, dwc_weight;  // DWC only: v [B, N, C] (a view of the packed qkv) and the conv weight
   int64_t dwc_side = 0;      // G: the patch tokens form a G×G grid
   Tensor gate, pre_gate;        // gate only: g [B, N, C] (a view of qkvg) and the result before the gate

@@ -31,7 +31,7 @@ namespace {
 struct CudaScope {
   explicit CudaScope(Device dev) : guard(dev.index), stream(kernels::cuda::current_stream()) {}
   kernels::cuda::DeviceGuard guard;
-  cudaStream_t stream;
+  kernels::KernelStream stream;
 };
 #endif
 
@@ -240,7 +240,7 @@ struct PixelCrossEntropyBackward : Node {
   Tensor logits, target, lse;
   Tensor inv_count;  // CUDA: f32 device scalar 1 / valid pixels (0 when none)
   int64_t count = 0;  // CPU: valid pixels
-  kernels::cpu::PixelCeShape shape;
+  kernels::PixelCeShape shape;
   const char* name() const override { return "PixelCrossEntropyBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
@@ -463,7 +463,7 @@ Tensor pixel_cross_entropy(const Tensor& logits, const Tensor& target, int64_t i
            target.describe());
   VT_CHECK(target.shape() == Shape({B, H, W}), "[pixel_cross_entropy] target must be [", B, ", ", H, ", ", W,
            "] for logits ", logits.describe(), ", got ", target.describe());
-  const kernels::cpu::PixelCeShape shape{B, K, H * W, ignore_index};
+  const kernels::PixelCeShape shape{B, K, H * W, ignore_index};
   Tensor lc = logits.detach().contiguous();
   Tensor tc = target.detach().contiguous();
   Tensor out, lse, inv_count;

@@ -22,7 +22,7 @@ namespace {
 struct CudaScope {
   explicit CudaScope(Device dev) : guard(dev.index), stream(kernels::cuda::current_stream()) {}
   kernels::cuda::DeviceGuard guard;
-  cudaStream_t stream;
+  kernels::KernelStream stream;
 };
 // Runs the kernels::cuda launcher `call` (which may use vt_scope_.stream) on `dev`; without CUDA, fails clearly.
 #define VT_RANDOM_ON_CUDA(op, dev, call) \
