@@ -18,7 +18,12 @@
 #include <cstring>
 
 #include "autograd/node.h"
+#include "kernels/cuda/flash_attention.h"
+#include "kernels/cuda/mita/dwc_tokens.h"
+#include "kernels/cuda/mita/mita_shared.h"
+#include "kernels/cuda/mita/mita_small.h"
 #include "ops/conv.h"
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/head_layout.h"
 #include "ops/index.h"
@@ -27,15 +32,6 @@
 #include "ops/mita_joint.h"
 #include "ops/nn_functional.h"
 #include "ops/reduce.h"
-
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/mita/dwc_tokens.h"
-#include "kernels/cuda/flash_attention.h"
-#include "kernels/cuda/mita/mita_shared.h"
-#include "kernels/cuda/mita/mita_small.h"
-#include "kernels/cuda/stream.h"
-#endif
 
 namespace vt::ops {
 
@@ -50,7 +46,6 @@ Tensor head_split_view(const Tensor& x, int64_t c0, int64_t C, int64_t H) {
 // The shared branch's V̂ runs in f32 also for bf16 operands (its softmax is over all N keys).
 Tensor widened(const Tensor& t) { return t.dtype() == DType::bf16 ? t.to(DType::f32) : t; }
 
-#ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
 kc::TokenRows token_rows(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1]}; }
@@ -61,11 +56,9 @@ kernels::MitaShape shared_shape(const JointSaved& sv) {
   return {q.size(0), q.size(1), q.size(2), sv.r.size(2), sv.routing.expert_keys.size(3), q.size(3),
           static_cast<float>(o.scale), static_cast<float>(o.shared_scale), o.shared};
 }
-#endif
 
 enum class SharedBranch { composite, fused, flash, one_cta };  // one_cta: the whole core, mita_small.h
 
-#ifdef VT_WITH_CUDA
 kernels::AttentionShape landmark_queries(const kernels::MitaShape& s) {  // the m landmarks against the N keys
   return {s.B, s.H, s.m, s.d, s.scale, s.N};
 }
@@ -104,109 +97,93 @@ bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const MitaRo
 // Routing, V̂, out and lse in one launch; lse_shared [B, H, m]: V̂'s softmax log-normaliser, for the backward.
 void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, Tensor& lse_shared) {
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kernels::MitaShape s = one_cta_shape(sv, m, topk);
-  auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
-  sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
-  sv.v_hat = Tensor::empty({s.B, s.H, m, s.d}, DType::bf16, dev);
-  sv.out = empty_bnhd(s.B, s.H, s.N, s.d, DType::bf16, dev);
-  sv.lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
-  lse_shared = Tensor::empty({s.B, s.H, m}, DType::f32, dev);
-  kc::mita_small_forward(head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), sv.v_hat.raw_data(),
-                         sv.routing.expert_keys.data<int32_t>(), sv.routing.experts.data<int32_t>(),
-                         sv.routing.order.data<int32_t>(), sv.routing.offsets.data<int32_t>(), head_view(sv.q),
-                         head_view(sv.k), head_view(sv.v), head_view(sv.r), s, kc::current_stream());
+  on_cuda(dev, [&](Cuda c) {
+    const kernels::MitaShape s = one_cta_shape(sv, m, topk);
+    auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
+    sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
+    sv.v_hat = Tensor::empty({s.B, s.H, m, s.d}, DType::bf16, dev);
+    sv.out = empty_bnhd(s.B, s.H, s.N, s.d, DType::bf16, dev);
+    sv.lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
+    lse_shared = Tensor::empty({s.B, s.H, m}, DType::f32, dev);
+    kc::mita_small_forward(head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), sv.v_hat.raw_data(),
+                           sv.routing.expert_keys.data<int32_t>(), sv.routing.experts.data<int32_t>(),
+                           sv.routing.order.data<int32_t>(), sv.routing.offsets.data<int32_t>(), head_view(sv.q),
+                           head_view(sv.k), head_view(sv.v), head_view(sv.r), s, c.stream);
+  });
 }
 
 // Its backward: dq, dk, dv through their [B, H, N, d] views, dr0 [B, m, C] f32 (the landmarks' gradient).
 void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const Tensor& dout, const Tensor& dq,
                       const Tensor& dk, const Tensor& dv, const Tensor& dr0) {
-  kc::DeviceGuard guard(sv.q.device().index);
-  const MitaRouting& rt = sv.routing;
-  const kernels::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
-  Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, sv.q.device());
-  const kernels::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
-                                    rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
-  kc::mita_small_backward(head_view(dq), head_view(dk), head_view(dv), dr0.data<float>(), head_view(dout),
-                          head_view(sv.q), head_view(sv.k), head_view(sv.v), head_view(sv.r), head_view(sv.v_hat),
-                          head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index, s,
-                          scratch.data<float>(), kc::current_stream());
+  on_cuda(sv.q.device(), [&](Cuda c) {
+    const MitaRouting& rt = sv.routing;
+    const kernels::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
+    Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, sv.q.device());
+    const kernels::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
+                                           rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
+    kc::mita_small_backward(head_view(dq), head_view(dk), head_view(dv), dr0.data<float>(), head_view(dout),
+                            head_view(sv.q), head_view(sv.k), head_view(sv.v), head_view(sv.r), head_view(sv.v_hat),
+                            head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index, s,
+                            scratch.data<float>(), c.stream);
+  });
 }
-
-#endif
 
 // V̂ = softmax(scale·R·Kᵀ)·V on tensor cores; lse [B, H, m] (its softmax's log-normaliser) for the backward.
 void flash_shared_forward(JointSaved& sv, Tensor& lse) {
-#ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kernels::MitaShape s = shared_shape(sv);
-  lse = Tensor::empty({s.B, s.H, s.m}, DType::f32, dev);
-  sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
-  kc::flash_attention_forward(head_view(sv.v_hat), lse.data<float>(), head_view(sv.r), head_view(sv.k),
-                              head_view(sv.v), landmark_queries(s), kc::current_stream());
-#else
-  (void)sv, (void)lse;
-  fail_without_cuda("mita_qkv_attention", sv.q.device());
-#endif
+  on_cuda(dev, [&](Cuda c) {
+    const kernels::MitaShape s = shared_shape(sv);
+    lse = Tensor::empty({s.B, s.H, s.m}, DType::f32, dev);
+    sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+    kc::flash_attention_forward(head_view(sv.v_hat), lse.data<float>(), head_view(sv.r), head_view(sv.k),
+                                head_view(sv.v), landmark_queries(s), c.stream);
+  });
 }
 
 // Its backward: V̂'s shares of dR, dK and dV ([B, H, m, d] and two [B, H, N, d], bf16) given dV̂ (bf16).
 void flash_shared_backward(const JointSaved& sv, const Tensor& lse, const Tensor& dvh, Tensor& dR, Tensor& dK,
                            Tensor& dV) {
-#ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kernels::MitaShape s = shared_shape(sv);
-  const kernels::AttentionShape shape = landmark_queries(s);
-  dR = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
-  dK = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
-  dV = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
-  Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(shape)}, DType::f32, dev);
-  kc::flash_attention_backward(head_view(dR), head_view(dK), head_view(dV), head_view(dvh), head_view(sv.r),
-                               head_view(sv.k), head_view(sv.v), head_view(sv.v_hat), lse.data<float>(),
-                               workspace.data<float>(), shape, kc::current_stream());
-#else
-  (void)lse, (void)dvh, (void)dR, (void)dK, (void)dV;
-  fail_without_cuda("mita_qkv_attention", sv.q.device());
-#endif
+  on_cuda(dev, [&](Cuda c) {
+    const kernels::MitaShape s = shared_shape(sv);
+    const kernels::AttentionShape shape = landmark_queries(s);
+    dR = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+    dK = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
+    dV = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
+    Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(shape)}, DType::f32, dev);
+    kc::flash_attention_backward(head_view(dR), head_view(dK), head_view(dV), head_view(dvh), head_view(sv.r),
+                                 head_view(sv.k), head_view(sv.v), head_view(sv.v_hat), lse.data<float>(),
+                                 workspace.data<float>(), shape, c.stream);
+  });
 }
 
 // V̂ and P = softmax(scale·R·Kᵀ) by the fused CUDA kernel.
 void fused_shared_forward(JointSaved& sv, Tensor& probs) {
-#ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kernels::MitaShape s = shared_shape(sv);
-  probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
-  sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
-  kc::mita_shared_forward(sv.q.dtype(), head_view(sv.v_hat), probs.data<float>(), head_view(sv.r), head_view(sv.k),
-                          head_view(sv.v), s, kc::current_stream());
-#else
-  (void)probs;
-  fail_without_cuda("mita_qkv_attention", sv.q.device());
-#endif
+  on_cuda(dev, [&](Cuda c) {
+    const kernels::MitaShape s = shared_shape(sv);
+    probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
+    sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+    kc::mita_shared_forward(sv.q.dtype(), head_view(sv.v_hat), probs.data<float>(), head_view(sv.r), head_view(sv.k),
+                            head_view(sv.v), s, c.stream);
+  });
 }
 
 // The fused backward of the shared branch: adds its shares into dk, dv ([B, H, N, d] views) and returns
 // dR [B, m, C] f32 (the joint attention's part included) from the joint backward's per-query terms.
 Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const JointSharedTerms& terms,
                              const Tensor& dk, const Tensor& dv) {
-#ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kernels::MitaShape s = shared_shape(sv);
-  Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
-  auto f32_or_null = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
-  kc::mita_shared_backward(sv.q.dtype(), head_view(dk), head_view(dv), dr.data<float>(), probs.data<float>(),
-                           f32_or_null(terms.p_shared), f32_or_null(terms.ds_shared), head_view(terms.dout),
-                           head_view(sv.q), head_view(sv.r), head_view(sv.k), head_view(sv.v), s, kc::current_stream(),
-                           f32_or_null(terms.dvh), f32_or_null(terms.dr));
-  return dr;
-#else
-  (void)probs, (void)terms, (void)dk, (void)dv;
-  fail_without_cuda("mita_qkv_attention", sv.q.device());
-#endif
+  return on_cuda(dev, [&](Cuda c) {
+    const kernels::MitaShape s = shared_shape(sv);
+    Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
+    auto f32_or_null = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
+    kc::mita_shared_backward(sv.q.dtype(), head_view(dk), head_view(dv), dr.data<float>(), probs.data<float>(),
+                             f32_or_null(terms.p_shared), f32_or_null(terms.ds_shared), head_view(terms.dout),
+                             head_view(sv.q), head_view(sv.r), head_view(sv.k), head_view(sv.v), s, c.stream,
+                             f32_or_null(terms.dvh), f32_or_null(terms.dr));
+    return dr;
+  });
 }
 
 // The DWC: v's patch tokens (rows 1..N-1 of v [B, N, C], a view of the packed qkv) as a G×G grid, depth-wise 3×3
@@ -214,16 +191,15 @@ Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const Jo
 // rows (kernels/cuda/mita/dwc_tokens.h); elsewhere through the NCHW conv and back.
 Tensor dwc_forward(const Tensor& out, const Tensor& v, const Tensor& weight, const Tensor& bias, int64_t G) {
   const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
-#ifdef VT_WITH_CUDA
   if (v.device().is_cuda()) {
-    kc::DeviceGuard guard(v.device().index);
-    Tensor sum = Tensor::empty({B, N, C}, out.dtype(), out.device());
-    kc::depthwise3x3_tokens(out.dtype(), sum.raw_data(), out.contiguous().raw_data(), token_rows(v),
-                            weight.contiguous().raw_data(), bias.contiguous().raw_data(), false, B, N, C, 1, G,
-                            kc::current_stream());
-    return sum;
+    return on_cuda(v.device(), [&](Cuda c) {
+      Tensor sum = Tensor::empty({B, N, C}, out.dtype(), out.device());
+      kc::depthwise3x3_tokens(out.dtype(), sum.raw_data(), out.contiguous().raw_data(), token_rows(v),
+                              weight.contiguous().raw_data(), bias.contiguous().raw_data(), false, B, N, C, 1, G,
+                              c.stream);
+      return sum;
+    });
   }
-#endif
   const Tensor grid = v.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
   const Tensor conv = depthwise_conv3x3(grid, weight, bias);
   return concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv.reshape({B, C, N - 1}).transpose(1, 2)}, 1);
@@ -234,25 +210,24 @@ Tensor dwc_forward(const Tensor& out, const Tensor& v, const Tensor& weight, con
 void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const Tensor& weight, int64_t G,
                   Tensor* dweight, Tensor* dbias) {
   const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
-#ifdef VT_WITH_CUDA
   if (v.device().is_cuda()) {
-    kc::DeviceGuard guard(v.device().index);
-    const kernels::KernelStream stream = kc::current_stream();
-    const Tensor gc = g.strides()[2] == 1 ? g : g.contiguous();
-    VT_CHECK(dv_sum.is_contiguous(), "[mita_qkv_attention] the DWC gradient goes into a contiguous dv");
-    kc::depthwise3x3_tokens(dv_sum.dtype(), dv_sum.raw_data(), dv_sum.raw_data(), token_rows(gc),
-                            weight.contiguous().raw_data(), nullptr, true, B, N, C, 1, G, stream);
-    if (dweight) *dweight = Tensor::empty({C, 1, 3, 3}, weight.dtype(), v.device());
-    if (dbias) *dbias = Tensor::empty({C}, weight.dtype(), v.device());
-    if (dweight || dbias) {
-      Tensor scratch = Tensor::empty({kc::depthwise3x3_tokens_scratch(B, C, G)}, DType::f32, v.device());
-      kc::depthwise3x3_tokens_weight_grad(weight.dtype(), dweight ? dweight->raw_data() : nullptr,
-                                          dbias ? dbias->raw_data() : nullptr, token_rows(gc), token_rows(v), B, C, 1,
-                                          G, scratch.data<float>(), stream);
-    }
-    return;
+    return on_cuda(v.device(), [&](Cuda c) {
+      const kernels::KernelStream stream = c.stream;
+      const Tensor gc = g.strides()[2] == 1 ? g : g.contiguous();
+      VT_CHECK(dv_sum.is_contiguous(), "[mita_qkv_attention] the DWC gradient goes into a contiguous dv");
+      kc::depthwise3x3_tokens(dv_sum.dtype(), dv_sum.raw_data(), dv_sum.raw_data(), token_rows(gc),
+                              weight.contiguous().raw_data(), nullptr, true, B, N, C, 1, G, stream);
+      if (dweight) *dweight = Tensor::empty({C, 1, 3, 3}, weight.dtype(), v.device());
+      if (dbias) *dbias = Tensor::empty({C}, weight.dtype(), v.device());
+      if (dweight || dbias) {
+        Tensor scratch = Tensor::empty({kc::depthwise3x3_tokens_scratch(B, C, G)}, DType::f32, v.device());
+        kc::depthwise3x3_tokens_weight_grad(weight.dtype(), dweight ? dweight->raw_data() : nullptr,
+                                            dbias ? dbias->raw_data() : nullptr, token_rows(gc), token_rows(v), B, C, 1,
+                                            G, scratch.data<float>(), stream);
+      }
+      return;
+    });
   }
-#endif
   const Tensor grid = v.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
   const Tensor g_grid = g.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
   Tensor dgrid;
@@ -298,14 +273,12 @@ struct MitaQkvBackward : Node {
                      needs_grad(2) ? &db : nullptr);
       return dv_sum;
     };
-#ifdef VT_WITH_CUDA
     if (shared_branch == SharedBranch::one_cta) {
       const Tensor dR0 = Tensor::empty({B, pool.m, C}, DType::f32, dev);
       one_cta_backward(joint, probs, grad.contiguous().reshape({B, N, H, d}).transpose(1, 2), dq, dk, dv, dR0);
       const Tensor dq_all = tokens(dq) + landmark_pool_grad(dR0, pool, dt);
       return {packed({dq_all, tokens(dk), add_dwc(tokens(dv))}), dw, db};
     }
-#endif
     Tensor dr, dvh;
     JointSharedTerms terms;
     const bool want_terms = shared_branch != SharedBranch::composite;
@@ -363,16 +336,11 @@ JointSaved packed_operands(const Tensor& x, int64_t C, int64_t H, const MitaAtte
 }  // namespace
 
 bool mita_qkv_one_kernel(const Tensor& qkv, const MitaQkvOptions& o) {
-#ifdef VT_WITH_CUDA
   const int64_t blocks = o.gate ? 4 : 3;
   if (!qkv.defined() || qkv.dim() != 3 || qkv.size(2) % blocks != 0 || o.heads < 1 ||
       (qkv.size(2) / blocks) % o.heads != 0 || qkv.strides()[2] != 1)
     return false;
   return one_cta_applies(packed_operands(qkv, qkv.size(2) / blocks, o.heads, o.attention), o.m, o.topk, nullptr);
-#else
-  (void)qkv, (void)o;
-  return false;
-#endif
 }
 
 Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias,
@@ -408,17 +376,13 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   sv.r = r;
   Tensor probs;
   SharedBranch shared_branch = SharedBranch::composite;
-#ifdef VT_WITH_CUDA
   if (one_cta_applies(sv, o.m, o.topk, fixed)) {
     shared_branch = SharedBranch::one_cta;
     one_cta_forward(sv, o.m, o.topk, probs);
   }
-#endif
   if (shared_branch != SharedBranch::one_cta) {
     sv.routing = fixed ? *fixed : mita_route(q, k, r, o.topk);
-#ifdef VT_WITH_CUDA
     if (o.attention.shared) shared_branch = choose_shared_branch(sv);
-#endif
     if (shared_branch == SharedBranch::flash) flash_shared_forward(sv, probs);
     if (shared_branch == SharedBranch::fused) fused_shared_forward(sv, probs);
     if (o.attention.shared && shared_branch == SharedBranch::composite) {
