@@ -394,7 +394,7 @@ Tensor mita_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
 // ---- landmark pooling ----
 namespace {
 
-int64_t exact_isqrt(int64_t n) {
+int64_t floor_isqrt(int64_t n) {
   int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
   while (r * r > n) --r;
   while ((r + 1) * (r + 1) <= n) ++r;
@@ -420,26 +420,43 @@ Tensor landmark_pool_grad(const Tensor& grad, const kernels::LandmarkPoolShape& 
   return dx;
 }
 
+MitaLandmarkLayout MitaLandmarkLayout::make(int64_t first, int64_t tokens, int64_t grid, int64_t m) {
+  VT_CHECK(m >= 1, "[mita_landmark_pool] needs at least one landmark, got m = ", m);
+  VT_CHECK(first >= 0 && tokens >= 1, "[mita_landmark_pool] tokens [", first, ", ", first + tokens,
+           ") are not a range of tokens");
+  VT_CHECK(grid >= 0, "[mita_landmark_pool] grid must be >= 0 (0: 1-D pooling), got ", grid);
+  MitaLandmarkLayout layout;
+  layout.first_ = first, layout.tokens_ = tokens, layout.grid_ = grid, layout.m_ = m;
+  if (grid > 0) {
+    VT_CHECK(grid * grid == tokens, "[mita_landmark_pool] a ", grid, "x", grid, " grid needs L = ", grid * grid,
+             " tokens, got L = ", tokens);
+    layout.pool_ = floor_isqrt(m);
+    VT_CHECK(layout.pool_ * layout.pool_ == m, "[mita_landmark_pool] 2-D pooling needs m = p², got m = ", m);
+  }
+  return layout;
+}
+
+kernels::LandmarkPoolShape landmark_pool_shape(int64_t B, int64_t N, int64_t C, const MitaLandmarkLayout& layout,
+                                               int64_t batch_stride, int64_t row_stride) {
+  return {B, N, C, layout.first(), layout.tokens(), layout.grid(), layout.m(), layout.pool(), batch_stride, row_stride};
+}
+
 Tensor mita_landmark_pool(const Tensor& x, int64_t first, int64_t L, int64_t grid, int64_t m) {
+  return mita_landmark_pool(x, MitaLandmarkLayout::make(first, L, grid, m));
+}
+
+Tensor mita_landmark_pool(const Tensor& x, const MitaLandmarkLayout& layout) {
   VT_CHECK(x.defined() && x.dim() == 3, "[mita_landmark_pool] x must be [B, N, C], got ",
            x.defined() ? x.describe() : std::string("an undefined tensor"));
-  const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
-  VT_CHECK(m >= 1, "[mita_landmark_pool] needs at least one landmark, got m = ", m);
-  VT_CHECK(first >= 0 && L >= 1 && first + L <= N, "[mita_landmark_pool] tokens [", first, ", ", first + L,
-           ") do not fit in the N = ", N, " tokens of ", x.describe());
-  VT_CHECK(grid >= 0, "[mita_landmark_pool] grid must be >= 0 (0: 1-D pooling), got ", grid);
-  int64_t p = 0;
-  if (grid > 0) {
-    VT_CHECK(grid * grid == L, "[mita_landmark_pool] a ", grid, "x", grid, " grid needs L = ", grid * grid,
-             " tokens, got L = ", L);
-    p = exact_isqrt(m);
-    VT_CHECK(p * p == m, "[mita_landmark_pool] 2-D pooling needs m = p², got m = ", m);
-  }
+  VT_CHECK(layout.m() >= 1, "[mita_landmark_pool] needs a layout from MitaLandmarkLayout::make");
+  const int64_t B = x.size(0), N = x.size(1), C = x.size(2), m = layout.m();
+  VT_CHECK(layout.first() + layout.tokens() <= N, "[mita_landmark_pool] tokens [", layout.first(), ", ",
+           layout.first() + layout.tokens(), ") do not fit in the N = ", N, " tokens of ", x.describe());
   const Device dev = common_device("mita_landmark_pool", {&x});
   check_device_float(x, "mita_landmark_pool");
   Tensor xs = x.detach();
   if (xs.strides()[2] != 1 && C > 1) xs = xs.contiguous();
-  kernels::LandmarkPoolShape s{B, N, C, first, L, grid, m, p, xs.strides()[0], xs.strides()[1]};
+  const kernels::LandmarkPoolShape s = landmark_pool_shape(B, N, C, layout, xs.strides()[0], xs.strides()[1]);
   Tensor out = Tensor::empty({B, m, C}, x.dtype(), dev);
   dispatch(
       dev, [&] { kernels::cpu::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s); },

@@ -38,6 +38,10 @@ struct JointSharedTerms {
 void joint_backward(const JointSaved& saved, const Tensor& grad, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                     Tensor& dr, Tensor& dvh, JointSharedTerms* shared_terms = nullptr);
 
+/// The landmark pooling's kernel sizes for x [B, N, C] (strides: x's, or 0 for the backward's contiguous dx).
+kernels::LandmarkPoolShape landmark_pool_shape(int64_t B, int64_t N, int64_t C, const MitaLandmarkLayout& layout,
+                                               int64_t batch_stride = 0, int64_t row_stride = 0);
+
 /// The landmark pooling's backward: dx [B, N, C] (contiguous, `dtype`, zero outside the pooled tokens) from the
 /// landmarks' gradient [B, m, C].
 Tensor landmark_pool_grad(const Tensor& grad, const kernels::LandmarkPoolShape& shape, DType dtype);

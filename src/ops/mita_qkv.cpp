@@ -340,7 +340,8 @@ bool mita_qkv_one_kernel(const Tensor& qkv, const MitaQkvOptions& o) {
   if (!qkv.defined() || qkv.dim() != 3 || qkv.size(2) % blocks != 0 || o.heads < 1 ||
       (qkv.size(2) / blocks) % o.heads != 0 || qkv.strides()[2] != 1)
     return false;
-  return one_cta_applies(packed_operands(qkv, qkv.size(2) / blocks, o.heads, o.attention), o.m, o.topk, nullptr);
+  return one_cta_applies(packed_operands(qkv, qkv.size(2) / blocks, o.heads, o.attention), o.landmarks.m(), o.topk,
+                         nullptr);
 }
 
 Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias,
@@ -371,14 +372,15 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   const Tensor x = row_contiguous(qkv);
   JointSaved sv = packed_operands(x, C, H, o.attention);
   const Tensor &q = sv.q, &k = sv.k, &v = sv.v;
-  const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.pool_first, o.pool_tokens, o.pool_grid, o.m);  // [B, m, C]
-  const Tensor r = r0.reshape({B, o.m, H, d}).transpose(1, 2);  // [B, H, m, d], rows contiguous
+  const int64_t m = o.landmarks.m();
+  const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.landmarks);  // [B, m, C]
+  const Tensor r = r0.reshape({B, m, H, d}).transpose(1, 2);            // [B, H, m, d], rows contiguous
   sv.r = r;
   Tensor probs;
   SharedBranch shared_branch = SharedBranch::composite;
-  if (one_cta_applies(sv, o.m, o.topk, fixed)) {
+  if (one_cta_applies(sv, m, o.topk, fixed)) {
     shared_branch = SharedBranch::one_cta;
-    one_cta_forward(sv, o.m, o.topk, probs);
+    one_cta_forward(sv, m, o.topk, probs);
   }
   if (shared_branch != SharedBranch::one_cta) {
     sv.routing = fixed ? *fixed : mita_route(q, k, r, o.topk);
@@ -408,8 +410,7 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
     auto node = std::make_shared<MitaQkvBackward>();
     if (o.gate) node->gate = x.slice(2, 3 * C, 4 * C), node->pre_gate = pre_gate;
     if (dwc) node->dwc_v = x.slice(2, 2 * C, 3 * C), node->dwc_weight = dwc_weight.detach(), node->dwc_side = G;
-    const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
-    node->pool = {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
+    node->pool = landmark_pool_shape(B, N, C, o.landmarks);
     node->probs = probs;
     node->shared_branch = shared_branch;
     node->joint = std::move(sv);
