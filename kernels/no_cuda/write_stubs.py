@@ -2,8 +2,8 @@
 """Writes the CUDA-less build's stand-ins for one kernels/cuda launcher header: every free function it declares,
 defined to throw "[name] needs the CUDA backend". Usage: write_stubs.py HEADER INCLUDE_AS OUT.cpp
 
-The headers declare plain functions inside `namespace vt::kernels::cuda { ... }` (no templates, no inline bodies);
-structs and enums there are skipped. A declaration this script cannot read is an error, so a stub never drifts
+The headers declare plain functions inside `namespace vt::kernels::cuda { ... }`; structs, enums and functions
+defined in the header are skipped (templates are not expected). A declaration this script cannot read is an error, so a stub never drifts
 from its header silently."""
 import re
 import sys
@@ -28,19 +28,26 @@ def namespace_body(text, header):
 
 
 def top_level_statements(body):
-    """Statements at the namespace's own level; a brace block (struct, enum, class) and its statement are dropped."""
-    out, cur, depth = [], [], 0
+    """Statements at the namespace's own level. A brace block outside parentheses (a struct, enum or class body)
+    drops its statement; braces inside parentheses (a `= {}` default) are kept as text."""
+    out, cur, depth, parens, head = [], [], 0, 0, ""
     for ch in body:
-        if ch == "{":
+        if depth == 0 and ch in "()":
+            parens += 1 if ch == "(" else -1
+        elif parens == 0 and ch == "{":
+            if depth == 0:
+                head = "".join(cur)
             depth += 1
-        elif ch == "}":
+            continue
+        elif parens == 0 and ch == "}":
             depth -= 1
             if depth == 0:
-                cur = ["{}"]  # the block's trailing ';' ends a statement that is then dropped
+                # A type's body ends at its ';' (that statement is dropped); a function body ends here.
+                cur = ["{}"] if re.search(r"\b(struct|class|enum|union)\b", head) else []
             continue
         elif depth == 0 and ch == ";":
             stmt = " ".join("".join(cur).split())
-            if stmt and "{}" not in stmt:
+            if stmt and not stmt.startswith("{}"):
                 out.append(stmt)
             cur = []
             continue
