@@ -7,7 +7,7 @@
 
 #include "autograd/node.h"
 #include "kernels/cuda/flash_attention.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/head_layout.h"
 #include "ops/matmul.h"
@@ -48,7 +48,7 @@ struct FlashAttentionBackward : Node {
   const char* name() const override { return "FlashAttentionBackward"; }
   std::vector<Tensor> backward(const Tensor& grad) override {
     const Device dev = q.device();
-    return on_cuda(dev, [&](Cuda c) -> std::vector<Tensor> {
+    return kernels::on_cuda(dev, [&](kernels::Cuda c) -> std::vector<Tensor> {
       Tensor dout = kernel_ready(grad.dtype() == DType::bf16 ? grad : grad.to(DType::bf16));
       auto grad_like_q = [&] { return empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev); };
       Tensor dq = grad_like_q(), dk = grad_like_q(), dv = grad_like_q();
@@ -65,7 +65,7 @@ struct FlashAttentionBackward : Node {
 
 Tensor flash_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, double scale) {
   const Device dev = q_in.device();
-  return on_cuda(dev, [&](Cuda c) {
+  return kernels::on_cuda(dev, [&](kernels::Cuda c) {
     Tensor q = kernel_ready(q_in), k = kernel_ready(k_in), v = kernel_ready(v_in);
     const kernels::AttentionShape s = shape_of(q, scale);
     Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
@@ -103,7 +103,7 @@ struct QkvAttentionBackward : Node {
   const char* name() const override { return "QkvAttentionBackward"; }
   std::vector<Tensor> backward(const Tensor& grad) override {
     const Device dev = qkv.device();
-    return on_cuda(dev, [&](Cuda c) -> std::vector<Tensor> {
+    return kernels::on_cuda(dev, [&](kernels::Cuda c) -> std::vector<Tensor> {
       const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3;
       Tensor g = grad.dtype() == DType::bf16 ? grad : grad.to(DType::bf16);
       Tensor dout = kernel_ready(g.reshape({B, N, heads, C / heads}).permute({0, 2, 1, 3}));
@@ -124,7 +124,7 @@ struct QkvAttentionBackward : Node {
 // Fused path of qkv_attention, or an undefined tensor when the kernels cannot read qkv in place.
 Tensor flash_qkv_attention(const Tensor& qkv_in, int64_t heads, double scale) {
   const Device dev = qkv_in.device();
-  return on_cuda(dev, [&](Cuda c) {
+  return kernels::on_cuda(dev, [&](kernels::Cuda c) {
     Tensor qkv = qkv_in.detach();
     if (qkv.strides()[2] != 1) qkv = qkv.contiguous();
     auto [q, k, v] = unpack_qkv(qkv, heads);

@@ -5,7 +5,7 @@
 #include "autograd/node.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cuda/elementwise.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 #include "ops/reduce.h"
 
 namespace vt::ops {
@@ -40,7 +40,7 @@ Tensor as_dtype(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : 
 // out (contiguous, out's shape) = a op b with a and b broadcast to it; out may be a itself (in-place add).
 void run_binary(BinaryOp op, const char* name, const Tensor& out, const Tensor& a, const Tensor& b) {
   Device dev = common_device(name, {&out, &a, &b});
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         // The CPU kernels take one dtype: a bf16 operand of a promoted op is converted to f32 first.
@@ -49,7 +49,7 @@ void run_binary(BinaryOp op, const char* name, const Tensor& out, const Tensor& 
         kernels::cpu::binary_forward(op, out.dtype(), out.raw_data(), ea.raw_data(), ea.strides(), eb.raw_data(),
                                      eb.strides(), out.shape());
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         Tensor ea = a.detach().expand(out.shape()), eb = b.detach().expand(out.shape());
         kernels::cuda::binary_forward(op, out.dtype(), out.raw_data(), ea.dtype(), ea.raw_data(), ea.strides(),
                                       eb.dtype(), eb.raw_data(), eb.strides(), out.shape(), c.stream);
@@ -142,9 +142,9 @@ struct ScalarBackward : Node {
 // out = x op s (or s op x), n contiguous elements; out may be x itself (in-place mul).
 void run_scalar(BinaryOp op, const char* name, const Tensor& out, const Tensor& x, double s, bool scalar_left) {
   Device dev = common_device(name, {&out, &x});
-  dispatch(
+  kernels::dispatch(
       dev, [&] { kernels::cpu::binary_scalar(op, x.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, x.numel()); },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         kernels::cuda::binary_scalar(op, x.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, x.numel(), c.stream);
       });
 }
@@ -174,9 +174,9 @@ struct UnaryBackward : Node {
     const void* px = x.defined() ? x.raw_data() : nullptr;
     const void* py = y.defined() ? y.raw_data() : nullptr;
     Device dev = common_device("unary_backward", {&gc, &x, &y});
-    dispatch(
+    kernels::dispatch(
         dev, [&] { kernels::cpu::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), px, py, gc.numel()); },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           kernels::cuda::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), px, py, gc.numel(), c.stream);
         });
     return {dx};
@@ -211,9 +211,11 @@ Tensor unary(UnaryOp op, const Tensor& in) {
   Device dev = common_device(name, {&in});
   Tensor x = in.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
-  dispatch(
+  kernels::dispatch(
       dev, [&] { kernels::cpu::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel()); },
-      [&](Cuda c) { kernels::cuda::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel(), c.stream); });
+      [&](kernels::Cuda c) {
+        kernels::cuda::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel(), c.stream);
+      });
   if (any_requires_grad({&in})) {
     auto node = std::make_shared<UnaryBackward>();
     node->op = op;

@@ -8,7 +8,7 @@
 #include "autograd/node.h"
 #include "kernels/cpu/index.h"
 #include "kernels/cuda/index.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 
 namespace vt::ops {
 
@@ -38,7 +38,7 @@ void outer_inner(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
 Tensor from_f32(const Tensor& acc, DType dtype) { return dtype == DType::f32 ? acc : acc.to(dtype); }
 
 // acc (f32, contiguous) += src scattered along dim at index (contiguous), on the device.
-void scatter_add_cuda(Cuda c, const Tensor& acc, int64_t dim, const Tensor& index, const Tensor& src) {
+void scatter_add_cuda(kernels::Cuda c, const Tensor& acc, int64_t dim, const Tensor& index, const Tensor& src) {
   check_cuda_float(src, "scatter_add");
   kernels::cuda::scatter_add_strided(acc.data<float>(), acc.strides(), acc.size(dim), src.raw_data(), src.dtype(),
                                      src.strides(), index.data<int64_t>(), index.shape(), dim, c.stream);
@@ -46,13 +46,13 @@ void scatter_add_cuda(Cuda c, const Tensor& acc, int64_t dim, const Tensor& inde
 
 // out (index's shape, contiguous) = x gathered along dim at index (contiguous), on x's device.
 void gather_into(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
-  dispatch(
+  kernels::dispatch(
       x.device(),
       [&] {
         kernels::cpu::gather_strided(x.dtype(), out.raw_data(), x.raw_data(), x.strides(), index.data<int64_t>(),
                                      index.shape(), dim);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         kernels::cuda::gather_strided(x.dtype(), out.raw_data(), x.raw_data(), x.strides(), x.size(dim),
                                       index.data<int64_t>(), index.shape(), dim, c.stream);
       });
@@ -61,7 +61,7 @@ void gather_into(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& 
 // A zero tensor of `shape` with src scattered-added into it along dim at `index` (contiguous, src's extent ≥ it).
 Tensor zeros_scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
   const Device dev = common_device("scatter_add", {&index, &src});
-  return dispatch(
+  return kernels::dispatch(
       dev,
       [&] {
         Tensor out = Tensor::zeros(shape, src.dtype(), src.device());
@@ -69,7 +69,7 @@ Tensor zeros_scatter_add(const Shape& shape, int64_t dim, const Tensor& index, c
                                           index.data<int64_t>(), index.shape(), dim);
         return out;
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         Tensor acc = Tensor::zeros(shape, DType::f32, dev);
         scatter_add_cuda(c, acc, dim, index, src);
         return from_f32(acc, src.dtype());
@@ -100,7 +100,7 @@ struct IndexSelectBackward : Node {
     Tensor g = g_in.contiguous();
     int64_t outer, inner;
     outer_inner(input_shape, dim, outer, inner);
-    return {dispatch(
+    return {kernels::dispatch(
         g.device(),
         [&] {
           Tensor gx = Tensor::zeros(input_shape, g.dtype());
@@ -108,7 +108,7 @@ struct IndexSelectBackward : Node {
                                        input_shape[dim], index.numel(), inner);
           return gx;
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           check_cuda_float(g, "index_select");
           Tensor acc = Tensor::zeros(input_shape, DType::f32, g.device());
           kernels::cuda::index_add_rows(acc.data<float>(), g.raw_data(), g.dtype(), index.data<int64_t>(), outer,
@@ -227,13 +227,13 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   outer_inner(x.shape(), dim, outer, inner);
   Tensor xc = x.detach().contiguous();
   Tensor out = Tensor::empty(out_shape, x.dtype(), dev);
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         kernels::cpu::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer,
                                         x.size(dim), ic.numel(), inner);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         kernels::cuda::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer,
                                          x.size(dim), ic.numel(), inner, c.stream);
       });
@@ -290,13 +290,13 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
   Tensor out = Tensor::empty(base.shape(), dev.is_cuda() ? DType::f32 : base.dtype(), dev);  // CUDA: f32 sums
   out.copy_(base.detach());
   Tensor sd = src.detach();
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         kernels::cpu::scatter_add_strided(out.dtype(), out.raw_data(), out.strides(), sd.raw_data(), sd.strides(),
                                           ic.data<int64_t>(), ic.shape(), dim);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         check_cuda_float(base, "scatter_add");
         scatter_add_cuda(c, out, dim, ic, sd);
         out = from_f32(out, base.dtype());
@@ -331,12 +331,12 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim) {
   Tensor values = Tensor::empty(moved, x.dtype(), dev);
   Tensor indices = Tensor::empty(moved, DType::i64, dev);
   if (k > 0)
-    dispatch(
+    kernels::dispatch(
         dev,
         [&] {
           kernels::cpu::topk_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), outer, R, k);
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           check_cuda_float(x, "topk");
           kernels::cuda::topk_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), outer, R, k,
                                    c.stream);

@@ -5,7 +5,7 @@
 #include "autograd/node.h"
 #include "kernels/cpu/interpolate.h"
 #include "kernels/cuda/interpolate.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 
 namespace vt::ops {
 
@@ -21,9 +21,11 @@ struct InterpolateBilinearBackward : Node {
     const Device dev = g.device();
     Tensor dx = Tensor::empty(x_shape, dtype, dev);
     if (shape.planes == 0) return {dx};
-    dispatch(
+    kernels::dispatch(
         dev, [&] { kernels::cpu::bilinear_backward(dtype, dx.raw_data(), g.raw_data(), shape); },
-        [&](Cuda c) { kernels::cuda::bilinear_backward(dtype, dx.raw_data(), g.raw_data(), shape, c.stream); });
+        [&](kernels::Cuda c) {
+          kernels::cuda::bilinear_backward(dtype, dx.raw_data(), g.raw_data(), shape, c.stream);
+        });
     return {dx};
   }
 };
@@ -43,9 +45,9 @@ Tensor interpolate_bilinear(const Tensor& x, int64_t out_h, int64_t out_w) {
   Tensor xc = x.detach().contiguous();
   Tensor out = Tensor::empty({B, C, out_h, out_w}, dt, dev);
   if (s.planes > 0) {
-    dispatch(
+    kernels::dispatch(
         dev, [&] { kernels::cpu::bilinear_forward(dt, out.raw_data(), xc.raw_data(), s); },
-        [&](Cuda c) { kernels::cuda::bilinear_forward(dt, out.raw_data(), xc.raw_data(), s, c.stream); });
+        [&](kernels::Cuda c) { kernels::cuda::bilinear_forward(dt, out.raw_data(), xc.raw_data(), s, c.stream); });
   }
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<InterpolateBilinearBackward>();

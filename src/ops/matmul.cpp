@@ -8,7 +8,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/bias_grad.h"
 #include "kernels/cuda/blas.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
@@ -56,7 +56,7 @@ GemmOperand operand2(const Tensor& m, Tensor& keep) {
 
 kernels::cuda::GemmLtOperand lt(const GemmOperand& o) { return {o.data, o.trans, o.ld, o.stride}; }
 
-kernels::cuda::GemmLtArgs lt_args(Cuda c, DType dt, int64_t batch, int64_t M, int64_t N, int64_t K,
+kernels::cuda::GemmLtArgs lt_args(kernels::Cuda c, DType dt, int64_t batch, int64_t M, int64_t N, int64_t K,
                                   const GemmOperand& A, const GemmOperand& B, void* C, int64_t ldc, int64_t stride_c) {
   kernels::cuda::GemmLtArgs g;
   g.in_dtype = g.out_dtype = dt;
@@ -70,9 +70,9 @@ kernels::cuda::GemmLtArgs lt_args(Cuda c, DType dt, int64_t batch, int64_t M, in
 // C_b [M, N] = op(A_b)·op(B_b) for b < batch (C overwritten) on `dev`: OpenBLAS on the CPU, cuBLASLt on CUDA.
 void gemm_on(Device dev, DType dt, int64_t batch, int64_t M, int64_t N, int64_t K, const GemmOperand& A,
              const GemmOperand& B, void* C, int64_t ldc, int64_t stride_c) {
-  dispatch(
+  kernels::dispatch(
       dev, [&] { kernels::cpu::gemm_batched(dt, batch, M, N, K, 1.0, A, B, 0.0, C, ldc, stride_c); },
-      [&](Cuda c) { kernels::cuda::gemm_lt(lt_args(c, dt, batch, M, N, K, A, B, C, ldc, stride_c)); });
+      [&](kernels::Cuda c) { kernels::cuda::gemm_lt(lt_args(c, dt, batch, M, N, K, A, B, C, ldc, stride_c)); });
 }
 
 Tensor matmul_raw(const Tensor& a, const Tensor& b) {
@@ -250,7 +250,7 @@ Tensor linear_2d_cuda(const Tensor& x2, const Tensor& weight, const Tensor& bias
   Tensor out = Tensor::empty({M, out_f}, x2.dtype(), dev);
   Tensor wk;
   const GemmOperand W = operand2(weight, wk);  // stored [out, in]; op(B) = Wᵀ
-  on_cuda(dev, [&](Cuda c) {
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
     auto g = lt_args(c, x2.dtype(), 1, M, out_f, in, {x2.raw_data(), false, in, 0}, {W.data, !W.trans, W.ld, 0},
                      out.raw_data(), out_f, 0);
     if (bc.defined() && out_f > 0) {
@@ -270,7 +270,7 @@ void linear_2d_backward_cuda(const Tensor& g2, const Tensor& x2, const Tensor& w
   const Tensor g = (g2.dtype() == dt ? g2 : g2.to(dt)).contiguous();
   Tensor wk;
   const GemmOperand W = operand2(weight, wk);  // op(B) = W [out, in] as stored
-  on_cuda(dev, [&](Cuda c) {
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
     if (want_x) {
       // gx [M, in] = g [M, out] · W [out, in]
       if (out_f == 0) {

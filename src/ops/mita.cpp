@@ -16,7 +16,7 @@
 #include "kernels/cuda/mita/mita_flash.h"
 #include "kernels/cuda/mita/mita_mma.h"
 #include "kernels/cuda/mita/mita_topk.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/head_layout.h"
 #include "ops/matmul.h"
@@ -101,7 +101,7 @@ void joint_forward(JointSaved& sv) {
                 kk = sv.routing.expert_keys.size(3);
   const MitaAttentionOptions& o = sv.options;
   sv.out = empty_bnhd(B, H, N, d, q.dtype(), dev);
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         const kernels::AttentionView none{};
@@ -110,7 +110,7 @@ void joint_forward(JointSaved& sv) {
                                              o.shared ? head_view(sv.v_hat) : none, routing_arrays(sv.routing),
                                              joint_shape<double>(q, m, kk, o));
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         VT_CHECK(kc::mita_supports_head_dim(d), "[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ",
                  d);
         sv.lse = Tensor::empty({B, H, N}, DType::f32, dev);
@@ -145,7 +145,7 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
   const DType dt = q.dtype();
   Tensor dout = row_contiguous(grad.dtype() == dt ? grad : grad.to(dt));
   if (dev.is_cuda()) {
-    on_cuda(dev, [&](Cuda c) {
+    kernels::on_cuda(dev, [&](kernels::Cuda c) {
       const kernels::MitaShape s = joint_shape<float>(q, m, kk, options);
       if (sv.kernel != JointKernel::cuda_cores) {  // both tensor-core families: shared branch, f32 dR and dV̂
         Tensor dr32 = Tensor::empty({B, H, m, d}, DType::f32, dev),
@@ -261,7 +261,7 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
   Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), r = row_contiguous(landmarks);
   MitaRouting out;
   out = empty_routing(B, H, N, m, topk, dev);
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         kernels::MitaShapeF64 s{B, H, N, m, topk, d};
@@ -269,7 +269,7 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
                                  out.expert_keys.data<int32_t>(), out.experts.data<int32_t>(),
                                  out.order.data<int32_t>(), out.offsets.data<int32_t>());
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         const kernels::MitaShape s{B, H, N, m, topk, d, 1.f, 1.f, true};
         Tensor workspace = Tensor::empty({static_cast<int64_t>(kc::mita_route_workspace_bytes(s))}, DType::u8, dev);
         kc::mita_route(q.dtype(), head_view(q), head_view(k), head_view(r), s, out.expert_keys.data<int32_t>(),
@@ -294,7 +294,7 @@ bool mita_route_with_values(const Tensor& q_in, const Tensor& k_in, const Tensor
       landmarks.size(1) != q_in.size(1) || landmarks.size(3) != q_in.size(3) || topk < 1 || topk > q_in.size(2) ||
       topk > 2048)
     return false;
-  return on_cuda(dev, [&](Cuda c) {
+  return kernels::on_cuda(dev, [&](kernels::Cuda c) {
     Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), v = row_contiguous(v_in), r = row_contiguous(landmarks);
     const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = r.size(2);
     Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
@@ -325,7 +325,7 @@ Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor
   const bool no_grad = !GradMode::enabled() || !any_requires_grad({&landmarks, &k, &v});
   if (dev.is_cuda() && no_grad && landmarks.dtype() == DType::bf16 && k.dtype() == DType::bf16 &&
       v.dtype() == DType::bf16) {
-    Tensor fused = on_cuda(dev, [&](Cuda c) {
+    Tensor fused = kernels::on_cuda(dev, [&](kernels::Cuda c) {
       Tensor r = row_contiguous(landmarks), kk = row_contiguous(k), vv = row_contiguous(v);
       const int64_t B = k.size(0), H = k.size(1), N = k.size(2), m = landmarks.size(2), d = k.size(3);
       Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
@@ -414,9 +414,11 @@ Tensor landmark_pool_grad(const Tensor& grad, const kernels::LandmarkPoolShape& 
   Tensor g = (grad.dtype() == dtype ? grad : grad.to(dtype)).contiguous();
   const Device dev = g.device();
   Tensor dx = Tensor::empty({shape.B, shape.N, shape.C}, dtype, dev);
-  dispatch(
+  kernels::dispatch(
       dev, [&] { kernels::cpu::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape); },
-      [&](Cuda c) { kernels::cuda::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape, c.stream); });
+      [&](kernels::Cuda c) {
+        kernels::cuda::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape, c.stream);
+      });
   return dx;
 }
 
@@ -458,9 +460,11 @@ Tensor mita_landmark_pool(const Tensor& x, const MitaLandmarkLayout& layout) {
   if (xs.strides()[2] != 1 && C > 1) xs = xs.contiguous();
   const kernels::LandmarkPoolShape s = landmark_pool_shape(B, N, C, layout, xs.strides()[0], xs.strides()[1]);
   Tensor out = Tensor::empty({B, m, C}, x.dtype(), dev);
-  dispatch(
+  kernels::dispatch(
       dev, [&] { kernels::cpu::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s); },
-      [&](Cuda c) { kernels::cuda::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s, c.stream); });
+      [&](kernels::Cuda c) {
+        kernels::cuda::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s, c.stream);
+      });
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<LandmarkPoolBackward>();
     node->shape = s;

@@ -22,8 +22,8 @@
 #include "kernels/cuda/mita/dwc_tokens.h"
 #include "kernels/cuda/mita/mita_shared.h"
 #include "kernels/cuda/mita/mita_small.h"
+#include "kernels/dispatch.h"
 #include "ops/conv.h"
-#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/head_layout.h"
 #include "ops/index.h"
@@ -97,7 +97,7 @@ bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const MitaRo
 // Routing, V̂, out and lse in one launch; lse_shared [B, H, m]: V̂'s softmax log-normaliser, for the backward.
 void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, Tensor& lse_shared) {
   const Device dev = sv.q.device();
-  on_cuda(dev, [&](Cuda c) {
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
     const kernels::MitaShape s = one_cta_shape(sv, m, topk);
     auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
     sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
@@ -115,7 +115,7 @@ void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, Tensor& lse_shared
 // Its backward: dq, dk, dv through their [B, H, N, d] views, dr0 [B, m, C] f32 (the landmarks' gradient).
 void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const Tensor& dout, const Tensor& dq,
                       const Tensor& dk, const Tensor& dv, const Tensor& dr0) {
-  on_cuda(sv.q.device(), [&](Cuda c) {
+  kernels::on_cuda(sv.q.device(), [&](kernels::Cuda c) {
     const MitaRouting& rt = sv.routing;
     const kernels::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
     Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, sv.q.device());
@@ -131,7 +131,7 @@ void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const Tens
 // V̂ = softmax(scale·R·Kᵀ)·V on tensor cores; lse [B, H, m] (its softmax's log-normaliser) for the backward.
 void flash_shared_forward(JointSaved& sv, Tensor& lse) {
   const Device dev = sv.q.device();
-  on_cuda(dev, [&](Cuda c) {
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
     const kernels::MitaShape s = shared_shape(sv);
     lse = Tensor::empty({s.B, s.H, s.m}, DType::f32, dev);
     sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
@@ -144,7 +144,7 @@ void flash_shared_forward(JointSaved& sv, Tensor& lse) {
 void flash_shared_backward(const JointSaved& sv, const Tensor& lse, const Tensor& dvh, Tensor& dR, Tensor& dK,
                            Tensor& dV) {
   const Device dev = sv.q.device();
-  on_cuda(dev, [&](Cuda c) {
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
     const kernels::MitaShape s = shared_shape(sv);
     const kernels::AttentionShape shape = landmark_queries(s);
     dR = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
@@ -160,7 +160,7 @@ void flash_shared_backward(const JointSaved& sv, const Tensor& lse, const Tensor
 // V̂ and P = softmax(scale·R·Kᵀ) by the fused CUDA kernel.
 void fused_shared_forward(JointSaved& sv, Tensor& probs) {
   const Device dev = sv.q.device();
-  on_cuda(dev, [&](Cuda c) {
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
     const kernels::MitaShape s = shared_shape(sv);
     probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
     sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
@@ -174,7 +174,7 @@ void fused_shared_forward(JointSaved& sv, Tensor& probs) {
 Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const JointSharedTerms& terms,
                              const Tensor& dk, const Tensor& dv) {
   const Device dev = sv.q.device();
-  return on_cuda(dev, [&](Cuda c) {
+  return kernels::on_cuda(dev, [&](kernels::Cuda c) {
     const kernels::MitaShape s = shared_shape(sv);
     Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
     auto f32_or_null = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
@@ -192,7 +192,7 @@ Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const Jo
 Tensor dwc_forward(const Tensor& out, const Tensor& v, const Tensor& weight, const Tensor& bias, int64_t G) {
   const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
   if (v.device().is_cuda()) {
-    return on_cuda(v.device(), [&](Cuda c) {
+    return kernels::on_cuda(v.device(), [&](kernels::Cuda c) {
       Tensor sum = Tensor::empty({B, N, C}, out.dtype(), out.device());
       kc::depthwise3x3_tokens(out.dtype(), sum.raw_data(), out.contiguous().raw_data(), token_rows(v),
                               weight.contiguous().raw_data(), bias.contiguous().raw_data(), false, B, N, C, 1, G,
@@ -211,7 +211,7 @@ void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const 
                   Tensor* dweight, Tensor* dbias) {
   const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
   if (v.device().is_cuda()) {
-    return on_cuda(v.device(), [&](Cuda c) {
+    return kernels::on_cuda(v.device(), [&](kernels::Cuda c) {
       const kernels::KernelStream stream = c.stream;
       const Tensor gc = g.strides()[2] == 1 ? g : g.contiguous();
       VT_CHECK(dv_sum.is_contiguous(), "[mita_qkv_attention] the DWC gradient goes into a contiguous dv");

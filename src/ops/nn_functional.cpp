@@ -15,7 +15,7 @@
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/pixel_cross_entropy.h"
 #include "kernels/cuda/softmax.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 #include "ops/elementwise.h"
 
 namespace vt::ops {
@@ -34,12 +34,12 @@ struct SoftmaxBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor gc = (g.dtype() == y.dtype() ? g : g.to(y.dtype())).contiguous();
     Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
-    dispatch(
+    kernels::dispatch(
         y.device(),
         [&] {
           kernels::cpu::softmax_backward(y.dtype(), dx.raw_data(), gc.raw_data(), y.raw_data(), outer, R, inner, log);
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           kernels::cuda::softmax_backward(y.dtype(), dx.raw_data(), gc.raw_data(), y.raw_data(), outer, R, inner, log,
                                           c.stream);
         });
@@ -62,9 +62,9 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   }
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
   if (x.numel() > 0)
-    dispatch(
+    kernels::dispatch(
         dev, [&] { kernels::cpu::softmax_forward(x.dtype(), y.raw_data(), xc.raw_data(), outer, R, inner, log); },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           kernels::cuda::softmax_forward(x.dtype(), y.raw_data(), xc.raw_data(), outer, R, inner, log, c.stream);
         });
   if (any_requires_grad({&x})) {
@@ -103,14 +103,14 @@ struct LayerNormBackward : Node {
     if (needs_grad(0)) dx = Tensor::empty(x.shape(), x.dtype(), x.device());
     if (needs_grad(1)) dw = Tensor::empty({C}, param_dtype, x.device());
     if (needs_grad(2)) db = Tensor::empty({C}, param_dtype, x.device());
-    dispatch(
+    kernels::dispatch(
         x.device(),
         [&] {
           kernels::cpu::layer_norm_backward(x.dtype(), ptr_or_null(dx), ptr_or_null(dres), ptr_or_null(dw),
                                             ptr_or_null(db), gc.raw_data(), x.raw_data(), mean.raw_data(),
                                             rstd.raw_data(), ptr_or_null(weight), rows, C);
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           Tensor scratch;
           if (dw.defined() || db.defined())
             scratch = Tensor::empty({kernels::cuda::layer_norm_backward_scratch(rows, C)}, DType::f32, x.device());
@@ -166,14 +166,14 @@ struct CrossEntropyBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     const int64_t B = logits.shape()[0], C = logits.shape()[1];
     Tensor dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
-    dispatch(
+    kernels::dispatch(
         logits.device(),
         [&] {
           kernels::cpu::cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.raw_data(),
                                                target.data<int64_t>(), B, C, smoothing,
                                                g.item() / static_cast<double>(B));
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           Tensor g32 = loss_grad_f32(g);
           kernels::cuda::cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.data<float>(),
                                                 target.data<int64_t>(), g32.data<float>(), B, C, smoothing, c.stream);
@@ -191,14 +191,14 @@ struct SoftTargetCrossEntropyBackward : Node {
     Tensor dx, dt;
     if (needs_grad(0)) dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
     if (needs_grad(1)) dt = Tensor::empty(target.shape(), target.dtype(), target.device());
-    dispatch(
+    kernels::dispatch(
         logits.device(),
         [&] {
           kernels::cpu::soft_target_cross_entropy_backward(logits.dtype(), ptr_or_null(dx), ptr_or_null(dt),
                                                            logits.raw_data(), target.raw_data(), lse.raw_data(), B, C,
                                                            g.item() / static_cast<double>(B));
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           Tensor g32 = loss_grad_f32(g);
           kernels::cuda::soft_target_cross_entropy_backward(logits.dtype(), target.dtype(), ptr_or_null(dx),
                                                             ptr_or_null(dt), logits.raw_data(), target.raw_data(),
@@ -218,14 +218,14 @@ struct PixelCrossEntropyBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
     if (logits.numel() == 0) return {dx, Tensor()};
-    dispatch(
+    kernels::dispatch(
         logits.device(),
         [&] {
           const double scale = count > 0 ? g.item() / static_cast<double>(count) : 0.0;
           kernels::cpu::pixel_cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.raw_data(),
                                                      target.data<int64_t>(), shape, scale);
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           Tensor g32 = loss_grad_f32(g);
           kernels::cuda::pixel_cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(),
                                                       lse.data<float>(), target.data<int64_t>(), g32.data<float>(),
@@ -245,13 +245,13 @@ struct L2NormalizeBackward : Node {
     Tensor gc = (g.dtype() == x.dtype() ? g : g.to(x.dtype())).contiguous();
     Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
     if (x.numel() == 0) return {dx};
-    dispatch(
+    kernels::dispatch(
         x.device(),
         [&] {
           kernels::cpu::l2_normalize_backward(x.dtype(), dx.raw_data(), gc.raw_data(), x.raw_data(), norm.raw_data(),
                                               rows, C, eps);
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           kernels::cuda::l2_normalize_backward(x.dtype(), dx.raw_data(), gc.raw_data(), x.raw_data(),
                                                norm.data<float>(), rows, C, eps, c.stream);
         });
@@ -286,13 +286,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor y = Tensor::empty(x.shape(), cuda ? y_dtype : x.dtype(), dev);
   Tensor mean = Tensor::empty({rows}, stat_dtype, dev);
   Tensor rstd = Tensor::empty({rows}, stat_dtype, dev);
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         kernels::cpu::layer_norm_forward(x.dtype(), y.raw_data(), mean.raw_data(), rstd.raw_data(), xc.raw_data(),
                                          ptr_or_null(w), ptr_or_null(b), rows, C, eps);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         kernels::cuda::layer_norm_forward(x.dtype(), y_dtype, y.raw_data(), mean.data<float>(), rstd.data<float>(),
                                           xc.raw_data(), static_cast<const float*>(ptr_or_null(w)),
                                           static_cast<const float*>(ptr_or_null(b)), rows, C, eps, c.stream);
@@ -316,7 +316,7 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const
     const DType y_dtype = out_dtype.value_or(x.dtype());
     Tensor h = Tensor::empty(x.shape(), DType::f32, dev), out = Tensor::empty(x.shape(), y_dtype, dev);
     Tensor mean = Tensor::empty({rows}, DType::f32, dev), rstd = Tensor::empty({rows}, DType::f32, dev);
-    const bool fused = on_cuda(dev, [&](Cuda c) {
+    const bool fused = kernels::on_cuda(dev, [&](kernels::Cuda c) {
       return kernels::cuda::add_layer_norm_forward(
           y.dtype(), y_dtype, h.data<float>(), out.raw_data(), mean.data<float>(), rstd.data<float>(), x.data<float>(),
           y.raw_data(), static_cast<const float*>(ptr_or_null(weight)), static_cast<const float*>(ptr_or_null(bias)),
@@ -348,7 +348,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_sm
   Tensor lc = logits.detach().contiguous();
   Tensor tc = target.detach().contiguous();
   Tensor out, lse;
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         const int64_t* t = tc.data<int64_t>();
@@ -360,7 +360,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_sm
                                                                  label_smoothing);
         out = Tensor::full({}, total / static_cast<double>(B), logits.dtype(), dev);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         VT_CHECK(B > 0, "[cross_entropy] empty batch: ", logits.describe());
         out = Tensor::empty({}, DType::f32, dev);
         lse = Tensor::empty({B}, DType::f32, dev);
@@ -391,7 +391,7 @@ Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& target) {
   Tensor lc = logits.detach().contiguous();
   Tensor tc = target.detach().contiguous();
   Tensor out, lse;
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         lse = Tensor::empty({B}, logits.dtype(), dev);
@@ -399,7 +399,7 @@ Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& target) {
                                                                              lc.raw_data(), tc.raw_data(), B, C);
         out = Tensor::full({}, total / static_cast<double>(B), logits.dtype(), dev);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         VT_CHECK(B > 0, "[soft_target_cross_entropy] empty batch: ", logits.describe());
         out = Tensor::empty({}, DType::f32, dev);
         lse = Tensor::empty({B}, DType::f32, dev);
@@ -432,7 +432,7 @@ Tensor pixel_cross_entropy(const Tensor& logits, const Tensor& target, int64_t i
   Tensor tc = target.detach().contiguous();
   Tensor out, lse, inv_count;
   int64_t count = 0;
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         const int64_t* t = tc.data<int64_t>();
@@ -445,7 +445,7 @@ Tensor pixel_cross_entropy(const Tensor& logits, const Tensor& target, int64_t i
         count = sum.count;
         out = Tensor::full({}, count > 0 ? sum.total / static_cast<double>(count) : 0.0, logits.dtype(), dev);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         VT_CHECK(logits.dtype() == DType::f32 || logits.dtype() == DType::bf16,
                  "[pixel_cross_entropy] CUDA logits must be f32 or bf16, got ", logits.describe());
         // The kernels write both scalars; with no pixels at all the loss is 0.
@@ -484,12 +484,12 @@ Tensor l2_normalize(const Tensor& x, double eps) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
   Tensor norm = Tensor::empty({rows}, cuda ? DType::f32 : x.dtype(), dev);
   if (x.numel() > 0) {
-    dispatch(
+    kernels::dispatch(
         dev,
         [&] {
           kernels::cpu::l2_normalize_forward(x.dtype(), y.raw_data(), norm.raw_data(), xc.raw_data(), rows, C, eps);
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           kernels::cuda::l2_normalize_forward(x.dtype(), y.raw_data(), norm.data<float>(), xc.raw_data(), rows, C, eps,
                                               c.stream);
         });

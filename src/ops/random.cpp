@@ -7,7 +7,7 @@
 #include "autograd/node.h"
 #include "kernels/cpu/random.h"
 #include "kernels/cuda/random.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 
 namespace vt::ops {
 
@@ -15,7 +15,7 @@ namespace {
 
 // Fills whose offsets would be baked into a captured CUDA graph (the same numbers at every replay) refuse to be
 // captured.
-void refuse_capture(const char* op, Cuda c) {
+void refuse_capture(const char* op, kernels::Cuda c) {
   kernels::cuda::fail_if_capturing(c.stream, std::string(op) + " (its draws would repeat at every CUDA graph replay)");
 }
 
@@ -51,13 +51,13 @@ struct MaskScaleBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor gc = g.contiguous();
     Tensor dx = Tensor::empty(gc.shape(), gc.dtype(), gc.device());
-    dispatch(
+    kernels::dispatch(
         gc.device(),
         [&] {
           kernels::cpu::masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner,
                                      scale);
         },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           kernels::cuda::masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner,
                                       scale, c.stream);
         });
@@ -78,13 +78,13 @@ Tensor masked_drop(const Tensor& x, double p, int64_t rows, int64_t inner, Gener
   const double keep = 1.0 - p, scale = 1.0 / (1.0 - p);
   Tensor xc = x.detach().contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
-  dispatch(
+  kernels::dispatch(
       dev,
       [&] {
         kernels::cpu::bernoulli_fill(mask.data<uint8_t>(), rows, seed, offset, keep);
         kernels::cpu::masked_scale(x.dtype(), y.raw_data(), xc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         if (!gen.device_shift()) refuse_capture(op, c);
         kernels::cuda::dropout_forward(x.dtype(), y.raw_data(), mask.data<uint8_t>(), xc.raw_data(), rows, inner, seed,
                                        offset, gen.device_shift(), keep, scale, c.stream);
@@ -107,9 +107,9 @@ void uniform_(const Tensor& t, double lo, double hi, Generator& gen) {
   VT_CHECK(lo <= hi, "[uniform_] needs lo <= hi, got [", lo, ", ", hi, ")");
   fill_tensor(t, "uniform_", [&](DType dt, void* p, int64_t n, Device dev) {
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-    dispatch(
+    kernels::dispatch(
         dev, [&] { kernels::cpu::uniform_fill(dt, p, n, seed, offset, lo, hi); },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           refuse_capture("uniform_", c);
           kernels::cuda::uniform_fill(dt, p, n, seed, offset, lo, hi, c.stream);
         });
@@ -121,9 +121,9 @@ void normal_(const Tensor& t, double mean, double std, Generator& gen) {
   fill_tensor(t, "normal_", [&](DType dt, void* p, int64_t n, Device dev) {
     // Box-Muller pairs: an odd n still reads uniform n, so reserve one more.
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n) + 1);
-    dispatch(
+    kernels::dispatch(
         dev, [&] { kernels::cpu::normal_fill(dt, p, n, seed, offset, mean, std); },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           refuse_capture("normal_", c);
           kernels::cuda::normal_fill(dt, p, n, seed, offset, mean, std, c.stream);
         });
@@ -135,9 +135,9 @@ void trunc_normal_(const Tensor& t, double mean, double std, double a, double b,
   VT_CHECK(a < b, "[trunc_normal_] needs a < b, got [", a, ", ", b, "]");
   fill_tensor(t, "trunc_normal_", [&](DType dt, void* p, int64_t n, Device dev) {
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-    dispatch(
+    kernels::dispatch(
         dev, [&] { kernels::cpu::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b); },
-        [&](Cuda c) {
+        [&](kernels::Cuda c) {
           refuse_capture("trunc_normal_", c);
           kernels::cuda::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b, c.stream);
         });
@@ -149,9 +149,9 @@ Tensor bernoulli(const Shape& shape, double p, Generator& gen, Device device) {
   Tensor out = Tensor::empty(shape, DType::u8, device);
   const int64_t n = out.numel();
   const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-  dispatch(
+  kernels::dispatch(
       device, [&] { kernels::cpu::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p); },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         if (!gen.device_shift()) refuse_capture("bernoulli", c);
         kernels::cuda::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, gen.device_shift(), p, c.stream);
       });

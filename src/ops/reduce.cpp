@@ -8,7 +8,7 @@
 #include "autograd/node.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cuda/reduce.h"
-#include "ops/dispatch.h"
+#include "kernels/dispatch.h"
 #include "ops/elementwise.h"
 
 namespace vt::ops {
@@ -77,7 +77,7 @@ ReduceLayout reduce_layout(const Tensor& x, const std::vector<int64_t>& dims) {
 Tensor sum_raw(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, double scale, const char* op) {
   Tensor out = Tensor::empty(reduced_shape(x.shape(), dims, keepdim), x.dtype(), x.device());
   if (x.device().is_cuda()) {
-    on_cuda(x.device(), [&](Cuda c) {
+    kernels::on_cuda(x.device(), [&](kernels::Cuda c) {
       ReduceLayout L = reduce_layout(x, dims);
       const int64_t ws_size = kernels::cuda::sum_workspace_size(L.outer, L.R, L.inner);
       Tensor ws;
@@ -161,7 +161,7 @@ struct MaxBackward : Node {
     int64_t outer = 1, inner = 1;
     for (int64_t i = 0; i < dim; ++i) outer *= input_shape[i];
     for (int64_t i = dim + 1; i < static_cast<int64_t>(input_shape.size()); ++i) inner *= input_shape[i];
-    on_cuda(g.device(), [&](Cuda c) {
+    kernels::on_cuda(g.device(), [&](kernels::Cuda c) {
       kernels::cuda::max_backward(g.dtype(), dx.raw_data(), gc.raw_data(), indices.data<int64_t>(), outer,
                                   input_shape[dim], inner, c.stream);
     });
@@ -188,13 +188,13 @@ std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
   Tensor values = Tensor::empty(out_shape, x.dtype(), x.device());
   Tensor indices = Tensor::empty(out_shape, DType::i64, x.device());
   const int64_t R = x.shape()[dim];
-  dispatch(
+  kernels::dispatch(
       x.device(),
       [&] {
         Tensor xc = reduced_last(x.detach(), {dim});
         kernels::cpu::max_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), x.numel() / R, R);
       },
-      [&](Cuda c) {
+      [&](kernels::Cuda c) {
         ReduceLayout L = reduce_layout(x, {dim});
         kernels::cuda::max_forward(x.dtype(), values.raw_data(), indices.data<int64_t>(), L.data.raw_data(), L.outer, R,
                                    L.inner, c.stream);

@@ -1,10 +1,10 @@
-// The one way an op front-end runs its kernel: the CPU kernel for CPU tensors; for CUDA tensors the CUDA launcher,
-// with the tensors' device made current (DeviceGuard) and the calling thread's current stream. The launchers are
-// declared without CUDA headers, and a build without the CUDA backend links stand-ins that throw "[launcher] needs
-// the CUDA backend" (kernels/no_cuda), so a front-end never needs #ifdef VT_WITH_CUDA.
+// The one way to run a kernel on a device (op front-ends, optimizers): the CPU kernel for a CPU device; for a CUDA
+// device the CUDA launcher, with that device made current (DeviceGuard) and the calling thread's current stream.
+// The launchers are declared without CUDA headers, and a build without the CUDA backend links stand-ins that throw
+// "[launcher] needs the CUDA backend" (kernels/no_cuda), so a caller never needs #ifdef VT_WITH_CUDA.
 //
-//   dispatch(dev, [&] { kernels::cpu::softmax_forward(...); },
-//                 [&](Cuda c) { kernels::cuda::softmax_forward(..., c.stream); });
+//   kernels::dispatch(dev, [&] { kernels::cpu::softmax_forward(...); },
+//                          [&](kernels::Cuda c) { kernels::cuda::softmax_forward(..., c.stream); });
 #pragma once
 #include <utility>
 
@@ -13,11 +13,11 @@
 #include "kernels/cuda/stream.h"
 #include "kernels/device_handles.h"
 
-namespace vt::ops {
+namespace vt::kernels {
 
-/// What an op's CUDA branch is handed: the stream its launchers queue on (the device is already current).
+/// What a CUDA branch is handed: the stream its launchers queue on (the device is already current).
 struct Cuda {
-  kernels::KernelStream stream = nullptr;
+  KernelStream stream = nullptr;
 };
 
 /// Runs cuda(Cuda) on `device` (a CUDA device): made current for the call, with the thread's current stream.
@@ -34,4 +34,4 @@ decltype(auto) dispatch(Device device, CpuFn&& cpu, CudaFn&& cuda) {
   return std::forward<CpuFn>(cpu)();
 }
 
-}  // namespace vt::ops
+}  // namespace vt::kernels
