@@ -39,14 +39,6 @@ kernels::MitaRoutingArrays routing_arrays(const MitaRouting& r) {
           r.offsets.data<int32_t>()};
 }
 
-// The kernels' sizes of a joint attention on q [B, H, N, d]: f64 logit scales for the CPU kernels (MitaShapeF64),
-// f32 for CUDA's (MitaShape).
-template <typename Scale>
-kernels::MitaShapeOf<Scale> joint_shape(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
-  return {
-      q.size(0), q.size(1), q.size(2), m, k, q.size(3), static_cast<Scale>(o.scale), static_cast<Scale>(o.shared_scale),
-      o.shared};
-}
 
 void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev) {
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2);

@@ -22,6 +22,15 @@ struct JointSaved {
   JointKernel kernel = JointKernel::cuda_cores;  // CUDA: the family that ran the forward
 };
 
+/// The kernels' sizes of a joint attention on q [B, H, N, d] with m landmarks and k keys per expert: f64 logit
+/// scales for the CPU kernels (MitaShapeF64), f32 for CUDA's (MitaShape). The one place they are built.
+template <typename Scale>
+kernels::MitaShapeOf<Scale> joint_shape(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
+  return {
+      q.size(0), q.size(1), q.size(2), m, k, q.size(3), static_cast<Scale>(o.scale), static_cast<Scale>(o.shared_scale),
+      o.shared};
+}
+
 /// The joint attention's forward kernels: sets saved.out ([B, H, N, d] laid out [B, N, H, d]) and saved.lse.
 void joint_forward(JointSaved& saved);
 

@@ -50,11 +50,9 @@ namespace kc = kernels::cuda;
 
 kc::TokenRows token_rows(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1]}; }
 
+// The CUDA sizes of the saved operands: m from the landmarks, k from the routing.
 kernels::MitaShape shared_shape(const JointSaved& sv) {
-  const Tensor& q = sv.q;
-  const MitaAttentionOptions& o = sv.options;
-  return {q.size(0), q.size(1), q.size(2), sv.r.size(2), sv.routing.expert_keys.size(3), q.size(3),
-          static_cast<float>(o.scale), static_cast<float>(o.shared_scale), o.shared};
+  return joint_shape<float>(sv.q, sv.r.size(2), sv.routing.expert_keys.size(3), sv.options);
 }
 
 enum class SharedBranch { composite, fused, flash, one_cta };  // one_cta: the whole core, mita_small.h
@@ -78,12 +76,6 @@ SharedBranch choose_shared_branch(const JointSaved& sv) {
   return fused ? SharedBranch::fused : SharedBranch::composite;
 }
 
-kernels::MitaShape one_cta_shape(const JointSaved& sv, int64_t m, int64_t topk) {
-  const Tensor& q = sv.q;
-  return {q.size(0), q.size(1), q.size(2), m, topk, q.size(3), static_cast<float>(sv.options.scale),
-          static_cast<float>(sv.options.shared_scale), true};
-}
-
 // q, k, v: head views of the packed qkv (the landmarks are pooled into a new, aligned tensor).
 bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const MitaRouting* fixed) {
   const MitaAttentionOptions& o = sv.options;
@@ -91,14 +83,14 @@ bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const MitaRo
   if (const char* force = std::getenv("VT_MITA_JOINT"); force && std::strcmp(force, "small") != 0) return false;
   for (const Tensor* t : {&sv.q, &sv.k, &sv.v})
     if (!kc::flash_attention_aligned(head_view(*t))) return false;
-  return kc::mita_small_supported(one_cta_shape(sv, m, topk));
+  return kc::mita_small_supported(joint_shape<float>(sv.q, m, topk, o));  // o.shared: checked above
 }
 
 // Routing, V̂, out and lse in one launch; lse_shared [B, H, m]: V̂'s softmax log-normaliser, for the backward.
 void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, Tensor& lse_shared) {
   const Device dev = sv.q.device();
   kernels::on_cuda(dev, [&](kernels::Cuda c) {
-    const kernels::MitaShape s = one_cta_shape(sv, m, topk);
+    const kernels::MitaShape s = joint_shape<float>(sv.q, m, topk, sv.options);
     auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
     sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
     sv.v_hat = Tensor::empty({s.B, s.H, m, s.d}, DType::bf16, dev);
@@ -117,7 +109,7 @@ void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const Tens
                       const Tensor& dk, const Tensor& dv, const Tensor& dr0) {
   kernels::on_cuda(sv.q.device(), [&](kernels::Cuda c) {
     const MitaRouting& rt = sv.routing;
-    const kernels::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
+    const kernels::MitaShape s = joint_shape<float>(sv.q, rt.expert_keys.size(2), rt.expert_keys.size(3), sv.options);
     Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, sv.q.device());
     const kernels::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
                                            rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
