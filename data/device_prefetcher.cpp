@@ -33,7 +33,7 @@ struct DevicePrefetcher::Impl {
   Loader& loader;
   Device device;
   size_t depth;
-  cudaStream_t stream = nullptr;
+  kernels::KernelStream stream = nullptr;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<InFlight> queue;

@@ -67,7 +67,7 @@ Tensor apply_mix_cuda(Tensor& images, const Tensor& labels, const MixDraw& draw,
            " on ", labels.device().str());
   const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3), K = cfg.num_classes;
   kernels::cuda::DeviceGuard guard(dev.index);
-  const cudaStream_t stream = kernels::cuda::current_stream();
+  const kernels::KernelStream stream = kernels::cuda::current_stream();
   float* x = images.data<float>();
   if (draw.lam < 1.0) {
     if (draw.cutmix) {

@@ -62,9 +62,8 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
   VT_CHECK(N >= 2, "[model] attention needs at least 2 tokens (CLS + patches), got N = ", N);
   const int64_t G = square_grid(N);
   if (cfg.is_mita()) {
-    // With a square grid the landmarks are pooled 2-D to p×p, so m = p²; otherwise 1-D (models/mita.h).
-    VT_CHECK(G == 0 || cfg.landmark_pool == "sequence" || is_square(cfg.m), "[model] model.attention.m (", cfg.m, ") must be a perfect square: the ",
-             N - 1, " pooled tokens form a ", G, "x", G, " grid that is pooled 2-D to sqrt(m) x sqrt(m)");
+    // The layout the forward will pool by (models/mita.h): checked here, when the model is built.
+    if (cfg.landmark_pool != "random") landmark_layout(N, cfg.m, cfg.landmark_pool);
     const int64_t k = cfg.k > 0 ? cfg.k : (cfg.type == "mita" ? cfg.m : 2 * cfg.m);
     const char* which = cfg.k > 0 ? "" : cfg.type == "mita" ? ", the default m" : ", the default 2m";
     VT_CHECK(k <= N, "[model] model.attention.k (", k, which, ") must be <= the number of tokens N = ", N);

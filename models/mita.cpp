@@ -129,39 +129,33 @@ MitaRoutingTap::MitaRoutingTap(Mode m) : mode(m) {
 }
 MitaRoutingTap::~MitaRoutingTap() { active_tap = nullptr; }
 
-LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o) {
-  check_strings(o);
-  VT_CHECK(o.m >= 1, "[mita] model.attention.m must be at least 1, got ", o.m);
-  LandmarkLayout lay;
-  if (o.landmark_pool == "random") return lay;  // picked, not pooled
-  lay.first = o.landmark_pool == "patches" ? 1 : 0;
-  lay.tokens = o.landmark_pool == "sequence" ? N : N - 1;
-  if (o.landmark_pool == "sequence") {
-    VT_CHECK(N >= o.m, "[mita] landmark_pool 'sequence' pools the ", N, " tokens to model.attention.m = ", o.m,
-             " landmarks: needs N >= m");
-    return lay;
+ops::MitaLandmarkLayout landmark_layout(int64_t N, int64_t m, const std::string& landmark_pool) {
+  VT_CHECK(landmark_pool == "shifted" || landmark_pool == "patches" || landmark_pool == "sequence",
+           "[mita] model.attention.landmark_pool '", landmark_pool, "' has no pooling layout");
+  const bool sequence = landmark_pool == "sequence";
+  VT_CHECK(sequence || N >= 2, "[mita] landmark pooling needs at least 2 tokens (CLS + patches), got N = ", N);
+  VT_CHECK(!sequence || N >= m, "[mita] landmark_pool 'sequence' pools the ", N, " tokens to model.attention.m = ", m,
+           " landmarks: needs N >= m");
+  const int64_t first = landmark_pool == "patches" ? 1 : 0, tokens = sequence ? N : N - 1;
+  // A square number of pooled tokens is a G×G grid, pooled 2-D; other counts 1-D.
+  const int64_t grid = sequence ? 0 : std::max<int64_t>(square_side(tokens), 0);
+  try {
+    return ops::MitaLandmarkLayout::make(first, tokens, grid, m);
+  } catch (const Error& e) {
+    VT_FAIL("[mita] model.attention.m = ", m, " with landmark_pool '", landmark_pool, "' over ", tokens, " tokens",
+            grid > 0 ? " (a " + std::to_string(grid) + "x" + std::to_string(grid) + " grid)" : "", ": ", e.what());
   }
-  VT_CHECK(N >= 2, "[mita] landmark pooling needs at least 2 tokens (CLS + patches), got N = ", N);
-  const int64_t L = N - 1, G = square_side(L);
-  if (G < 0) return lay;  // 1-D pooling of L tokens to m bins
-  const int64_t p = square_side(o.m);
-  VT_CHECK(p >= 0, "[mita] model.attention.m = ", o.m, " must be a perfect square: the ", L, " pooled tokens (",
-           o.landmark_pool, ") form a ", G, "x", G, " grid that is pooled 2-D to p x p landmarks");
-  lay.two_d = true;
-  lay.grid = G;
-  lay.pool = p;
-  return lay;
 }
 
 Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
   VT_CHECK(q.defined() && q.dim() == 3, "[mita] queries must be [B, N, C], got ",
            q.defined() ? q.describe() : std::string("an undefined tensor"));
   const int64_t B = q.size(0), N = q.size(1), C = q.size(2);
-  const LandmarkLayout lay = landmark_layout(N, o);
+  check_strings(o);
   if (o.landmark_pool == "random") return random_landmarks(q, o.m);
-  if (o.impl == "fused" && ops::mita_fused_supports(q.dtype(), q.device(), 0)) {  // one op reading q in place: no transposed copies
-    return ops::mita_landmark_pool(q, lay.first, lay.tokens, lay.two_d ? lay.grid : 0, o.m);
-  }
+  const ops::MitaLandmarkLayout lay = landmark_layout(N, o.m, o.landmark_pool);
+  // One op reading q in place: no transposed copies.
+  if (o.impl == "fused" && ops::mita_fused_supports(q.dtype(), q.device(), 0)) return ops::mita_landmark_pool(q, lay);
   // shifted: tokens 0..N-2 (CLS in, last patch out, so every patch sits one cell right of its true place);
   // patches: tokens 1..N-1; sequence: all.
   Tensor tokens = o.landmark_pool == "sequence" ? q
@@ -169,8 +163,8 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
                                                  : q.slice(1, 1, N);
   Tensor chan = tokens.transpose(1, 2);  // [B, C, L]
   Tensor pooled;
-  if (lay.two_d) {
-    pooled = ops::adaptive_avg_pool2d(chan.reshape({B, C, lay.grid, lay.grid}), lay.pool, lay.pool)
+  if (lay.grid() > 0) {
+    pooled = ops::adaptive_avg_pool2d(chan.reshape({B, C, lay.grid(), lay.grid()}), lay.pool(), lay.pool())
                  .reshape({B, C, o.m});  // landmark j = row·p + col
   } else {
     pooled = ops::adaptive_avg_pool1d(chan, o.m);
@@ -187,14 +181,10 @@ Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& d
   if (o.impl != "fused" || o.s != 1 || o.compress_only || o.landmark_pool == "random" || o.k < 1 || o.k > N ||
       !ops::mita_fused_supports(qkv.dtype(), qkv.device(), d))
     return {};
-  const LandmarkLayout lay = landmark_layout(N, o);
   ops::MitaQkvOptions po;
   po.heads = o.heads;
-  po.m = o.m;
+  po.landmarks = landmark_layout(N, o.m, o.landmark_pool);
   po.topk = o.k;
-  po.pool_first = lay.first;
-  po.pool_tokens = lay.tokens;
-  po.pool_grid = lay.two_d ? lay.grid : 0;
   po.attention = attention_options(d, o);
   po.gate = gate;
   if (!any_requires_grad({&qkv}) && !ops::mita_qkv_one_kernel(qkv, po)) return {};

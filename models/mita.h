@@ -45,13 +45,6 @@ struct MitaDebug {
   Tensor weights;        // [B, H, N, m + P] joint softmax weights ([B, H, N, P] when route_only)
 };
 
-/// Landmark grid of L tokens pooled to m landmarks: 2-D (side G → p) when L is a perfect square, else 1-D.
-struct LandmarkLayout {
-  int64_t first = 0, tokens = 0;  // the pooled tokens are first .. first + tokens - 1 (none for "random")
-  bool two_d = false;
-  int64_t grid = 0;  // G (2-D only)
-  int64_t pool = 0;  // p (2-D only)
-};
 /// Test and analysis hook: while one is alive, the fused MiTA calls on this thread append their routing (moved
 /// to the CPU) to `routings` (record), or take theirs from it in call order (replay) — so a CPU and a GPU run,
 /// whose scores differ in the last bits, make the same discrete choices.
@@ -67,8 +60,10 @@ class MitaRoutingTap {
   size_t next = 0;
 };
 
-/// Decides the layout for N tokens; throws naming model.attention.m / landmark_pool when it is impossible.
-LandmarkLayout landmark_layout(int64_t N, const MitaOptions& o);
+/// The landmark layout of `landmark_pool` (shifted | patches | sequence; "random" pools nothing) over N tokens with
+/// m landmarks: the one place the rule above is decided and checked; throws naming model.attention.m /
+/// landmark_pool when it is impossible.
+ops::MitaLandmarkLayout landmark_layout(int64_t N, int64_t m, const std::string& landmark_pool);
 
 /// R0 [B, m, C]: adaptive average pooling of the full-width queries q [B, N, C] (see the rule above).
 Tensor mita_landmarks(const Tensor& q, const MitaOptions& o);

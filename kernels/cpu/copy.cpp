@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "kernels/cpu/strided.h"
+#include "kernels/strided.h"
 
 namespace vt::kernels::cpu {
 

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/fast_math.h"
-#include "kernels/cpu/strided.h"
+#include "kernels/strided.h"
 
 namespace vt::kernels::cpu {
 

@@ -4,11 +4,9 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/shapes.h"
 
 namespace vt::kernels::cpu {
-
-enum class BinaryOp { add, sub, mul, div };
-enum class UnaryOp { exp, log, sqrt, rsqrt, tanh, sigmoid, gelu, silu, square, neg, relu };
 
 /// out (contiguous, `shape`) = a op b, with a/b read through (possibly zero) strides.
 void binary_forward(BinaryOp op, DType dtype, void* out, const void* a, const std::vector<int64_t>& a_strides,

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/shape.h"
-#include "kernels/cpu/strided.h"
+#include "kernels/strided.h"
 
 namespace vt::kernels::cpu {
 

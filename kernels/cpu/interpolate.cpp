@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/bilinear_taps.h"
 
 namespace vt::kernels::cpu {
 

@@ -15,11 +15,11 @@ namespace vt::kernels::cpu {
 namespace {
 
 template <typename T>
-const T* row_of(const HeadView& v, int64_t b, int64_t h, int64_t r) {
+const T* row_of(const AttentionView& v, int64_t b, int64_t h, int64_t r) {
   return static_cast<const T*>(v.data) + b * v.batch_stride + h * v.head_stride + r * v.row_stride;
 }
 template <typename T>
-T* mutable_row(const HeadView& v, int64_t b, int64_t h, int64_t r) {
+T* mutable_row(const AttentionView& v, int64_t b, int64_t h, int64_t r) {
   return const_cast<T*>(row_of<T>(v, b, h, r));
 }
 
@@ -31,8 +31,8 @@ double dot(const T* a, const T* b, int64_t d) {
 }
 
 template <typename T>
-void route(const HeadView& q, const HeadView& k, const HeadView& r, const MitaSizes& s, int32_t* expert_keys,
-           int32_t* experts, int32_t* order, int32_t* offsets) {
+void route(const AttentionView& q, const AttentionView& k, const AttentionView& r, const MitaShapeF64& s,
+           int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets) {
   const int64_t N = s.N, m = s.m, kk = s.k, d = s.d;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t bh = 0; bh < s.B * s.H; ++bh) {
@@ -80,8 +80,8 @@ struct Slots {
 };
 
 template <typename T>
-Slots<T> slots_of(const HeadView& k, const HeadView& v, const HeadView& r, const HeadView& v_hat, const MitaIndex& idx,
-                  const MitaSizes& s, int64_t b, int64_t h, int64_t e) {
+Slots<T> slots_of(const AttentionView& k, const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
+                  const MitaRoutingArrays& idx, const MitaShapeF64& s, int64_t b, int64_t h, int64_t e) {
   Slots<T> sl;
   if (s.shared)
     for (int64_t j = 0; j < s.m; ++j) {
@@ -112,8 +112,8 @@ void joint_softmax(const T* q, const Slots<T>& sl, int64_t d, std::vector<double
 }
 
 template <typename T>
-void forward(const HeadView& out, const HeadView& q, const HeadView& k, const HeadView& v, const HeadView& r,
-             const HeadView& v_hat, const MitaIndex& idx, const MitaSizes& s) {
+void forward(const AttentionView& out, const AttentionView& q, const AttentionView& k, const AttentionView& v,
+             const AttentionView& r, const AttentionView& v_hat, const MitaRoutingArrays& idx, const MitaShapeF64& s) {
   const int64_t d = s.d;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t bh = 0; bh < s.B * s.H; ++bh) {
@@ -136,9 +136,10 @@ void forward(const HeadView& out, const HeadView& q, const HeadView& k, const He
 }
 
 template <typename T>
-void backward(const HeadView& dq, const HeadView& dk, const HeadView& dv, const HeadView& dr, const HeadView& dv_hat,
-              const HeadView& dout, const HeadView& q, const HeadView& k, const HeadView& v, const HeadView& r,
-              const HeadView& v_hat, const MitaIndex& idx, const MitaSizes& s) {
+void backward(const AttentionView& dq, const AttentionView& dk, const AttentionView& dv, const AttentionView& dr,
+              const AttentionView& dv_hat, const AttentionView& dout, const AttentionView& q, const AttentionView& k,
+              const AttentionView& v, const AttentionView& r, const AttentionView& v_hat, const MitaRoutingArrays& idx,
+              const MitaShapeF64& s) {
   const int64_t d = s.d, N = s.N, m = s.m;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t bh = 0; bh < s.B * s.H; ++bh) {
@@ -170,7 +171,7 @@ void backward(const HeadView& dq, const HeadView& dk, const HeadView& dv, const 
         }
       }
     }
-    auto store = [&](const HeadView& g, const std::vector<double>& acc, int64_t rows) {
+    auto store = [&](const AttentionView& g, const std::vector<double>& acc, int64_t rows) {
       for (int64_t i = 0; i < rows; ++i) {
         T* row = mutable_row<T>(g, b, h, i);
         for (int64_t c = 0; c < d; ++c) row[c] = static_cast<T>(acc[i * d + c]);
@@ -188,8 +189,8 @@ void backward(const HeadView& dq, const HeadView& dk, const HeadView& dv, const 
 
 }  // namespace
 
-void mita_route(DType dtype, const HeadView& q, const HeadView& k, const HeadView& r, const MitaSizes& s,
-                int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets) {
+void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r,
+                const MitaShapeF64& s, int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets) {
   switch (dtype) {
     case DType::f32: return route<float>(q, k, r, s, expert_keys, experts, order, offsets);
     case DType::f64: return route<double>(q, k, r, s, expert_keys, experts, order, offsets);
@@ -197,9 +198,9 @@ void mita_route(DType dtype, const HeadView& q, const HeadView& k, const HeadVie
   }
 }
 
-void mita_attention_forward(DType dtype, const HeadView& out, const HeadView& q, const HeadView& k,
-                            const HeadView& v, const HeadView& r, const HeadView& v_hat, const MitaIndex& idx,
-                            const MitaSizes& s) {
+void mita_attention_forward(DType dtype, const AttentionView& out, const AttentionView& q, const AttentionView& k,
+                            const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
+                            const MitaRoutingArrays& idx, const MitaShapeF64& s) {
   switch (dtype) {
     case DType::f32: return forward<float>(out, q, k, v, r, v_hat, idx, s);
     case DType::f64: return forward<double>(out, q, k, v, r, v_hat, idx, s);
@@ -207,10 +208,11 @@ void mita_attention_forward(DType dtype, const HeadView& out, const HeadView& q,
   }
 }
 
-void mita_attention_backward(DType dtype, const HeadView& dq, const HeadView& dk, const HeadView& dv,
-                             const HeadView& dr, const HeadView& dv_hat, const HeadView& dout, const HeadView& q,
-                             const HeadView& k, const HeadView& v, const HeadView& r, const HeadView& v_hat,
-                             const MitaIndex& idx, const MitaSizes& s) {
+void mita_attention_backward(DType dtype, const AttentionView& dq, const AttentionView& dk, const AttentionView& dv,
+                             const AttentionView& dr, const AttentionView& dv_hat, const AttentionView& dout,
+                             const AttentionView& q, const AttentionView& k, const AttentionView& v,
+                             const AttentionView& r, const AttentionView& v_hat, const MitaRoutingArrays& idx,
+                             const MitaShapeF64& s) {
   switch (dtype) {
     case DType::f32: return backward<float>(dq, dk, dv, dr, dv_hat, dout, q, k, v, r, v_hat, idx, s);
     case DType::f64: return backward<double>(dq, dk, dv, dr, dv_hat, dout, q, k, v, r, v_hat, idx, s);

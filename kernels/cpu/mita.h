@@ -6,44 +6,26 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/shapes.h"  // AttentionView, MitaShapeF64, MitaRoutingArrays
 
 namespace vt::kernels::cpu {
 
-/// A [B, H, rows, d] operand: element (b, h, r, c) at data[b·batch_stride + h·head_stride + r·row_stride + c].
-struct HeadView {
-  const void* data = nullptr;
-  int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
-};
-
-struct MitaSizes {
-  int64_t B = 0, H = 0, N = 0, m = 0, k = 0, d = 0;
-  double scale = 1.0, shared_scale = 1.0;  // routed / shared logit scales
-  bool shared = true;                      // false: route-only
-};
-
-/// The routing tensors of ops::MitaRouting, contiguous i32.
-struct MitaIndex {
-  const int32_t* expert_keys = nullptr;  // [B, H, m, k]
-  const int32_t* experts = nullptr;      // [B, H, N]
-  const int32_t* order = nullptr;        // [B, H, N]
-  const int32_t* offsets = nullptr;      // [B, H, m + 1]
-};
-
-/// Writes the routing (the MitaIndex arrays, in that layout) from q, k [B, H, N, d] and landmarks r [B, H, m, d];
+/// Writes the routing (the MitaRoutingArrays, in that layout) from q, k [B, H, N, d] and landmarks r [B, H, m, d];
 /// f32/f64.
-void mita_route(DType dtype, const HeadView& q, const HeadView& k, const HeadView& r, const MitaSizes& s,
-                int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets);
+void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r,
+                const MitaShapeF64& s, int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets);
 
 /// out [B, H, N, d] (written through its view) = the joint-softmax attention; f32/f64.
-void mita_attention_forward(DType dtype, const HeadView& out, const HeadView& q, const HeadView& k,
-                            const HeadView& v, const HeadView& r, const HeadView& v_hat, const MitaIndex& idx,
-                            const MitaSizes& s);
+void mita_attention_forward(DType dtype, const AttentionView& out, const AttentionView& q, const AttentionView& k,
+                            const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
+                            const MitaRoutingArrays& idx, const MitaShapeF64& s);
 
 /// Gradients of mita_attention_forward given dout: dq, dk, dv [B, H, N, d], dr, dv_hat [B, H, m, d], all
 /// overwritten (dr, dv_hat untouched when !s.shared). f32/f64.
-void mita_attention_backward(DType dtype, const HeadView& dq, const HeadView& dk, const HeadView& dv,
-                             const HeadView& dr, const HeadView& dv_hat, const HeadView& dout, const HeadView& q,
-                             const HeadView& k, const HeadView& v, const HeadView& r, const HeadView& v_hat,
-                             const MitaIndex& idx, const MitaSizes& s);
+void mita_attention_backward(DType dtype, const AttentionView& dq, const AttentionView& dk, const AttentionView& dv,
+                             const AttentionView& dr, const AttentionView& dv_hat, const AttentionView& dout,
+                             const AttentionView& q, const AttentionView& k, const AttentionView& v,
+                             const AttentionView& r, const AttentionView& v_hat, const MitaRoutingArrays& idx,
+                             const MitaShapeF64& s);
 
 }  // namespace vt::kernels::cpu

@@ -5,14 +5,9 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/shapes.h"
 
 namespace vt::kernels::cpu {
-
-/// Logits [B, K, P] and targets [B, P] (P = H·W pixels), both contiguous.
-struct PixelCeShape {
-  int64_t B = 0, K = 0, P = 0;
-  int64_t ignore_index = 255;
-};
 
 struct PixelCeSum {
   double total = 0;   // Σ over counted pixels of lse − x[target]

@@ -8,7 +8,7 @@
 // global_grad_norm does, in the same order), so clip + update is two launches. An EMA of the parameters (timm
 // ModelEmaV2) can ride along: right after an element's new value is written, its EMA element is updated from it.
 #pragma once
-#include <cuda_runtime.h>
+#include "kernels/device_handles.h"
 
 #include <cstdint>
 #include <utility>
@@ -66,33 +66,33 @@ struct SgdStepScalars {
 };
 
 /// Writes one step's AdamW values to device memory `dst` with a one-thread launch on `stream` (not for graph capture).
-void set_adamw_step_scalars(AdamWStepScalars* dst, const AdamWStepScalars& values, cudaStream_t stream);
+void set_adamw_step_scalars(AdamWStepScalars* dst, const AdamWStepScalars& values, KernelStream stream);
 /// Writes one step's SGD values to device memory `dst` with a one-thread launch on `stream` (not for graph capture).
-void set_sgd_step_scalars(SgdStepScalars* dst, const SgdStepScalars& values, cudaStream_t stream);
+void set_sgd_step_scalars(SgdStepScalars* dst, const SgdStepScalars& values, KernelStream stream);
 
 /// torch.optim.AdamW (amsgrad off) on n elements: p -= lr·wd·p; m, v moving averages of g and g²; p -= lr/bc1 · m /
 /// (sqrt(v)/sqrt(bc2) + eps), lr and the bias corrections read from *hyper.scalars. n a multiple of 4, pointers
 /// 16-byte aligned. With a clip, *clip.norm is written even when n == 0.
 void adamw_flat_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
                      const FlatGroups& groups, const AdamWHyper& hyper, DeviceClip clip, FusedEma ema,
-                     cudaStream_t stream);
+                     KernelStream stream);
 
 /// torch.optim.SGD (dampening 0): d = g + wd·p; with momentum buf = d (first step) or momentum·buf + d, and d =
 /// nesterov ? d + momentum·buf : buf; p -= lr·d, lr and the first-step flag read from *scalars. momentum_buf ==
 /// nullptr: no momentum. With a clip, *clip.norm is written even when n == 0.
 void sgd_flat_step(float* param, const float* grad, float* momentum_buf, int64_t n, const FlatGroups& groups,
                    float momentum, bool nesterov, const SgdStepScalars* scalars, DeviceClip clip, FusedEma ema,
-                   cudaStream_t stream);
+                   KernelStream stream);
 
 /// Number of doubles of the workspace (the partial sums) of grad_norm_partials and global_grad_norm.
 int64_t grad_norm_workspace_size();
 /// partials[0, grad_norm_workspace_size()) = partial sums in f64 of grad[i]² over n elements (n a multiple of 4,
 /// 16-byte aligned), in a fixed order; one launch. A DeviceClip or grad_norm_from_partials finishes the norm.
-void grad_norm_partials(double* partials, const float* grad, int64_t n, cudaStream_t stream);
+void grad_norm_partials(double* partials, const float* grad, int64_t n, KernelStream stream);
 /// *norm = sqrt of the sum of grad_norm_partials' sums, added in a fixed order; one single-block launch.
-void grad_norm_from_partials(float* norm, const double* partials, cudaStream_t stream);
+void grad_norm_from_partials(float* norm, const double* partials, KernelStream stream);
 /// *norm = sqrt(sum of grad[i]²) over n elements (n a multiple of 4, 16-byte aligned), summed in f64 in a fixed order
 /// (deterministic): grad_norm_partials then grad_norm_from_partials, no host synchronization.
-void global_grad_norm(float* norm, double* workspace, const float* grad, int64_t n, cudaStream_t stream);
+void global_grad_norm(float* norm, double* workspace, const float* grad, int64_t n, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

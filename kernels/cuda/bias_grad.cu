@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/blas.h"
+#include "kernels/cuda/blas_context.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/float_types.cuh"
 

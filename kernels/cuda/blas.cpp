@@ -1,6 +1,7 @@
 // cuBLASLt GEMM: validation, descriptors, the algorithm choice (heuristic candidates timed on first use) cached
 // per key, the per-device context. The row-major -> column-major mapping is explained at the top of blas.h.
 #include "kernels/cuda/blas.h"
+#include "kernels/cuda/blas_context.h"
 
 #include <algorithm>
 #include <array>

@@ -35,13 +35,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
-#include <unordered_map>
-
-#include <cublasLt.h>
-#include <cuda_runtime.h>
 
 #include "core/dtype.h"
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
@@ -73,31 +69,13 @@ struct GemmLtArgs {
   GemmEpilogue epilogue = GemmEpilogue::none;
   const void* bias = nullptr;  // [N] of out_dtype, shared by all batch items; needed by bias epilogues
   void* bias_grad = nullptr;   // [M] of out_dtype, written by bias_grad_a
-  cudaStream_t stream = nullptr;
+  KernelStream stream = nullptr;
 };
 
 /// Runs the GEMM on the current device, asynchronously on args.stream. Validates shapes, dtypes and leading
 /// dimensions (vt::Error names "[gemm_lt]"); the algorithm is the fastest heuristic candidate, timed on the first
 /// use of its shape/layout/alignment key (which waits for args.stream) and cached (see "Algorithm choice" above).
 void gemm_lt(const GemmLtArgs& args);
-
-/// Per-device cuBLASLt state, created on first use and never destroyed (no cuBLAS call runs after the CUDA
-/// runtime has been torn down at exit): the handle, and one 32 MiB workspace per stream from the device's
-/// caching allocator (a workspace shared by two streams would race).
-class BlasContext {
- public:
-  static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
-  static BlasContext& get(int device);
-  cublasLtHandle_t handle() const { return handle_; }
-  void* workspace(cudaStream_t stream);
-
- private:
-  explicit BlasContext(int device);
-  int device_;
-  cublasLtHandle_t handle_ = nullptr;
-  std::mutex mutex_;
-  std::unordered_map<cudaStream_t, void*> workspaces_;
-};
 
 /// Number of distinct algorithm-cache entries (all devices); for tests.
 size_t gemm_lt_cache_size();

@@ -4,26 +4,25 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "core/dtype.h"
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
 /// out [B, C, H, W] = depth-wise 3×3 conv of x with weight [C, 9] (+ bias [C] when not null).
 void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
-                          int64_t C, int64_t H, int64_t W, cudaStream_t stream);
+                          int64_t C, int64_t H, int64_t W, KernelStream stream);
 /// Gradients of depthwise3x3_forward given g [B, C, H, W]; any of dx, dweight [C, 9], dbias [C] may be null.
 /// dweight/dbias are reduced per channel by one block each, in a fixed order (deterministic).
 void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
-                           const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, cudaStream_t stream);
+                           const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, KernelStream stream);
 
 /// out [N, oh, ow] ← x [N, H, W] with PyTorch's adaptive bins (kernels/cpu/pool.h).
 void adaptive_avg_pool2d_forward(DType dtype, void* out, const void* x, int64_t N, int64_t H, int64_t W, int64_t oh,
-                                 int64_t ow, cudaStream_t stream);
+                                 int64_t ow, KernelStream stream);
 /// dx [N, H, W] ← g [N, oh, ow]: every input element sums grad / bin size over the bins that contain it
 /// (one thread per input element, no atomics).
 void adaptive_avg_pool2d_backward(DType dtype, void* dx, const void* g, int64_t N, int64_t H, int64_t W, int64_t oh,
-                                  int64_t ow, cudaStream_t stream);
+                                  int64_t ow, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

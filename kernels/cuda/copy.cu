@@ -14,7 +14,7 @@
 
 #include <cuda_runtime.h>
 
-#include "kernels/cpu/strided.h"
+#include "kernels/strided.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/pinned_memory.h"
@@ -151,7 +151,7 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
   for (int64_t d : shape) n *= d;
   if (n == 0) return;
   const cudaStream_t stream = current_stream();
-  auto layout = cpu::coalesce<2>(shape, {dst_strides, src_strides});
+  auto layout = coalesce<2>(shape, {dst_strides, src_strides});
   const int nd = static_cast<int>(layout.shape.size());
   VT_CHECK(nd <= kMaxDims, "[cuda_copy] at most ", kMaxDims, " non-mergeable dims, got ", nd);
   const bool contiguous = nd == 1 && layout.strides[0][0] == 1 && layout.strides[1][0] == 1;

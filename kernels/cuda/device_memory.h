@@ -1,8 +1,7 @@
 // CUDA backend of the caching allocator (cudaMalloc/cudaFree, cudaEventRecord/cudaEventQuery) and the
 // per-device allocator that device tensors get their memory from.
 #pragma once
-#include <cuda_runtime.h>
-
+#include "kernels/device_handles.h"
 #include "memory/caching_allocator.h"
 
 namespace vt::kernels::cuda {
@@ -23,8 +22,8 @@ class CudaMemoryBackend final : public memory::DeviceMemoryBackend {
   int device_;
 };
 
-inline memory::Stream to_stream(cudaStream_t stream) { return reinterpret_cast<memory::Stream>(stream); }
-inline cudaStream_t to_cuda_stream(memory::Stream stream) { return reinterpret_cast<cudaStream_t>(stream); }
+inline memory::Stream to_stream(KernelStream stream) { return reinterpret_cast<memory::Stream>(stream); }
+inline KernelStream to_cuda_stream(memory::Stream stream) { return reinterpret_cast<KernelStream>(stream); }
 
 /// The caching allocator of `device` (created on first use, configured from VT_CUDA_ALLOCATOR /
 /// VT_CUDA_MAX_SPLIT_SIZE_MB). It lives until the process ends and is never destroyed, so no cudaFree runs

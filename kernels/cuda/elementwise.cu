@@ -10,7 +10,7 @@
 
 #include <array>
 
-#include "kernels/cpu/strided.h"
+#include "kernels/strided.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/float_types.cuh"
 
@@ -249,7 +249,7 @@ void binary_forward(BinaryOp op, DType out_dtype, void* out, DType a_dtype, cons
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (n == 0) return;
-  auto layout = cpu::coalesce<3>(shape, {cpu::contiguous_strides_of(shape), a_strides, b_strides});
+  auto layout = coalesce<3>(shape, {contiguous_strides_of(shape), a_strides, b_strides});
   const int nd = static_cast<int>(layout.shape.size());
   VT_CHECK(nd <= kMaxDims, "[binary] at most ", kMaxDims, " non-mergeable dims, got ", nd);
   const bool same_layout = nd == 1 && layout.strides[1][0] == 1 && layout.strides[2][0] == 1;

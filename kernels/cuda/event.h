@@ -1,6 +1,6 @@
 // RAII cudaEvent_t: record on a stream, wait for it from the host or from another stream, time between two.
 #pragma once
-#include <cuda_runtime.h>
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
@@ -15,19 +15,19 @@ class CudaEvent {
   CudaEvent& operator=(const CudaEvent&) = delete;
 
   /// Captures the work queued on `stream` so far.
-  void record(cudaStream_t stream);
+  void record(KernelStream stream);
   /// Makes `stream` wait (on the device, not the host) for the recorded work.
-  void block(cudaStream_t stream) const;
+  void block(KernelStream stream) const;
   /// Blocks the host until the recorded work has completed.
   void synchronize() const;
   /// True when the recorded work has completed (or nothing was recorded); never blocks.
   bool query() const;
   /// Milliseconds between `start` and this event, both recorded with timing on; waits for this event first.
   float elapsed_ms_since(const CudaEvent& start) const;
-  cudaEvent_t get() const { return event_; }
+  DeviceEvent get() const { return event_; }
 
  private:
-  cudaEvent_t event_ = nullptr;
+  DeviceEvent event_ = nullptr;
 };
 
 }  // namespace vt::kernels::cuda

@@ -1,28 +1,16 @@
 // Fused flash attention (FlashAttention-2 scheme) on bf16 tensors with f32 softmax statistics, for sm_90.
-// Operands are [B, H, N, d] views given by a pointer and three element strides (batch, head, row; the last dim is
-// contiguous), so q/k/v can be slices of one qkv tensor and out/dq/dk/dv can be laid out [B, N, H, d].
+// Operands are [B, H, N, d] AttentionViews (kernels/shapes.h): a pointer and three element strides (batch, head,
+// row; the last dim contiguous), so q/k/v can be slices of one qkv tensor and out/dq/dk/dv can be laid out
+// [B, N, H, d]. Pointers and strides must be multiples of 16 bytes (8 elements): rows are moved with 16-byte copies
+// (flash_attention_aligned).
 // Head dims 32, 64 and 128. Forward: flash_attention_fwd.cu; backward: flash_attention_bwd.cu.
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
+#include "kernels/device_handles.h"
+#include "kernels/shapes.h"  // AttentionView, AttentionShape
 
 namespace vt::kernels::cuda {
-
-/// A bf16 [B, H, N, d] operand: data points at element (0, 0, 0, 0); strides are in elements.
-/// Pointers and strides must be multiples of 16 bytes (8 elements) apart: rows are moved with 16-byte copies.
-struct AttentionView {
-  const void* data = nullptr;
-  int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
-};
-
-/// Sizes shared by every attention launcher.
-struct AttentionShape {
-  int64_t B = 0, H = 0, N = 0, d = 0;
-  float scale = 1.0f;  // the logits are scale·q·kᵀ
-  int64_t N_kv = 0;    // key/value rows when they differ from the N query rows (0: N, self-attention)
-  int64_t kv_rows() const { return N_kv > 0 ? N_kv : N; }
-};
 
 /// True when the fused kernels handle head dim d (32, 64, 128).
 bool flash_attention_supports(int64_t d);
@@ -38,12 +26,12 @@ bool flash_attention_aligned(const AttentionView& view);
 /// out = softmax(scale·q·kᵀ)·v per (batch, head), bf16; lse[b, h, i] = ln Σ_j exp(scale·q_i·k_j) in f32,
 /// contiguous [B, H, N]. q and out have N rows, k and v shape.kv_rows(). `out.data` is written (it is const only so one view type serves inputs and outputs).
 void flash_attention_forward(const AttentionView& out, float* lse, const AttentionView& q, const AttentionView& k,
-                             const AttentionView& v, const AttentionShape& shape, cudaStream_t stream);
+                             const AttentionView& v, const AttentionShape& shape, KernelStream stream);
 
 /// dsum[b, h, n] = Σ_c dout[b, h, n, c]·out[b, h, n, c] in f32 (contiguous [B, H, N]): the softmax backward's row
 /// term, the first step of flash_attention_backward and of MiTA's masked flash backward.
 void flash_attention_row_dot(float* dsum, const AttentionView& dout, const AttentionView& out,
-                             const AttentionShape& shape, cudaStream_t stream);
+                             const AttentionShape& shape, KernelStream stream);
 
 /// How flash_attention_backward forms dq: a second pass over the keys that recomputes P and dS (deterministic),
 /// or f32 atomics from the dK/dV pass into a scratch accumulator (one pass, last bits vary from run to run).
@@ -58,7 +46,7 @@ int64_t flash_attention_backward_workspace(const AttentionShape& shape, FlashDqM
 void flash_attention_backward(const AttentionView& dq, const AttentionView& dk, const AttentionView& dv,
                               const AttentionView& dout, const AttentionView& q, const AttentionView& k,
                               const AttentionView& v, const AttentionView& out, const float* lse, float* workspace,
-                              const AttentionShape& shape, cudaStream_t stream,
+                              const AttentionShape& shape, KernelStream stream,
                               FlashDqMode mode = FlashDqMode::separate_pass);
 
 }  // namespace vt::kernels::cuda

@@ -4,7 +4,7 @@
 // are held until the graph is destroyed (caching_allocator.h). Whatever changes from one replay to the next must be
 // read by the kernels from device memory written before replay() (kernel arguments are frozen at capture).
 #pragma once
-#include <cuda_runtime.h>
+#include "kernels/device_handles.h"
 
 #include <functional>
 #include <vector>
@@ -31,10 +31,10 @@ class CudaGraph {
   void release_capture_state();
 
   int device_;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t queued_ = nullptr, finished_ = nullptr;
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
+  KernelStream stream_ = nullptr;
+  DeviceEvent queued_ = nullptr, finished_ = nullptr;
+  DeviceGraph graph_ = nullptr;
+  DeviceGraphExec exec_ = nullptr;
   std::vector<void*> held_blocks_;  // other streams' blocks freed during the capture
   size_t num_nodes_ = 0;
 };

@@ -4,6 +4,7 @@
 // in the forward; the sum's order is fixed, so the result is deterministic and needs no atomics.
 #include <cuda_bf16.h>
 
+#include "kernels/bilinear_taps.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device/float_types.cuh"
 #include "kernels/cuda/interpolate.h"
@@ -14,7 +15,6 @@ namespace {
 
 using device::from_acc;
 using device::to_acc;
-using kernels::cpu::bilinear_taps;
 
 constexpr int kThreads = 256;
 

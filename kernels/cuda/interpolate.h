@@ -2,20 +2,17 @@
 // and the same taps (bilinear_taps<float>). f32 or bf16 storage, f32 math. The backward gathers (one thread per
 // input element sums the output gradients that read it, in a fixed order): no atomics, deterministic.
 #pragma once
-#include <cuda_runtime.h>
-
 #include "core/dtype.h"
-#include "kernels/cpu/interpolate.h"
+#include "kernels/device_handles.h"
+#include "kernels/shapes.h"
 
 namespace vt::kernels::cuda {
 
-using kernels::cpu::BilinearShape;
-
 /// out [planes, out_h, out_w] = bilinear resize of x [planes, in_h, in_w] (contiguous).
-void bilinear_forward(DType dtype, void* out, const void* x, const BilinearShape& s, cudaStream_t stream);
+void bilinear_forward(DType dtype, void* out, const void* x, const BilinearShape& s, KernelStream stream);
 
 /// dx [planes, in_h, in_w] = the adjoint of the forward applied to dout [planes, out_h, out_w] (contiguous,
 /// same dtype as dx).
-void bilinear_backward(DType dtype, void* dx, const void* dout, const BilinearShape& s, cudaStream_t stream);
+void bilinear_backward(DType dtype, void* dx, const void* dout, const BilinearShape& s, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

@@ -2,7 +2,7 @@
 // process-wide cache of cudaHostAlloc'd blocks (memory/host_block_cache.h: power-of-two sizes, reuse deferred until the
 // streams that used a block are done with it).
 #pragma once
-#include <cuda_runtime.h>
+#include "kernels/device_handles.h"
 
 #include <cstddef>
 
@@ -40,7 +40,7 @@ class PinnedBuffer {
   void* data() const { return ptr_; }
   size_t size() const { return size_; }
   /// An asynchronous copy on `stream` uses this buffer: its reuse after release waits for that copy.
-  void record_stream(cudaStream_t stream);
+  void record_stream(KernelStream stream);
 
  private:
   void* ptr_ = nullptr;

@@ -5,14 +5,11 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "core/dtype.h"
-#include "kernels/cpu/pixel_cross_entropy.h"
+#include "kernels/device_handles.h"
+#include "kernels/shapes.h"
 
 namespace vt::kernels::cuda {
-
-using kernels::cpu::PixelCeShape;
 
 /// f32 elements of scratch the forward needs (per-block partial sums and counts).
 int64_t pixel_cross_entropy_scratch(const PixelCeShape& s);
@@ -21,11 +18,11 @@ int64_t pixel_cross_entropy_scratch(const PixelCeShape& s);
 /// 1 / count (0 when none); lse [B, P] f32. logits f32 or bf16. A target outside [0, K) that is not ignore_index
 /// gives a NaN loss (checking it on the host would need a sync).
 void pixel_cross_entropy_forward(DType logits_dtype, float* loss, float* inv_count, float* lse, const void* logits,
-                                 const int64_t* target, const PixelCeShape& s, float* scratch, cudaStream_t stream);
+                                 const int64_t* target, const PixelCeShape& s, float* scratch, KernelStream stream);
 
 /// dlogits = (softmax − onehot)·(*dloss)·(*inv_count) at counted pixels, 0 at ignored ones; in logits_dtype.
 void pixel_cross_entropy_backward(DType logits_dtype, void* dlogits, const void* logits, const float* lse,
                                   const int64_t* target, const float* dloss, const float* inv_count,
-                                  const PixelCeShape& s, cudaStream_t stream);
+                                  const PixelCeShape& s, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

@@ -8,31 +8,30 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "core/dtype.h"
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
 /// out[i] = lo + (hi − lo)·uniform_i, computed in f64 as on the CPU, stored as dtype (f32, f64 or bf16).
 void uniform_fill(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, double lo, double hi,
-                  cudaStream_t stream);
+                  KernelStream stream);
 /// out[i] = mean + std·normal_i (Box-Muller pairs: reads uniforms 0..n, so the caller reserves n + 1 values).
 void normal_fill(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, double mean, double std,
-                 cudaStream_t stream);
+                 KernelStream stream);
 /// out[i] = normal(mean, std) truncated to [a, b] by inverting the CDF (timm's trunc_normal_).
 void trunc_normal_fill(DType dtype, void* out, int64_t n, uint64_t seed, uint64_t offset, double mean, double std,
-                       double a, double b, cudaStream_t stream);
+                       double a, double b, KernelStream stream);
 /// out[i] = 1 if uniform_i < p else 0 (u8), the draw starting at offset + *offset_shift.
 void bernoulli_fill(uint8_t* out, int64_t n, uint64_t seed, uint64_t offset, const uint64_t* offset_shift, double p,
-                    cudaStream_t stream);
+                    KernelStream stream);
 /// mask[r] = uniform_r < keep_prob and y[r, j] = x[r, j]·mask[r]·scale over (rows × inner) of dtype; the mask is
 /// the CPU's bernoulli_fill(mask, rows, seed, offset, keep_prob).
 void dropout_forward(DType dtype, void* y, uint8_t* mask, const void* x, int64_t rows, int64_t inner, uint64_t seed,
                      uint64_t offset, const uint64_t* offset_shift, double keep_prob, double scale,
-                     cudaStream_t stream);
+                     KernelStream stream);
 /// out[r, j] = in[r, j]·mask[r]·scale (the backward of dropout and drop_path).
 void masked_scale(DType dtype, void* out, const void* in, const uint8_t* mask, int64_t rows, int64_t inner,
-                  double scale, cudaStream_t stream);
+                  double scale, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

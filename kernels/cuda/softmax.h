@@ -4,17 +4,16 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "core/dtype.h"
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
 /// y = softmax(x) (log_softmax when `log`) along R; x, y: (outer, R, inner) contiguous of `dtype` (f32 or bf16).
 void softmax_forward(DType dtype, void* y, const void* x, int64_t outer, int64_t R, int64_t inner, bool log,
-                     cudaStream_t stream);
+                     KernelStream stream);
 /// softmax: dx = y·(dy − Σ dy·y);  log_softmax: dx = dy − exp(y)·Σ dy  (sums along R); all of `dtype`.
 void softmax_backward(DType dtype, void* dx, const void* dy, const void* y, int64_t outer, int64_t R, int64_t inner,
-                      bool log, cudaStream_t stream);
+                      bool log, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

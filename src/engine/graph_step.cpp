@@ -4,10 +4,8 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#ifdef VT_WITH_CUDA
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/graph.h"
-#endif
 
 namespace vt::engine {
 

@@ -6,16 +6,12 @@
 #include <array>
 
 #include "autograd/node.h"
-#include "ops/matmul.h"
+#include "kernels/cuda/flash_attention.h"
+#include "kernels/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/head_layout.h"
+#include "ops/matmul.h"
 #include "ops/nn_functional.h"
-
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/flash_attention.h"
-#include "kernels/cuda/stream.h"
-#endif
 
 namespace vt::ops {
 
@@ -34,7 +30,6 @@ void check_operands(const Tensor& q, const Tensor& k, const Tensor& v) {
   VT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), "[scaled_dot_product_attention] q, k, v dtypes differ");
 }
 
-#ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
 /// t itself when the kernels can read it in place (contiguous last dim, 16-byte aligned rows), else a copy.
@@ -43,7 +38,7 @@ Tensor kernel_ready(const Tensor& t) {
   return kc::flash_attention_aligned(head_view(x)) ? x : x.contiguous();
 }
 
-kc::AttentionShape shape_of(const Tensor& q, double scale) {
+kernels::AttentionShape shape_of(const Tensor& q, double scale) {
   return {q.size(0), q.size(1), q.size(2), q.size(3), static_cast<float>(scale)};
 }
 
@@ -53,40 +48,42 @@ struct FlashAttentionBackward : Node {
   const char* name() const override { return "FlashAttentionBackward"; }
   std::vector<Tensor> backward(const Tensor& grad) override {
     const Device dev = q.device();
-    kc::DeviceGuard guard(dev.index);
-    Tensor dout = kernel_ready(grad.dtype() == DType::bf16 ? grad : grad.to(DType::bf16));
-    auto grad_like_q = [&] { return empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev); };
-    Tensor dq = grad_like_q(), dk = grad_like_q(), dv = grad_like_q();
-    const kc::AttentionShape s = shape_of(q, scale);
-    Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
-    kc::flash_attention_backward(head_view(dq), head_view(dk), head_view(dv), head_view(dout), head_view(q),
-                                 head_view(k), head_view(v), head_view(out), lse.data<float>(),
-                                 workspace.data<float>(), s, kc::current_stream());
-    return {needs_grad(0) ? dq : Tensor(), needs_grad(1) ? dk : Tensor(), needs_grad(2) ? dv : Tensor()};
+    return kernels::on_cuda(dev, [&](kernels::Cuda c) -> std::vector<Tensor> {
+      Tensor dout = kernel_ready(grad.dtype() == DType::bf16 ? grad : grad.to(DType::bf16));
+      auto grad_like_q = [&] { return empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev); };
+      Tensor dq = grad_like_q(), dk = grad_like_q(), dv = grad_like_q();
+      const kernels::AttentionShape s = shape_of(q, scale);
+      Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
+      kc::flash_attention_backward(head_view(dq), head_view(dk), head_view(dv), head_view(dout), head_view(q),
+                                   head_view(k), head_view(v), head_view(out), lse.data<float>(),
+                                   workspace.data<float>(), s, c.stream);
+      return {needs_grad(0) ? dq : Tensor(), needs_grad(1) ? dk : Tensor(), needs_grad(2) ? dv : Tensor()};
+    });
   }
   void release() override { q = k = v = out = lse = Tensor(); }
 };
 
 Tensor flash_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, double scale) {
   const Device dev = q_in.device();
-  kc::DeviceGuard guard(dev.index);
-  Tensor q = kernel_ready(q_in), k = kernel_ready(k_in), v = kernel_ready(v_in);
-  const kc::AttentionShape s = shape_of(q, scale);
-  Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
-  Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
-  kc::flash_attention_forward(head_view(out), lse.data<float>(), head_view(q), head_view(k), head_view(v), s,
-                              kc::current_stream());
-  if (any_requires_grad({&q_in, &k_in, &v_in})) {
-    auto node = std::make_shared<FlashAttentionBackward>();
-    node->q = q;
-    node->k = k;
-    node->v = v;
-    node->out = out.detach();
-    node->lse = lse;
-    node->scale = scale;
-    attach_node(out, node, {&q_in, &k_in, &v_in});
-  }
-  return out;
+  return kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    Tensor q = kernel_ready(q_in), k = kernel_ready(k_in), v = kernel_ready(v_in);
+    const kernels::AttentionShape s = shape_of(q, scale);
+    Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
+    Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
+    kc::flash_attention_forward(head_view(out), lse.data<float>(), head_view(q), head_view(k), head_view(v), s,
+                                c.stream);
+    if (any_requires_grad({&q_in, &k_in, &v_in})) {
+      auto node = std::make_shared<FlashAttentionBackward>();
+      node->q = q;
+      node->k = k;
+      node->v = v;
+      node->out = out.detach();
+      node->lse = lse;
+      node->scale = scale;
+      attach_node(out, node, {&q_in, &k_in, &v_in});
+    }
+    return out;
+  });
 }
 
 // The [B, H, N, d] views of q, k, v inside a packed [B, N, 3·H·d] tensor (no autograd).
@@ -106,19 +103,20 @@ struct QkvAttentionBackward : Node {
   const char* name() const override { return "QkvAttentionBackward"; }
   std::vector<Tensor> backward(const Tensor& grad) override {
     const Device dev = qkv.device();
-    kc::DeviceGuard guard(dev.index);
-    const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3;
-    Tensor g = grad.dtype() == DType::bf16 ? grad : grad.to(DType::bf16);
-    Tensor dout = kernel_ready(g.reshape({B, N, heads, C / heads}).permute({0, 2, 1, 3}));
-    Tensor dqkv = Tensor::empty({B, N, 3 * C}, DType::bf16, dev);
-    auto [q, k, v] = unpack_qkv(qkv, heads);
-    auto [dq, dk, dv] = unpack_qkv(dqkv, heads);
-    const kc::AttentionShape s = shape_of(q, scale);
-    Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
-    kc::flash_attention_backward(head_view(dq), head_view(dk), head_view(dv), head_view(dout), head_view(q),
-                                 head_view(k), head_view(v), head_view(out), lse.data<float>(),
-                                 workspace.data<float>(), s, kc::current_stream());
-    return {dqkv};
+    return kernels::on_cuda(dev, [&](kernels::Cuda c) -> std::vector<Tensor> {
+      const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3;
+      Tensor g = grad.dtype() == DType::bf16 ? grad : grad.to(DType::bf16);
+      Tensor dout = kernel_ready(g.reshape({B, N, heads, C / heads}).permute({0, 2, 1, 3}));
+      Tensor dqkv = Tensor::empty({B, N, 3 * C}, DType::bf16, dev);
+      auto [q, k, v] = unpack_qkv(qkv, heads);
+      auto [dq, dk, dv] = unpack_qkv(dqkv, heads);
+      const kernels::AttentionShape s = shape_of(q, scale);
+      Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(s)}, DType::f32, dev);
+      kc::flash_attention_backward(head_view(dq), head_view(dk), head_view(dv), head_view(dout), head_view(q),
+                                   head_view(k), head_view(v), head_view(out), lse.data<float>(),
+                                   workspace.data<float>(), s, c.stream);
+      return {dqkv};
+    });
   }
   void release() override { qkv = out = lse = Tensor(); }
 };
@@ -126,30 +124,30 @@ struct QkvAttentionBackward : Node {
 // Fused path of qkv_attention, or an undefined tensor when the kernels cannot read qkv in place.
 Tensor flash_qkv_attention(const Tensor& qkv_in, int64_t heads, double scale) {
   const Device dev = qkv_in.device();
-  kc::DeviceGuard guard(dev.index);
-  Tensor qkv = qkv_in.detach();
-  if (qkv.strides()[2] != 1) qkv = qkv.contiguous();
-  auto [q, k, v] = unpack_qkv(qkv, heads);
-  for (const Tensor* t : {&q, &k, &v})
-    if (!kc::flash_attention_aligned(head_view(*t))) return Tensor();
-  const kc::AttentionShape s = shape_of(q, scale);
-  Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
-  Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
-  kc::flash_attention_forward(head_view(out), lse.data<float>(), head_view(q), head_view(k), head_view(v), s,
-                              kc::current_stream());
-  Tensor result = make_view(out, {s.B, s.N, s.H * s.d}, {s.N * s.H * s.d, s.H * s.d, 1}, 0);
-  if (qkv_in.requires_grad()) {
-    auto node = std::make_shared<QkvAttentionBackward>();
-    node->qkv = qkv;
-    node->out = out;
-    node->lse = lse;
-    node->heads = heads;
-    node->scale = scale;
-    attach_node(result, node, {&qkv_in});
-  }
-  return result;
+  return kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    Tensor qkv = qkv_in.detach();
+    if (qkv.strides()[2] != 1) qkv = qkv.contiguous();
+    auto [q, k, v] = unpack_qkv(qkv, heads);
+    for (const Tensor* t : {&q, &k, &v})
+      if (!kc::flash_attention_aligned(head_view(*t))) return Tensor();
+    const kernels::AttentionShape s = shape_of(q, scale);
+    Tensor out = empty_bnhd(q.size(0), q.size(1), q.size(2), q.size(3), DType::bf16, dev);
+    Tensor lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
+    kc::flash_attention_forward(head_view(out), lse.data<float>(), head_view(q), head_view(k), head_view(v), s,
+                                c.stream);
+    Tensor result = make_view(out, {s.B, s.N, s.H * s.d}, {s.N * s.H * s.d, s.H * s.d, 1}, 0);
+    if (qkv_in.requires_grad()) {
+      auto node = std::make_shared<QkvAttentionBackward>();
+      node->qkv = qkv;
+      node->out = out;
+      node->lse = lse;
+      node->heads = heads;
+      node->scale = scale;
+      attach_node(result, node, {&qkv_in});
+    }
+    return result;
+  });
 }
-#endif
 
 }  // namespace
 
@@ -158,13 +156,10 @@ Tensor qkv_attention(const Tensor& qkv, int64_t heads, double scale) {
            heads, "·d], got ", qkv.describe());
   const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3, d = C / heads;
   const Device dev = common_device("qkv_attention", {&qkv});
-#ifdef VT_WITH_CUDA
   if (dev.is_cuda() && qkv.dtype() == DType::bf16 && kc::flash_attention_supports(d)) {
     Tensor out = flash_qkv_attention(qkv, heads, scale);
     if (out.defined()) return out;
   }
-#endif
-  (void)dev;
   Tensor t = qkv.reshape({B, N, 3, heads, d}).permute({2, 0, 3, 1, 4});
   Tensor q = t.slice(0, 0, 1).squeeze(0), k = t.slice(0, 1, 2).squeeze(0), v = t.slice(0, 2, 3).squeeze(0);
   return scaled_dot_product_attention(q, k, v, scale).transpose(1, 2).reshape({B, N, C});
@@ -173,13 +168,8 @@ Tensor qkv_attention(const Tensor& qkv, int64_t heads, double scale) {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
   check_operands(q, k, v);
   const Device dev = common_device("scaled_dot_product_attention", {&q, &k, &v});
-  if (dev.is_cuda() && q.dtype() == DType::bf16) {
-#ifdef VT_WITH_CUDA
-    if (kc::flash_attention_supports(q.size(3))) return flash_attention(q, k, v, scale);
-#else
-    fail_without_cuda("scaled_dot_product_attention", dev);
-#endif
-  }
+  if (dev.is_cuda() && q.dtype() == DType::bf16 && kc::flash_attention_supports(q.size(3)))
+    return flash_attention(q, k, v, scale);
   return composite_attention(q, k, v, scale);
 }
 

@@ -8,13 +8,10 @@
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
+#include "kernels/cuda/conv.h"
+#include "kernels/dispatch.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/conv.h"
-#include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/stream.h"
-#endif
 
 namespace vt::ops {
 
@@ -101,18 +98,16 @@ struct AdaptiveAvgPoolBackward : Node {
     Tensor g = (g_in.dtype() == dtype ? g_in : g_in.to(dtype)).contiguous();
     const Device dev = g.device();
     Tensor gx = Tensor::empty(input_shape, g.dtype(), dev);
-    if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-      kernels::cuda::DeviceGuard guard(dev.index);
-      kernels::cuda::adaptive_avg_pool2d_backward(g.dtype(), gx.raw_data(), g.raw_data(), gx.numel() / (H * W), H, W,
-                                                  oh, ow, kernels::cuda::current_stream());
-#else
-      fail_without_cuda("adaptive_avg_pool", dev);
-#endif
-    } else {
-      kernels::cpu::adaptive_avg_pool2d_backward(g.dtype(), gx.raw_data(), g.raw_data(), gx.numel() / (H * W), H, W,
-                                                 oh, ow);
-    }
+    kernels::dispatch(
+        dev,
+        [&] {
+          kernels::cpu::adaptive_avg_pool2d_backward(g.dtype(), gx.raw_data(), g.raw_data(), gx.numel() / (H * W), H, W,
+                                                     oh, ow);
+        },
+        [&](kernels::Cuda c) {
+          kernels::cuda::adaptive_avg_pool2d_backward(g.dtype(), gx.raw_data(), g.raw_data(), gx.numel() / (H * W), H,
+                                                      W, oh, ow, c.stream);
+        });
     return {gx};
   }
 };
@@ -134,18 +129,16 @@ Tensor pool_impl(const Tensor& x, int64_t H, int64_t W, int64_t oh, int64_t ow, 
     VT_CHECK(is_floating(x.dtype()) && x.dtype() != DType::bf16, "[", op, "] needs f32 or f64, got ", x.describe());
   Tensor xc = x.detach().contiguous();
   Tensor out = Tensor::empty(out_shape, x.dtype(), dev);
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::adaptive_avg_pool2d_forward(x.dtype(), out.raw_data(), xc.raw_data(), x.numel() / (H * W), H, W,
-                                               oh, ow, kernels::cuda::current_stream());
-#else
-    fail_without_cuda(op, dev);
-#endif
-  } else {
-    kernels::cpu::adaptive_avg_pool2d_forward(x.dtype(), out.raw_data(), xc.raw_data(), x.numel() / (H * W), H, W, oh,
-                                              ow);
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        kernels::cpu::adaptive_avg_pool2d_forward(x.dtype(), out.raw_data(), xc.raw_data(), x.numel() / (H * W), H, W,
+                                                  oh, ow);
+      },
+      [&](kernels::Cuda c) {
+        kernels::cuda::adaptive_avg_pool2d_forward(x.dtype(), out.raw_data(), xc.raw_data(), x.numel() / (H * W), H, W,
+                                                   oh, ow, c.stream);
+      });
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<AdaptiveAvgPoolBackward>();
     node->input_shape = x.shape();
@@ -235,18 +228,16 @@ void depthwise_conv3x3_grads(const Tensor& g_in, const Tensor& x_in, const Tenso
   void* px = dx ? dx->raw_data() : nullptr;
   void* pw = dweight ? dweight->raw_data() : nullptr;
   void* pb = dbias ? dbias->raw_data() : nullptr;
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::depthwise3x3_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
-                                         x.size(1), x.size(2), x.size(3), kernels::cuda::current_stream());
-#else
-    fail_without_cuda("depthwise_conv3x3", dev);
-#endif
-  } else {
-    kernels::cpu::depthwise3x3_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
-                                        x.size(1), x.size(2), x.size(3));
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        kernels::cpu::depthwise3x3_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
+                                            x.size(1), x.size(2), x.size(3));
+      },
+      [&](kernels::Cuda c) {
+        kernels::cuda::depthwise3x3_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
+                                             x.size(1), x.size(2), x.size(3), c.stream);
+      });
 }
 
 Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -263,19 +254,17 @@ Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bi
   Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
   const void* bp = bc.defined() ? bc.raw_data() : nullptr;
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    check_cuda_float(x, "depthwise_conv3x3");
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
-                                        x.size(2), x.size(3), kernels::cuda::current_stream());
-#else
-    fail_without_cuda("depthwise_conv3x3", dev);
-#endif
-  } else {
-    kernels::cpu::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
-                                       x.size(2), x.size(3));
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        kernels::cpu::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
+                                           x.size(2), x.size(3));
+      },
+      [&](kernels::Cuda c) {
+        check_cuda_float(x, "depthwise_conv3x3");
+        kernels::cuda::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
+                                            x.size(2), x.size(3), c.stream);
+      });
   if (any_requires_grad({&x, &weight, &bias})) {
     auto node = std::make_shared<DepthwiseConv3x3Backward>();
     node->x = xc;

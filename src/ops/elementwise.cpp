@@ -4,17 +4,14 @@
 
 #include "autograd/node.h"
 #include "kernels/cpu/elementwise.h"
-#include "ops/reduce.h"
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
+#include "ops/reduce.h"
 
 namespace vt::ops {
 
-using kernels::cpu::BinaryOp;
-using kernels::cpu::UnaryOp;
+using kernels::BinaryOp;
+using kernels::UnaryOp;
 
 namespace {
 
@@ -43,23 +40,20 @@ Tensor as_dtype(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : 
 // out (contiguous, out's shape) = a op b with a and b broadcast to it; out may be a itself (in-place add).
 void run_binary(BinaryOp op, const char* name, const Tensor& out, const Tensor& a, const Tensor& b) {
   Device dev = common_device(name, {&out, &a, &b});
-  if (dev.is_cuda()) {
-    Tensor ea = a.detach().expand(out.shape()), eb = b.detach().expand(out.shape());
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::binary_forward(op, out.dtype(), out.raw_data(), ea.dtype(), ea.raw_data(), ea.strides(),
-                                  eb.dtype(), eb.raw_data(), eb.strides(), out.shape(),
-                                  kernels::cuda::current_stream());
-#else
-    fail_without_cuda(name, dev);
-#endif
-  } else {
-    // The CPU kernels take one dtype: a bf16 operand of a promoted op is converted to f32 first.
-    Tensor ea = as_dtype(a.detach(), out.dtype()).expand(out.shape());
-    Tensor eb = as_dtype(b.detach(), out.dtype()).expand(out.shape());
-    kernels::cpu::binary_forward(op, out.dtype(), out.raw_data(), ea.raw_data(), ea.strides(), eb.raw_data(),
-                                 eb.strides(), out.shape());
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        // The CPU kernels take one dtype: a bf16 operand of a promoted op is converted to f32 first.
+        Tensor ea = as_dtype(a.detach(), out.dtype()).expand(out.shape());
+        Tensor eb = as_dtype(b.detach(), out.dtype()).expand(out.shape());
+        kernels::cpu::binary_forward(op, out.dtype(), out.raw_data(), ea.raw_data(), ea.strides(), eb.raw_data(),
+                                     eb.strides(), out.shape());
+      },
+      [&](kernels::Cuda c) {
+        Tensor ea = a.detach().expand(out.shape()), eb = b.detach().expand(out.shape());
+        kernels::cuda::binary_forward(op, out.dtype(), out.raw_data(), ea.dtype(), ea.raw_data(), ea.strides(),
+                                      eb.dtype(), eb.raw_data(), eb.strides(), out.shape(), c.stream);
+      });
 }
 
 Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b) {
@@ -148,17 +142,11 @@ struct ScalarBackward : Node {
 // out = x op s (or s op x), n contiguous elements; out may be x itself (in-place mul).
 void run_scalar(BinaryOp op, const char* name, const Tensor& out, const Tensor& x, double s, bool scalar_left) {
   Device dev = common_device(name, {&out, &x});
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::binary_scalar(op, x.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, x.numel(),
-                                 kernels::cuda::current_stream());
-#else
-    fail_without_cuda(name, dev);
-#endif
-  } else {
-    kernels::cpu::binary_scalar(op, x.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, x.numel());
-  }
+  kernels::dispatch(
+      dev, [&] { kernels::cpu::binary_scalar(op, x.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, x.numel()); },
+      [&](kernels::Cuda c) {
+        kernels::cuda::binary_scalar(op, x.dtype(), out.raw_data(), x.raw_data(), s, scalar_left, x.numel(), c.stream);
+      });
 }
 
 Tensor scalar_op(BinaryOp op, const Tensor& a, double s, bool scalar_left) {
@@ -186,17 +174,11 @@ struct UnaryBackward : Node {
     const void* px = x.defined() ? x.raw_data() : nullptr;
     const void* py = y.defined() ? y.raw_data() : nullptr;
     Device dev = common_device("unary_backward", {&gc, &x, &y});
-    if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-      kernels::cuda::DeviceGuard guard(dev.index);
-      kernels::cuda::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), px, py, gc.numel(),
-                                    kernels::cuda::current_stream());
-#else
-      fail_without_cuda("unary_backward", dev);
-#endif
-    } else {
-      kernels::cpu::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), px, py, gc.numel());
-    }
+    kernels::dispatch(
+        dev, [&] { kernels::cpu::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), px, py, gc.numel()); },
+        [&](kernels::Cuda c) {
+          kernels::cuda::unary_backward(op, gc.dtype(), dx.raw_data(), gc.raw_data(), px, py, gc.numel(), c.stream);
+        });
     return {dx};
   }
   void release() override { x = y = Tensor(); }
@@ -229,17 +211,11 @@ Tensor unary(UnaryOp op, const Tensor& in) {
   Device dev = common_device(name, {&in});
   Tensor x = in.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel(),
-                                 kernels::cuda::current_stream());
-#else
-    fail_without_cuda(name, dev);
-#endif
-  } else {
-    kernels::cpu::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel());
-  }
+  kernels::dispatch(
+      dev, [&] { kernels::cpu::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel()); },
+      [&](kernels::Cuda c) {
+        kernels::cuda::unary_forward(op, x.dtype(), out.raw_data(), x.raw_data(), x.numel(), c.stream);
+      });
   if (any_requires_grad({&in})) {
     auto node = std::make_shared<UnaryBackward>();
     node->op = op;

@@ -12,11 +12,9 @@ Tensor row_contiguous(const Tensor& t) {
   return x.strides().back() == 1 || x.shape().back() == 1 ? x : x.contiguous();
 }
 
-#ifdef VT_WITH_CUDA
-kernels::cuda::AttentionView head_view(const Tensor& t) {
+kernels::AttentionView head_view(const Tensor& t) {
   auto stride = [&](int i) { return t.size(i) == 1 ? 0 : t.strides()[i]; };
   return {t.raw_data(), stride(0), stride(1), stride(2)};
 }
-#endif
 
 }  // namespace vt::ops

@@ -1,11 +1,8 @@
 // Head-split [B, H, rows, d] operands of the fused attention ops (flash, MiTA): the layout their results use and
 // the one requirement their kernels have on inputs. Internal to src/ops.
 #pragma once
+#include "kernels/shapes.h"  // AttentionView
 #include "tensor/tensor.h"
-
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/flash_attention.h"  // AttentionView
-#endif
 
 namespace vt::ops {
 
@@ -15,10 +12,8 @@ Tensor empty_bnhd(int64_t B, int64_t H, int64_t N, int64_t d, DType dtype, Devic
 /// t detached, or a copy when its last dim is not contiguous (the kernels step over rows, not elements).
 Tensor row_contiguous(const Tensor& t);
 
-#ifdef VT_WITH_CUDA
-/// A [B, H, rows, d] tensor as the kernels' view: its data and the strides of b, h and row. A dim of size 1 is
-/// never stepped over, so its stride is given as 0 (it must not fail the kernels' alignment checks).
-kernels::cuda::AttentionView head_view(const Tensor& t);
-#endif
+/// A [B, H, rows, d] tensor as the kernels' view (CPU and CUDA): its data and the strides of b, h and row. A dim of
+/// size 1 is never stepped over, so its stride is given as 0 (it must not fail the CUDA kernels' alignment checks).
+kernels::AttentionView head_view(const Tensor& t);
 
 }  // namespace vt::ops

@@ -7,11 +7,8 @@
 
 #include "autograd/node.h"
 #include "kernels/cpu/index.h"
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/index.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
 
 namespace vt::ops {
 
@@ -37,43 +34,46 @@ void outer_inner(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
   for (int64_t i = dim + 1; i < static_cast<int64_t>(s.size()); ++i) inner *= s[i];
 }
 
-#ifdef VT_WITH_CUDA
 // The f32 accumulator `acc` as a tensor of `dtype` (itself when that is f32).
 Tensor from_f32(const Tensor& acc, DType dtype) { return dtype == DType::f32 ? acc : acc.to(dtype); }
 
 // acc (f32, contiguous) += src scattered along dim at index (contiguous), on the device.
-void scatter_add_cuda(const Tensor& acc, int64_t dim, const Tensor& index, const Tensor& src) {
+void scatter_add_cuda(kernels::Cuda c, const Tensor& acc, int64_t dim, const Tensor& index, const Tensor& src) {
   check_cuda_float(src, "scatter_add");
-  kernels::cuda::DeviceGuard guard(acc.device().index);
   kernels::cuda::scatter_add_strided(acc.data<float>(), acc.strides(), acc.size(dim), src.raw_data(), src.dtype(),
-                                     src.strides(), index.data<int64_t>(), index.shape(), dim,
-                                     kernels::cuda::current_stream());
+                                     src.strides(), index.data<int64_t>(), index.shape(), dim, c.stream);
 }
 
-// out (contiguous, index's shape) = x gathered along dim at index (contiguous), on the device.
-void gather_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
-  kernels::cuda::DeviceGuard guard(x.device().index);
-  kernels::cuda::gather_strided(x.dtype(), out.raw_data(), x.raw_data(), x.strides(), x.size(dim),
-                                index.data<int64_t>(), index.shape(), dim, kernels::cuda::current_stream());
+// out (index's shape, contiguous) = x gathered along dim at index (contiguous), on x's device.
+void gather_into(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
+  kernels::dispatch(
+      x.device(),
+      [&] {
+        kernels::cpu::gather_strided(x.dtype(), out.raw_data(), x.raw_data(), x.strides(), index.data<int64_t>(),
+                                     index.shape(), dim);
+      },
+      [&](kernels::Cuda c) {
+        kernels::cuda::gather_strided(x.dtype(), out.raw_data(), x.raw_data(), x.strides(), x.size(dim),
+                                      index.data<int64_t>(), index.shape(), dim, c.stream);
+      });
 }
-#endif
 
 // A zero tensor of `shape` with src scattered-added into it along dim at `index` (contiguous, src's extent ≥ it).
 Tensor zeros_scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
   const Device dev = common_device("scatter_add", {&index, &src});
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    Tensor acc = Tensor::zeros(shape, DType::f32, dev);
-    scatter_add_cuda(acc, dim, index, src);
-    return from_f32(acc, src.dtype());
-#else
-    fail_without_cuda("scatter_add", dev);
-#endif
-  }
-  Tensor out = Tensor::zeros(shape, src.dtype(), src.device());
-  kernels::cpu::scatter_add_strided(src.dtype(), out.raw_data(), out.strides(), src.raw_data(), src.strides(),
-                                    index.data<int64_t>(), index.shape(), dim);
-  return out;
+  return kernels::dispatch(
+      dev,
+      [&] {
+        Tensor out = Tensor::zeros(shape, src.dtype(), src.device());
+        kernels::cpu::scatter_add_strided(src.dtype(), out.raw_data(), out.strides(), src.raw_data(), src.strides(),
+                                          index.data<int64_t>(), index.shape(), dim);
+        return out;
+      },
+      [&](kernels::Cuda c) {
+        Tensor acc = Tensor::zeros(shape, DType::f32, dev);
+        scatter_add_cuda(c, acc, dim, index, src);
+        return from_f32(acc, src.dtype());
+      });
 }
 
 struct ConcatBackward : Node {
@@ -100,22 +100,21 @@ struct IndexSelectBackward : Node {
     Tensor g = g_in.contiguous();
     int64_t outer, inner;
     outer_inner(input_shape, dim, outer, inner);
-    if (g.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-      check_cuda_float(g, "index_select");
-      Tensor acc = Tensor::zeros(input_shape, DType::f32, g.device());
-      kernels::cuda::DeviceGuard guard(g.device().index);
-      kernels::cuda::index_add_rows(acc.data<float>(), g.raw_data(), g.dtype(), index.data<int64_t>(), outer,
-                                    input_shape[dim], index.numel(), inner, kernels::cuda::current_stream());
-      return {from_f32(acc, g.dtype())};
-#else
-      fail_without_cuda("index_select", g.device());
-#endif
-    }
-    Tensor gx = Tensor::zeros(input_shape, g.dtype());
-    kernels::cpu::index_add_rows(g.dtype(), gx.raw_data(), g.raw_data(), index.data<int64_t>(), outer,
-                                 input_shape[dim], index.numel(), inner);
-    return {gx};
+    return {kernels::dispatch(
+        g.device(),
+        [&] {
+          Tensor gx = Tensor::zeros(input_shape, g.dtype());
+          kernels::cpu::index_add_rows(g.dtype(), gx.raw_data(), g.raw_data(), index.data<int64_t>(), outer,
+                                       input_shape[dim], index.numel(), inner);
+          return gx;
+        },
+        [&](kernels::Cuda c) {
+          check_cuda_float(g, "index_select");
+          Tensor acc = Tensor::zeros(input_shape, DType::f32, g.device());
+          kernels::cuda::index_add_rows(acc.data<float>(), g.raw_data(), g.dtype(), index.data<int64_t>(), outer,
+                                        input_shape[dim], index.numel(), inner, c.stream);
+          return from_f32(acc, g.dtype());
+        })};
   }
   void release() override { index = Tensor(); }
 };
@@ -139,16 +138,7 @@ struct ScatterAddBackward : Node {
     Tensor gsrc;
     if (needs_grad(1)) {
       Tensor picked = Tensor::empty(index.shape(), g.dtype(), g.device());
-      if (g.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-        gather_cuda(picked, g, dim, index);
-#else
-        fail_without_cuda("scatter_add", g.device());
-#endif
-      } else {
-        kernels::cpu::gather_strided(g.dtype(), picked.raw_data(), g.raw_data(), g.strides(), index.data<int64_t>(),
-                                     index.shape(), dim);
-      }
+      gather_into(picked, g, dim, index);
       gsrc = picked;
       if (index.shape() != src_shape) {
         // src elements outside the index's extent never reach the output: their gradient is zero.
@@ -237,18 +227,16 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   outer_inner(x.shape(), dim, outer, inner);
   Tensor xc = x.detach().contiguous();
   Tensor out = Tensor::empty(out_shape, x.dtype(), dev);
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer,
-                                     x.size(dim), ic.numel(), inner, kernels::cuda::current_stream());
-#else
-    fail_without_cuda("index_select", dev);
-#endif
-  } else {
-    kernels::cpu::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer, x.size(dim),
-                                    ic.numel(), inner);
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        kernels::cpu::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer,
+                                        x.size(dim), ic.numel(), inner);
+      },
+      [&](kernels::Cuda c) {
+        kernels::cuda::index_select_rows(x.dtype(), out.raw_data(), xc.raw_data(), ic.data<int64_t>(), outer,
+                                         x.size(dim), ic.numel(), inner, c.stream);
+      });
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<IndexSelectBackward>();
     node->input_shape = x.shape();
@@ -271,16 +259,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor ic = checked_index(index, dim, x.size(dim), "gather");
   Tensor xd = x.detach();
   Tensor out = Tensor::empty(index.shape(), x.dtype(), dev);
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    gather_cuda(out, xd, dim, ic);
-#else
-    fail_without_cuda("gather", dev);
-#endif
-  } else {
-    kernels::cpu::gather_strided(x.dtype(), out.raw_data(), xd.raw_data(), xd.strides(), ic.data<int64_t>(),
-                                 ic.shape(), dim);
-  }
+  gather_into(out, xd, dim, ic);
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<GatherBackward>();
     node->input_shape = x.shape();
@@ -311,18 +290,17 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
   Tensor out = Tensor::empty(base.shape(), dev.is_cuda() ? DType::f32 : base.dtype(), dev);  // CUDA: f32 sums
   out.copy_(base.detach());
   Tensor sd = src.detach();
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    check_cuda_float(base, "scatter_add");
-    scatter_add_cuda(out, dim, ic, sd);
-    out = from_f32(out, base.dtype());
-#else
-    fail_without_cuda("scatter_add", dev);
-#endif
-  } else {
-    kernels::cpu::scatter_add_strided(out.dtype(), out.raw_data(), out.strides(), sd.raw_data(), sd.strides(),
-                                      ic.data<int64_t>(), ic.shape(), dim);
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        kernels::cpu::scatter_add_strided(out.dtype(), out.raw_data(), out.strides(), sd.raw_data(), sd.strides(),
+                                          ic.data<int64_t>(), ic.shape(), dim);
+      },
+      [&](kernels::Cuda c) {
+        check_cuda_float(base, "scatter_add");
+        scatter_add_cuda(c, out, dim, ic, sd);
+        out = from_f32(out, base.dtype());
+      });
   if (any_requires_grad({&base, &src})) {
     auto node = std::make_shared<ScatterAddBackward>();
     node->src_shape = src.shape();
@@ -352,18 +330,17 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim) {
   const int64_t outer = numel(moved) / std::max<int64_t>(k, 1);
   Tensor values = Tensor::empty(moved, x.dtype(), dev);
   Tensor indices = Tensor::empty(moved, DType::i64, dev);
-  if (k > 0 && dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    check_cuda_float(x, "topk");
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::topk_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), outer, R, k,
-                             kernels::cuda::current_stream());
-#else
-    fail_without_cuda("topk", dev);
-#endif
-  } else if (k > 0) {
-    kernels::cpu::topk_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), outer, R, k);
-  }
+  if (k > 0)
+    kernels::dispatch(
+        dev,
+        [&] {
+          kernels::cpu::topk_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), outer, R, k);
+        },
+        [&](kernels::Cuda c) {
+          check_cuda_float(x, "topk");
+          kernels::cuda::topk_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), outer, R, k,
+                                   c.stream);
+        });
   values = values.permute(back).contiguous();
   indices = indices.permute(back).contiguous();
   if (any_requires_grad({&x})) {

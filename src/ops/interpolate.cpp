@@ -4,19 +4,15 @@
 
 #include "autograd/node.h"
 #include "kernels/cpu/interpolate.h"
-
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/interpolate.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
 
 namespace vt::ops {
 
 namespace {
 
 struct InterpolateBilinearBackward : Node {
-  kernels::cpu::BilinearShape shape;
+  kernels::BilinearShape shape;
   Shape x_shape;
   DType dtype = DType::f32;
   const char* name() const override { return "InterpolateBilinearBackward"; }
@@ -25,16 +21,11 @@ struct InterpolateBilinearBackward : Node {
     const Device dev = g.device();
     Tensor dx = Tensor::empty(x_shape, dtype, dev);
     if (shape.planes == 0) return {dx};
-    if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-      kernels::cuda::DeviceGuard guard(dev.index);
-      kernels::cuda::bilinear_backward(dtype, dx.raw_data(), g.raw_data(), shape, kernels::cuda::current_stream());
-#else
-      fail_without_cuda("interpolate_bilinear", dev);
-#endif
-    } else {
-      kernels::cpu::bilinear_backward(dtype, dx.raw_data(), g.raw_data(), shape);
-    }
+    kernels::dispatch(
+        dev, [&] { kernels::cpu::bilinear_backward(dtype, dx.raw_data(), g.raw_data(), shape); },
+        [&](kernels::Cuda c) {
+          kernels::cuda::bilinear_backward(dtype, dx.raw_data(), g.raw_data(), shape, c.stream);
+        });
     return {dx};
   }
 };
@@ -50,20 +41,13 @@ Tensor interpolate_bilinear(const Tensor& x, int64_t out_h, int64_t out_w) {
   const Device dev = common_device("interpolate_bilinear", {&x});
   const DType dt = x.dtype();
   check_device_float(x, "interpolate_bilinear");
-  const kernels::cpu::BilinearShape s{B * C, H, W, out_h, out_w};
+  const kernels::BilinearShape s{B * C, H, W, out_h, out_w};
   Tensor xc = x.detach().contiguous();
   Tensor out = Tensor::empty({B, C, out_h, out_w}, dt, dev);
   if (s.planes > 0) {
-    if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-      kernels::cuda::DeviceGuard guard(dev.index);
-      kernels::cuda::bilinear_forward(dt, out.raw_data(), xc.raw_data(), s, kernels::cuda::current_stream());
-#else
-      fail_without_cuda("interpolate_bilinear", dev);
-#endif
-    } else {
-      kernels::cpu::bilinear_forward(dt, out.raw_data(), xc.raw_data(), s);
-    }
+    kernels::dispatch(
+        dev, [&] { kernels::cpu::bilinear_forward(dt, out.raw_data(), xc.raw_data(), s); },
+        [&](kernels::Cuda c) { kernels::cuda::bilinear_forward(dt, out.raw_data(), xc.raw_data(), s, c.stream); });
   }
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<InterpolateBilinearBackward>();

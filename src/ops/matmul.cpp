@@ -6,14 +6,11 @@
 
 #include "autograd/node.h"
 #include "kernels/cpu/gemm.h"
-#include "ops/elementwise.h"
-#include "ops/reduce.h"
-#ifdef VT_WITH_CUDA
 #include "kernels/cuda/bias_grad.h"
 #include "kernels/cuda/blas.h"
-#include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace vt::ops {
 
@@ -51,7 +48,6 @@ Tensor as_batched3(const Tensor& x, const Shape& batch) {
   return make_view(e, {nb, x.size(-2), x.size(-1)}, {bstride, e.strides()[nd], e.strides()[nd + 1]}, e.offset());
 }
 
-#ifdef VT_WITH_CUDA
 // A 2-D matrix described for BLAS (see operand); `keep` holds the view or the copy the pointer refers to.
 GemmOperand operand2(const Tensor& m, Tensor& keep) {
   keep = make_view(m, {1, m.size(0), m.size(1)}, {0, m.strides()[0], m.strides()[1]}, m.offset());
@@ -60,31 +56,23 @@ GemmOperand operand2(const Tensor& m, Tensor& keep) {
 
 kernels::cuda::GemmLtOperand lt(const GemmOperand& o) { return {o.data, o.trans, o.ld, o.stride}; }
 
-kernels::cuda::GemmLtArgs lt_args(DType dt, int64_t batch, int64_t M, int64_t N, int64_t K, const GemmOperand& A,
-                                  const GemmOperand& B, void* C, int64_t ldc, int64_t stride_c) {
+kernels::cuda::GemmLtArgs lt_args(kernels::Cuda c, DType dt, int64_t batch, int64_t M, int64_t N, int64_t K,
+                                  const GemmOperand& A, const GemmOperand& B, void* C, int64_t ldc, int64_t stride_c) {
   kernels::cuda::GemmLtArgs g;
   g.in_dtype = g.out_dtype = dt;
   g.batch = batch, g.M = M, g.N = N, g.K = K;
   g.A = lt(A), g.B = lt(B);
   g.C = C, g.ldc = ldc, g.stride_c = stride_c;
-  g.stream = kernels::cuda::current_stream();
+  g.stream = c.stream;
   return g;
 }
-#endif
 
 // C_b [M, N] = op(A_b)·op(B_b) for b < batch (C overwritten) on `dev`: OpenBLAS on the CPU, cuBLASLt on CUDA.
 void gemm_on(Device dev, DType dt, int64_t batch, int64_t M, int64_t N, int64_t K, const GemmOperand& A,
              const GemmOperand& B, void* C, int64_t ldc, int64_t stride_c) {
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::gemm_lt(lt_args(dt, batch, M, N, K, A, B, C, ldc, stride_c));
-#else
-    fail_without_cuda("matmul", dev);
-#endif
-  } else {
-    kernels::cpu::gemm_batched(dt, batch, M, N, K, 1.0, A, B, 0.0, C, ldc, stride_c);
-  }
+  kernels::dispatch(
+      dev, [&] { kernels::cpu::gemm_batched(dt, batch, M, N, K, 1.0, A, B, 0.0, C, ldc, stride_c); },
+      [&](kernels::Cuda c) { kernels::cuda::gemm_lt(lt_args(c, dt, batch, M, N, K, A, B, C, ldc, stride_c)); });
 }
 
 Tensor matmul_raw(const Tensor& a, const Tensor& b) {
@@ -247,7 +235,6 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 namespace detail {
 
 Tensor linear_2d_cuda(const Tensor& x2, const Tensor& weight, const Tensor& bias) {
-#ifdef VT_WITH_CUDA
   const Device dev = common_device("linear", {&x2, &weight, &bias});
   VT_CHECK(dev.is_cuda(), "[linear] linear_2d_cuda needs CUDA tensors, got ", x2.describe(), " on ", dev.str());
   check_cuda_float(x2, "linear");
@@ -263,64 +250,57 @@ Tensor linear_2d_cuda(const Tensor& x2, const Tensor& weight, const Tensor& bias
   Tensor out = Tensor::empty({M, out_f}, x2.dtype(), dev);
   Tensor wk;
   const GemmOperand W = operand2(weight, wk);  // stored [out, in]; op(B) = Wᵀ
-  kernels::cuda::DeviceGuard guard(dev.index);
-  auto g = lt_args(x2.dtype(), 1, M, out_f, in, {x2.raw_data(), false, in, 0}, {W.data, !W.trans, W.ld, 0},
-                   out.raw_data(), out_f, 0);
-  if (bc.defined() && out_f > 0) {
-    g.epilogue = kernels::cuda::GemmEpilogue::bias;
-    g.bias = bc.raw_data();
-  }
-  kernels::cuda::gemm_lt(g);
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    auto g = lt_args(c, x2.dtype(), 1, M, out_f, in, {x2.raw_data(), false, in, 0}, {W.data, !W.trans, W.ld, 0},
+                     out.raw_data(), out_f, 0);
+    if (bc.defined() && out_f > 0) {
+      g.epilogue = kernels::cuda::GemmEpilogue::bias;
+      g.bias = bc.raw_data();
+    }
+    kernels::cuda::gemm_lt(g);
+  });
   return out;
-#else
-  (void)weight, (void)bias;
-  fail_without_cuda("linear", x2.device());
-#endif
 }
 
 void linear_2d_backward_cuda(const Tensor& g2, const Tensor& x2, const Tensor& weight, bool want_x, bool want_w,
                              bool want_b, Tensor& gx, Tensor& gw, Tensor& gb) {
-#ifdef VT_WITH_CUDA
   const Device dev = g2.device();
   const DType dt = weight.dtype();
   const int64_t M = g2.size(0), in = weight.size(1), out_f = weight.size(0);
   const Tensor g = (g2.dtype() == dt ? g2 : g2.to(dt)).contiguous();
   Tensor wk;
   const GemmOperand W = operand2(weight, wk);  // op(B) = W [out, in] as stored
-  kernels::cuda::DeviceGuard guard(dev.index);
-  const cudaStream_t stream = kernels::cuda::current_stream();
-  if (want_x) {
-    // gx [M, in] = g [M, out] · W [out, in]
-    if (out_f == 0) {
-      gx = Tensor::zeros({M, in}, dt, dev);
-    } else {
-      gx = Tensor::empty({M, in}, dt, dev);
-      kernels::cuda::gemm_lt(lt_args(dt, 1, M, in, out_f, {g.raw_data(), false, out_f, 0}, W, gx.raw_data(), in, 0));
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    if (want_x) {
+      // gx [M, in] = g [M, out] · W [out, in]
+      if (out_f == 0) {
+        gx = Tensor::zeros({M, in}, dt, dev);
+      } else {
+        gx = Tensor::empty({M, in}, dt, dev);
+        kernels::cuda::gemm_lt(
+            lt_args(c, dt, 1, M, in, out_f, {g.raw_data(), false, out_f, 0}, W, gx.raw_data(), in, 0));
+      }
     }
-  }
-  if (M == 0) {  // no rows: the sums are empty
-    if (want_w) gw = Tensor::zeros({out_f, in}, dt, dev);
-    if (want_b) gb = Tensor::zeros({out_f}, dt, dev);
-    return;
-  }
-  if (want_b) gb = Tensor::empty({out_f}, dt, dev);
-  if (want_w) {
-    // gw [out, in] = gᵀ [out, M] · x2 [M, in]; gb [out] = row sums of gᵀ (gemm_lt's bias_grad_a).
-    gw = Tensor::empty({out_f, in}, dt, dev);
-    auto args = lt_args(dt, 1, out_f, in, M, {g.raw_data(), true, out_f, 0}, {x2.raw_data(), false, in, 0},
-                        gw.raw_data(), in, 0);
-    if (want_b && out_f > 0) {
-      args.epilogue = kernels::cuda::GemmEpilogue::bias_grad_a;
-      args.bias_grad = gb.raw_data();
+    if (M == 0) {  // no rows: the sums are empty
+      if (want_w) gw = Tensor::zeros({out_f, in}, dt, dev);
+      if (want_b) gb = Tensor::zeros({out_f}, dt, dev);
+      return;
     }
-    kernels::cuda::gemm_lt(args);
-  } else if (want_b) {
-    kernels::cuda::sum_rows_strided(gb.raw_data(), dt, g.raw_data(), dt, out_f, M, 1, out_f, stream);
-  }
-#else
-  (void)g2, (void)weight, (void)want_x, (void)want_w, (void)want_b, (void)gx, (void)gw, (void)gb;
-  fail_without_cuda("linear", x2.device());
-#endif
+    if (want_b) gb = Tensor::empty({out_f}, dt, dev);
+    if (want_w) {
+      // gw [out, in] = gᵀ [out, M] · x2 [M, in]; gb [out] = row sums of gᵀ (gemm_lt's bias_grad_a).
+      gw = Tensor::empty({out_f, in}, dt, dev);
+      auto args = lt_args(c, dt, 1, out_f, in, M, {g.raw_data(), true, out_f, 0}, {x2.raw_data(), false, in, 0},
+                          gw.raw_data(), in, 0);
+      if (want_b && out_f > 0) {
+        args.epilogue = kernels::cuda::GemmEpilogue::bias_grad_a;
+        args.bias_grad = gb.raw_data();
+      }
+      kernels::cuda::gemm_lt(args);
+    } else if (want_b) {
+      kernels::cuda::sum_rows_strided(gb.raw_data(), dt, g.raw_data(), dt, out_f, M, 1, out_f, c.stream);
+    }
+  });
 }
 
 }  // namespace detail

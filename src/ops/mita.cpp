@@ -10,58 +10,35 @@
 #include "autograd/node.h"
 #include "kernels/cpu/landmark_pool.h"
 #include "kernels/cpu/mita.h"
-#include "ops/head_layout.h"
-#include "ops/mita_joint.h"
-#include "ops/matmul.h"
-#include "ops/nn_functional.h"
-#include "ops/elementwise.h"
-
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/mita/landmark_pool.h"
 #include "kernels/cuda/mita/mita.h"
 #include "kernels/cuda/mita/mita_expert.h"
 #include "kernels/cuda/mita/mita_flash.h"
 #include "kernels/cuda/mita/mita_mma.h"
 #include "kernels/cuda/mita/mita_topk.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/head_layout.h"
+#include "ops/matmul.h"
+#include "ops/mita_joint.h"
+#include "ops/nn_functional.h"
 
 namespace vt::ops {
 
 namespace {
-
-kernels::cpu::HeadView cpu_view(const Tensor& t) {
-  return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
-}
 
 MitaRouting empty_routing(int64_t B, int64_t H, int64_t N, int64_t m, int64_t topk, Device dev) {
   return {Tensor::empty({B, H, m, topk}, DType::i32, dev), Tensor::empty({B, H, N}, DType::i32, dev),
           Tensor::empty({B, H, N}, DType::i32, dev), Tensor::empty({B, H, m + 1}, DType::i32, dev)};
 }
 
-kernels::cpu::MitaIndex cpu_index(const MitaRouting& r) {
-  return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(),
-          r.offsets.data<int32_t>()};
-}
-
-#ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
-kc::MitaRoutingArrays cuda_index(const MitaRouting& r) {
+kernels::MitaRoutingArrays routing_arrays(const MitaRouting& r) {
   return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(),
           r.offsets.data<int32_t>()};
 }
 
-kc::MitaShape cuda_shape(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
-  return {q.size(0), q.size(1), q.size(2), m, k, q.size(3), static_cast<float>(o.scale),
-          static_cast<float>(o.shared_scale), o.shared};
-}
-#endif
-
-kernels::cpu::MitaSizes cpu_sizes(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
-  return {q.size(0), q.size(1), q.size(2), m, k, q.size(3), o.scale, o.shared_scale, o.shared};
-}
 
 void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev) {
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2);
@@ -81,7 +58,6 @@ void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev)
 
 }  // namespace
 
-#ifdef VT_WITH_CUDA
 // bf16 with the shared branch runs on tensor cores, in one of two kernel families with the same results:
 //  - masked flash (cuda/mita_flash): every query against all m + N slots with a mask, dense-flash tiles;
 //  - per expert (cuda/mita_expert): an expert's 64-query tiles against its m + k slots, streamed, any m and k.
@@ -94,7 +70,7 @@ void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev)
 // all of a row's mass on k slots, rounding P and dS to bf16 before their MMAs (as FlashAttention-2 does) gave
 // dk/dq errors 2.1× the rounded f64 answer's on the H200, over the bf16 rule's 2×
 // (MitaCuda.JointAttentionForwardAndGradientsMatchTheCpu); with the shared slots it holds.
-JointKernel choose_joint_kernel(const JointSaved& sv, const kc::MitaShape& s) {
+JointKernel choose_joint_kernel(const JointSaved& sv, const kernels::MitaShape& s) {
   if (sv.q.dtype() != DType::bf16 || !s.shared) return JointKernel::cuda_cores;
   for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.out, &sv.r, &sv.v_hat})
     if (!kc::flash_attention_aligned(head_view(*t))) return JointKernel::cuda_cores;
@@ -112,7 +88,6 @@ JointKernel choose_joint_kernel(const JointSaved& sv, const kc::MitaShape& s) {
   const int64_t masked_work = s.N * (s.m + s.N), expert_work = 2 * (s.N + 16 * s.m) * up64(s.m + s.k);
   return 2 * expert_work < 3 * masked_work ? JointKernel::expert : JointKernel::masked_flash;
 }
-#endif
 
 void joint_forward(JointSaved& sv) {
   const Tensor& q = sv.q;
@@ -121,39 +96,38 @@ void joint_forward(JointSaved& sv) {
                 kk = sv.routing.expert_keys.size(3);
   const MitaAttentionOptions& o = sv.options;
   sv.out = empty_bnhd(B, H, N, d, q.dtype(), dev);
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kc::DeviceGuard guard(dev.index);
-    VT_CHECK(kc::mita_supports_head_dim(d), "[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ",
-             d);
-    sv.lse = Tensor::empty({B, H, N}, DType::f32, dev);
-    const kc::MitaShape s = cuda_shape(q, m, kk, o);
-    sv.kernel = choose_joint_kernel(sv, s);
-    if (sv.kernel == JointKernel::expert) {
-      kc::mita_joint_forward_mma(head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k),
-                                 head_view(sv.v), head_view(sv.r), head_view(sv.v_hat), cuda_index(sv.routing), s,
-                                 kc::current_stream());
-      return;
-    }
-    if (sv.kernel == JointKernel::masked_flash) {
-      Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
-      kc::mita_flash_forward(head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k), head_view(sv.v),
-                             head_view(o.shared ? sv.r : q), head_view(o.shared ? sv.v_hat : q), cuda_index(sv.routing),
-                             s, workspace.data<float>(), kc::current_stream());
-      return;
-    }
-    kc::mita_attention_forward(q.dtype(), head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k),
-                               head_view(sv.v), head_view(o.shared ? sv.r : q), head_view(o.shared ? sv.v_hat : q),
-                               cuda_index(sv.routing), s, kc::current_stream());
-#else
-    fail_without_cuda("mita_attention", dev);
-#endif
-  } else {
-    const kernels::cpu::HeadView none{};
-    kernels::cpu::mita_attention_forward(q.dtype(), cpu_view(sv.out), cpu_view(q), cpu_view(sv.k), cpu_view(sv.v),
-                                         o.shared ? cpu_view(sv.r) : none, o.shared ? cpu_view(sv.v_hat) : none,
-                                         cpu_index(sv.routing), cpu_sizes(q, m, kk, o));
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        const kernels::AttentionView none{};
+        kernels::cpu::mita_attention_forward(q.dtype(), head_view(sv.out), head_view(q), head_view(sv.k),
+                                             head_view(sv.v), o.shared ? head_view(sv.r) : none,
+                                             o.shared ? head_view(sv.v_hat) : none, routing_arrays(sv.routing),
+                                             joint_shape<double>(q, m, kk, o));
+      },
+      [&](kernels::Cuda c) {
+        VT_CHECK(kc::mita_supports_head_dim(d), "[mita_attention] CUDA kernels support head dims 16, 32, 64, 128, got ",
+                 d);
+        sv.lse = Tensor::empty({B, H, N}, DType::f32, dev);
+        const kernels::MitaShape s = joint_shape<float>(q, m, kk, o);
+        sv.kernel = choose_joint_kernel(sv, s);
+        if (sv.kernel == JointKernel::expert) {
+          kc::mita_joint_forward_mma(head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k),
+                                     head_view(sv.v), head_view(sv.r), head_view(sv.v_hat), routing_arrays(sv.routing),
+                                     s, c.stream);
+          return;
+        }
+        if (sv.kernel == JointKernel::masked_flash) {
+          Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
+          kc::mita_flash_forward(head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k),
+                                 head_view(sv.v), head_view(o.shared ? sv.r : q), head_view(o.shared ? sv.v_hat : q),
+                                 routing_arrays(sv.routing), s, workspace.data<float>(), c.stream);
+          return;
+        }
+        kc::mita_attention_forward(q.dtype(), head_view(sv.out), sv.lse.data<float>(), head_view(q), head_view(sv.k),
+                                   head_view(sv.v), head_view(o.shared ? sv.r : q), head_view(o.shared ? sv.v_hat : q),
+                                   routing_arrays(sv.routing), s, c.stream);
+      });
 }
 
 void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, const Tensor& dk, const Tensor& dv,
@@ -166,70 +140,69 @@ void joint_backward(const JointSaved& sv, const Tensor& grad, const Tensor& dq, 
   const DType dt = q.dtype();
   Tensor dout = row_contiguous(grad.dtype() == dt ? grad : grad.to(dt));
   if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kc::DeviceGuard guard(dev.index);
-    const kc::MitaShape s = cuda_shape(q, m, kk, options);
-    if (sv.kernel != JointKernel::cuda_cores) {  // both tensor-core families: shared branch, f32 dR and dV̂
-      Tensor dr32 = Tensor::empty({B, H, m, d}, DType::f32, dev), dvh32 = Tensor::empty({B, H, m, d}, DType::f32, dev);
-      if (sv.kernel == JointKernel::expert) {
-        Tensor workspace =
-            Tensor::empty({kc::mita_expert_backward_workspace(s, options.deterministic)}, DType::f32, dev);
-        kc::mita_expert_backward(head_view(dq), head_view(dk), head_view(dv), dr32.data<float>(), dvh32.data<float>(),
-                                 head_view(dout), head_view(q), head_view(sv.k), head_view(sv.v), head_view(sv.r),
-                                 head_view(sv.v_hat), head_view(sv.out), sv.lse.data<float>(), cuda_index(sv.routing),
-                                 s, options.deterministic, workspace.data<float>(), kc::current_stream());
-      } else {
-        Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
-        kc::mita_flash_backward(head_view(dq), head_view(dk), head_view(dv), dr32.data<float>(), dvh32.data<float>(),
-                                head_view(dout), head_view(q), head_view(sv.k), head_view(sv.v), head_view(sv.r),
-                                head_view(sv.v_hat), head_view(sv.out), sv.lse.data<float>(), cuda_index(sv.routing),
-                                s, workspace.data<float>(), kc::current_stream());
+    kernels::on_cuda(dev, [&](kernels::Cuda c) {
+      const kernels::MitaShape s = joint_shape<float>(q, m, kk, options);
+      if (sv.kernel != JointKernel::cuda_cores) {  // both tensor-core families: shared branch, f32 dR and dV̂
+        Tensor dr32 = Tensor::empty({B, H, m, d}, DType::f32, dev),
+               dvh32 = Tensor::empty({B, H, m, d}, DType::f32, dev);
+        if (sv.kernel == JointKernel::expert) {
+          Tensor workspace =
+              Tensor::empty({kc::mita_expert_backward_workspace(s, options.deterministic)}, DType::f32, dev);
+          kc::mita_expert_backward(head_view(dq), head_view(dk), head_view(dv), dr32.data<float>(), dvh32.data<float>(),
+                                   head_view(dout), head_view(q), head_view(sv.k), head_view(sv.v), head_view(sv.r),
+                                   head_view(sv.v_hat), head_view(sv.out), sv.lse.data<float>(),
+                                   routing_arrays(sv.routing), s, options.deterministic, workspace.data<float>(),
+                                   c.stream);
+        } else {
+          Tensor workspace = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, dev);
+          kc::mita_flash_backward(head_view(dq), head_view(dk), head_view(dv), dr32.data<float>(), dvh32.data<float>(),
+                                  head_view(dout), head_view(q), head_view(sv.k), head_view(sv.v), head_view(sv.r),
+                                  head_view(sv.v_hat), head_view(sv.out), sv.lse.data<float>(),
+                                  routing_arrays(sv.routing), s, workspace.data<float>(), c.stream);
+        }
+        if (shared_terms) {
+          *shared_terms = JointSharedTerms{};
+          shared_terms->dout = dout, shared_terms->dvh = dvh32, shared_terms->dr = dr32;
+        } else {
+          dvh = dvh32.to(dt);
+          dr = dr32.to(dt);
+        }
+        return;
       }
-      if (shared_terms) {
+      Tensor p_shared, ds_shared;
+      if (options.shared) {
+        p_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
+        ds_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
+      }
+      Tensor workspace = Tensor::empty({kc::mita_backward_workspace(s, options.deterministic)}, DType::f32, dev);
+      const Tensor& rr = options.shared ? sv.r : q;
+      const Tensor& vv = options.shared ? sv.v_hat : q;
+      kc::mita_attention_backward(
+          dt, head_view(dq), head_view(dk), head_view(dv), options.shared ? p_shared.data<float>() : nullptr,
+          options.shared ? ds_shared.data<float>() : nullptr, head_view(dout), head_view(q), head_view(sv.k),
+          head_view(sv.v), head_view(rr), head_view(vv), head_view(sv.out), sv.lse.data<float>(),
+          routing_arrays(sv.routing), s, options.deterministic, workspace.data<float>(), c.stream);
+      if (options.shared && shared_terms) {
         *shared_terms = JointSharedTerms{};
-        shared_terms->dout = dout, shared_terms->dvh = dvh32, shared_terms->dr = dr32;
-      } else {
-        dvh = dvh32.to(dt);
-        dr = dr32.to(dt);
+        shared_terms->p_shared = p_shared, shared_terms->ds_shared = ds_shared, shared_terms->dout = dout;
+      } else if (options.shared) {
+        NoGradGuard no_grad;
+        dvh = matmul(p_shared.transpose(-2, -1), dout).to(dt);  // Σ_n p_nj·dO_n
+        dr = matmul(ds_shared.transpose(-2, -1), q).to(dt);     // Σ_n shared_scale·ds_nj·q_n
       }
-      return;
-    }
-    Tensor p_shared, ds_shared;
-    if (options.shared) {
-      p_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
-      ds_shared = Tensor::empty({B, H, N, m}, DType::f32, dev);
-    }
-    Tensor workspace = Tensor::empty({kc::mita_backward_workspace(s, options.deterministic)}, DType::f32, dev);
-    const Tensor& rr = options.shared ? sv.r : q;
-    const Tensor& vv = options.shared ? sv.v_hat : q;
-    kc::mita_attention_backward(dt, head_view(dq), head_view(dk), head_view(dv),
-                                options.shared ? p_shared.data<float>() : nullptr,
-                                options.shared ? ds_shared.data<float>() : nullptr, head_view(dout), head_view(q),
-                                head_view(sv.k), head_view(sv.v), head_view(rr), head_view(vv), head_view(sv.out),
-                                sv.lse.data<float>(), cuda_index(sv.routing), s, options.deterministic,
-                                workspace.data<float>(), kc::current_stream());
-    if (options.shared && shared_terms) {
-      *shared_terms = JointSharedTerms{};
-      shared_terms->p_shared = p_shared, shared_terms->ds_shared = ds_shared, shared_terms->dout = dout;
-    } else if (options.shared) {
-      NoGradGuard no_grad;
-      dvh = matmul(p_shared.transpose(-2, -1), dout).to(dt);  // Σ_n p_nj·dO_n
-      dr = matmul(ds_shared.transpose(-2, -1), q).to(dt);     // Σ_n shared_scale·ds_nj·q_n
-    }
-#endif
+    });
   } else {
     (void)shared_terms;
     if (options.shared) {
       dr = Tensor::empty({B, H, m, d}, dt, dev);
       dvh = Tensor::empty({B, H, m, d}, dt, dev);
     }
-    const kernels::cpu::HeadView none{};
-    kernels::cpu::mita_attention_backward(dt, cpu_view(dq), cpu_view(dk), cpu_view(dv),
-                                          options.shared ? cpu_view(dr) : none, options.shared ? cpu_view(dvh) : none,
-                                          cpu_view(dout), cpu_view(q), cpu_view(sv.k), cpu_view(sv.v),
-                                          options.shared ? cpu_view(sv.r) : none,
-                                          options.shared ? cpu_view(sv.v_hat) : none, cpu_index(sv.routing),
-                                          cpu_sizes(q, m, kk, options));
+    const kernels::AttentionView none{};
+    kernels::cpu::mita_attention_backward(
+        dt, head_view(dq), head_view(dk), head_view(dv), options.shared ? head_view(dr) : none,
+        options.shared ? head_view(dvh) : none, head_view(dout), head_view(q), head_view(sv.k), head_view(sv.v),
+        options.shared ? head_view(sv.r) : none, options.shared ? head_view(sv.v_hat) : none,
+        routing_arrays(sv.routing), joint_shape<double>(q, m, kk, options));
   }
 }
 
@@ -261,12 +234,7 @@ struct MitaAttentionBackward : Node {
 
 bool mita_fused_supports(DType dtype, Device device, int64_t head_dim) {
   if (device.is_cpu()) return dtype == DType::f32 || dtype == DType::f64;
-#ifdef VT_WITH_CUDA
   return (dtype == DType::f32 || dtype == DType::bf16) && (head_dim <= 0 || kc::mita_supports_head_dim(head_dim));
-#else
-  (void)head_dim;
-  return false;
-#endif
 }
 
 MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& landmarks, int64_t topk) {
@@ -288,28 +256,26 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
   Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), r = row_contiguous(landmarks);
   MitaRouting out;
   out = empty_routing(B, H, N, m, topk, dev);
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kc::DeviceGuard guard(dev.index);
-    const kc::MitaShape s{B, H, N, m, topk, d, 1.f, 1.f, true};
-    Tensor workspace = Tensor::empty({static_cast<int64_t>(kc::mita_route_workspace_bytes(s))}, DType::u8, dev);
-    kc::mita_route(q.dtype(), head_view(q), head_view(k), head_view(r), s, out.expert_keys.data<int32_t>(),
-                   out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>(),
-                   workspace.raw_data(), kc::current_stream());
-#else
-    fail_without_cuda("mita_route", dev);
-#endif
-  } else {
-    kernels::cpu::MitaSizes s{B, H, N, m, topk, d};
-    kernels::cpu::mita_route(q.dtype(), cpu_view(q), cpu_view(k), cpu_view(r), s, out.expert_keys.data<int32_t>(),
-                             out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>());
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        kernels::MitaShapeF64 s{B, H, N, m, topk, d};
+        kernels::cpu::mita_route(q.dtype(), head_view(q), head_view(k), head_view(r), s,
+                                 out.expert_keys.data<int32_t>(), out.experts.data<int32_t>(),
+                                 out.order.data<int32_t>(), out.offsets.data<int32_t>());
+      },
+      [&](kernels::Cuda c) {
+        const kernels::MitaShape s{B, H, N, m, topk, d, 1.f, 1.f, true};
+        Tensor workspace = Tensor::empty({static_cast<int64_t>(kc::mita_route_workspace_bytes(s))}, DType::u8, dev);
+        kc::mita_route(q.dtype(), head_view(q), head_view(k), head_view(r), s, out.expert_keys.data<int32_t>(),
+                       out.experts.data<int32_t>(), out.order.data<int32_t>(), out.offsets.data<int32_t>(),
+                       workspace.raw_data(), c.stream);
+      });
   return out;
 }
 
 bool mita_route_with_values(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& landmarks,
                             int64_t topk, double scale, MitaRouting& routing, Tensor& v_hat) {
-#ifdef VT_WITH_CUDA
   const Device dev = q_in.device();
   // Below 16K keys the whole score row fits the top-k's shared memory and the plain routing reads it once; the
   // sampling needs N to be a multiple of kernels::cuda::kMitaSamples.
@@ -323,27 +289,23 @@ bool mita_route_with_values(const Tensor& q_in, const Tensor& k_in, const Tensor
       landmarks.size(1) != q_in.size(1) || landmarks.size(3) != q_in.size(3) || topk < 1 || topk > q_in.size(2) ||
       topk > 2048)
     return false;
-  kc::DeviceGuard guard(dev.index);
-  Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), v = row_contiguous(v_in), r = row_contiguous(landmarks);
-  const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = r.size(2);
-  Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
-  const kc::MitaShape s{B, H, N, m, topk, d, static_cast<float>(scale), 1.f, true};
-  const kc::AttentionView vq = head_view(q), vk = head_view(k), vv = head_view(v), vr = head_view(r),
-                          vo = head_view(out);
-  if (!kc::mita_mma_usable(s, {&vq, &vk, &vv, &vr, &vo})) return false;
-  MitaRouting rt = empty_routing(B, H, N, m, topk, dev);
-  Tensor workspace =
-      Tensor::empty({static_cast<int64_t>(kc::mita_route_with_values_workspace_bytes(s))}, DType::u8, dev);
-  kc::mita_route_with_values(vq, vk, vv, vr, vo, s, rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
-                             rt.order.data<int32_t>(), rt.offsets.data<int32_t>(), workspace.raw_data(),
-                             kc::current_stream());
-  routing = rt;
-  v_hat = out;
-  return true;
-#else
-  (void)q_in, (void)k_in, (void)v_in, (void)landmarks, (void)topk, (void)scale, (void)routing, (void)v_hat;
-  return false;
-#endif
+  return kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    Tensor q = row_contiguous(q_in), k = row_contiguous(k_in), v = row_contiguous(v_in), r = row_contiguous(landmarks);
+    const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), m = r.size(2);
+    Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
+    const kernels::MitaShape s{B, H, N, m, topk, d, static_cast<float>(scale), 1.f, true};
+    const kernels::AttentionView vq = head_view(q), vk = head_view(k), vv = head_view(v), vr = head_view(r),
+                                 vo = head_view(out);
+    if (!kc::mita_mma_usable(s, {&vq, &vk, &vv, &vr, &vo})) return false;
+    MitaRouting rt = empty_routing(B, H, N, m, topk, dev);
+    Tensor workspace =
+        Tensor::empty({static_cast<int64_t>(kc::mita_route_with_values_workspace_bytes(s))}, DType::u8, dev);
+    kc::mita_route_with_values(vq, vk, vv, vr, vo, s, rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
+                               rt.order.data<int32_t>(), rt.offsets.data<int32_t>(), workspace.raw_data(), c.stream);
+    routing = rt;
+    v_hat = out;
+    return true;
+  });
 }
 
 Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor& v, double scale) {
@@ -355,24 +317,24 @@ Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor
            "[mita_shared_values] landmarks ", landmarks.describe(), ", k ", k.describe(), ", v ", v.describe(),
            " do not fit together");
   const Device dev = common_device("mita_shared_values", {&landmarks, &k, &v});
-#ifdef VT_WITH_CUDA
   const bool no_grad = !GradMode::enabled() || !any_requires_grad({&landmarks, &k, &v});
   if (dev.is_cuda() && no_grad && landmarks.dtype() == DType::bf16 && k.dtype() == DType::bf16 &&
       v.dtype() == DType::bf16) {
-    kc::DeviceGuard guard(dev.index);
-    Tensor r = row_contiguous(landmarks), kk = row_contiguous(k), vv = row_contiguous(v);
-    const int64_t B = k.size(0), H = k.size(1), N = k.size(2), m = landmarks.size(2), d = k.size(3);
-    Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
-    const kc::MitaShape s{B, H, N, m, 1, d, static_cast<float>(scale), 1.f, true};
-    const kc::AttentionView vo = head_view(out), vr = head_view(r), vk = head_view(kk), vv_ = head_view(vv);
-    if (kc::mita_mma_usable(s, {&vo, &vr, &vk, &vv_})) {
-      Tensor workspace = Tensor::empty({kc::mita_landmark_workspace(s)}, DType::f32, dev);
-      kc::mita_landmark_attention_forward(vo, vr, vk, vv_, s, workspace.data<float>(), kc::current_stream());
-      return out;
-    }
+    Tensor fused = kernels::on_cuda(dev, [&](kernels::Cuda c) {
+      Tensor r = row_contiguous(landmarks), kk = row_contiguous(k), vv = row_contiguous(v);
+      const int64_t B = k.size(0), H = k.size(1), N = k.size(2), m = landmarks.size(2), d = k.size(3);
+      Tensor out = Tensor::empty({B, H, m, d}, DType::bf16, dev);
+      const kernels::MitaShape s{B, H, N, m, 1, d, static_cast<float>(scale), 1.f, true};
+      const kernels::AttentionView vo = head_view(out), vr = head_view(r), vk = head_view(kk), vv_ = head_view(vv);
+      if (kc::mita_mma_usable(s, {&vo, &vr, &vk, &vv_})) {
+        Tensor workspace = Tensor::empty({kc::mita_landmark_workspace(s)}, DType::f32, dev);
+        kc::mita_landmark_attention_forward(vo, vr, vk, vv_, s, workspace.data<float>(), c.stream);
+        return out;
+      }
+      return Tensor();
+    });
+    if (fused.defined()) return fused;
   }
-#endif
-  (void)dev;
   // Logits in f32 also for bf16 operands (the landmarks' softmax is over all N keys); the result in v's dtype.
   const bool low = landmarks.dtype() == DType::bf16;
   Tensor r = low ? landmarks.to(DType::f32) : landmarks, kf = low ? k.to(DType::f32) : k;
@@ -427,7 +389,7 @@ Tensor mita_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
 // ---- landmark pooling ----
 namespace {
 
-int64_t exact_isqrt(int64_t n) {
+int64_t floor_isqrt(int64_t n) {
   int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
   while (r * r > n) --r;
   while ((r + 1) * (r + 1) <= n) ++r;
@@ -435,7 +397,7 @@ int64_t exact_isqrt(int64_t n) {
 }
 
 struct LandmarkPoolBackward : Node {
-  kernels::cpu::LandmarkPoolShape shape;  // strides unused: dx is contiguous
+  kernels::LandmarkPoolShape shape;  // strides unused: dx is contiguous
   DType dtype;
   const char* name() const override { return "LandmarkPoolBackward"; }
   std::vector<Tensor> backward(const Tensor& grad) override { return {landmark_pool_grad(grad, shape, dtype)}; }
@@ -443,54 +405,61 @@ struct LandmarkPoolBackward : Node {
 
 }  // namespace
 
-Tensor landmark_pool_grad(const Tensor& grad, const kernels::cpu::LandmarkPoolShape& shape, DType dtype) {
+Tensor landmark_pool_grad(const Tensor& grad, const kernels::LandmarkPoolShape& shape, DType dtype) {
   Tensor g = (grad.dtype() == dtype ? grad : grad.to(dtype)).contiguous();
   const Device dev = g.device();
   Tensor dx = Tensor::empty({shape.B, shape.N, shape.C}, dtype, dev);
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape, kernels::cuda::current_stream());
-#else
-    fail_without_cuda("mita_landmark_pool", dev);
-#endif
-  } else {
-    kernels::cpu::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape);
-  }
+  kernels::dispatch(
+      dev, [&] { kernels::cpu::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape); },
+      [&](kernels::Cuda c) {
+        kernels::cuda::landmark_pool_backward(dtype, dx.raw_data(), g.raw_data(), shape, c.stream);
+      });
   return dx;
 }
 
+MitaLandmarkLayout MitaLandmarkLayout::make(int64_t first, int64_t tokens, int64_t grid, int64_t m) {
+  VT_CHECK(m >= 1, "[mita_landmark_pool] needs at least one landmark, got m = ", m);
+  VT_CHECK(first >= 0 && tokens >= 1, "[mita_landmark_pool] tokens [", first, ", ", first + tokens,
+           ") are not a range of tokens");
+  VT_CHECK(grid >= 0, "[mita_landmark_pool] grid must be >= 0 (0: 1-D pooling), got ", grid);
+  MitaLandmarkLayout layout;
+  layout.first_ = first, layout.tokens_ = tokens, layout.grid_ = grid, layout.m_ = m;
+  if (grid > 0) {
+    VT_CHECK(grid * grid == tokens, "[mita_landmark_pool] a ", grid, "x", grid, " grid needs L = ", grid * grid,
+             " tokens, got L = ", tokens);
+    layout.pool_ = floor_isqrt(m);
+    VT_CHECK(layout.pool_ * layout.pool_ == m, "[mita_landmark_pool] 2-D pooling needs m = p², got m = ", m);
+  }
+  return layout;
+}
+
+kernels::LandmarkPoolShape landmark_pool_shape(int64_t B, int64_t N, int64_t C, const MitaLandmarkLayout& layout,
+                                               int64_t batch_stride, int64_t row_stride) {
+  return {B, N, C, layout.first(), layout.tokens(), layout.grid(), layout.m(), layout.pool(), batch_stride, row_stride};
+}
+
 Tensor mita_landmark_pool(const Tensor& x, int64_t first, int64_t L, int64_t grid, int64_t m) {
+  return mita_landmark_pool(x, MitaLandmarkLayout::make(first, L, grid, m));
+}
+
+Tensor mita_landmark_pool(const Tensor& x, const MitaLandmarkLayout& layout) {
   VT_CHECK(x.defined() && x.dim() == 3, "[mita_landmark_pool] x must be [B, N, C], got ",
            x.defined() ? x.describe() : std::string("an undefined tensor"));
-  const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
-  VT_CHECK(m >= 1, "[mita_landmark_pool] needs at least one landmark, got m = ", m);
-  VT_CHECK(first >= 0 && L >= 1 && first + L <= N, "[mita_landmark_pool] tokens [", first, ", ", first + L,
-           ") do not fit in the N = ", N, " tokens of ", x.describe());
-  VT_CHECK(grid >= 0, "[mita_landmark_pool] grid must be >= 0 (0: 1-D pooling), got ", grid);
-  int64_t p = 0;
-  if (grid > 0) {
-    VT_CHECK(grid * grid == L, "[mita_landmark_pool] a ", grid, "x", grid, " grid needs L = ", grid * grid,
-             " tokens, got L = ", L);
-    p = exact_isqrt(m);
-    VT_CHECK(p * p == m, "[mita_landmark_pool] 2-D pooling needs m = p², got m = ", m);
-  }
+  VT_CHECK(layout.m() >= 1, "[mita_landmark_pool] needs a layout from MitaLandmarkLayout::make");
+  const int64_t B = x.size(0), N = x.size(1), C = x.size(2), m = layout.m();
+  VT_CHECK(layout.first() + layout.tokens() <= N, "[mita_landmark_pool] tokens [", layout.first(), ", ",
+           layout.first() + layout.tokens(), ") do not fit in the N = ", N, " tokens of ", x.describe());
   const Device dev = common_device("mita_landmark_pool", {&x});
   check_device_float(x, "mita_landmark_pool");
   Tensor xs = x.detach();
   if (xs.strides()[2] != 1 && C > 1) xs = xs.contiguous();
-  kernels::cpu::LandmarkPoolShape s{B, N, C, first, L, grid, m, p, xs.strides()[0], xs.strides()[1]};
+  const kernels::LandmarkPoolShape s = landmark_pool_shape(B, N, C, layout, xs.strides()[0], xs.strides()[1]);
   Tensor out = Tensor::empty({B, m, C}, x.dtype(), dev);
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    kernels::cuda::DeviceGuard guard(dev.index);
-    kernels::cuda::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s, kernels::cuda::current_stream());
-#else
-    fail_without_cuda("mita_landmark_pool", dev);
-#endif
-  } else {
-    kernels::cpu::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s);
-  }
+  kernels::dispatch(
+      dev, [&] { kernels::cpu::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s); },
+      [&](kernels::Cuda c) {
+        kernels::cuda::landmark_pool_forward(x.dtype(), out.raw_data(), xs.raw_data(), s, c.stream);
+      });
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<LandmarkPoolBackward>();
     node->shape = s;

@@ -53,11 +53,30 @@ struct MitaAttentionOptions {
 Tensor mita_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
                       const Tensor& v_hat, const MitaRouting& routing, const MitaAttentionOptions& options);
 
+/// Which tokens MiTA pools into its m landmarks (experts): tokens first .. first + tokens - 1; with grid G > 0 they
+/// are a row-major G×G grid pooled 2-D to pool × pool = m landmarks (landmark j = row·pool + col), with grid 0 they
+/// are pooled 1-D into m bins. Bins are PyTorch's adaptive ones, so they may overlap. Built and checked once, by
+/// make(); passed unchanged to the pooling op, the packed-qkv path and their kernels.
+class MitaLandmarkLayout {
+ public:
+  /// Throws "[mita_landmark_pool] ..." when the layout is impossible: m < 1, first < 0, tokens < 1, a grid that is
+  /// not tokens = G², or 2-D pooling with m not a perfect square.
+  static MitaLandmarkLayout make(int64_t first, int64_t tokens, int64_t grid, int64_t m);
+  MitaLandmarkLayout() = default;  ///< no layout (m() == 0): the ops refuse it
+  int64_t first() const { return first_; }
+  int64_t tokens() const { return tokens_; }
+  int64_t grid() const { return grid_; }  ///< G (2-D), or 0 (1-D)
+  int64_t pool() const { return pool_; }  ///< p = √m (2-D), or 0 (1-D)
+  int64_t m() const { return m_; }
+
+ private:
+  int64_t first_ = 0, tokens_ = 0, grid_ = 0, pool_ = 0, m_ = 0;
+};
+
 struct MitaQkvOptions {
   int64_t heads = 1;
-  int64_t m = 25;     ///< landmarks (experts)
-  int64_t topk = 25;  ///< keys per expert
-  int64_t pool_first = 0, pool_tokens = 0, pool_grid = 0;  ///< mita_landmark_pool's first, L, grid
+  MitaLandmarkLayout landmarks;    ///< the m landmarks and the tokens they pool
+  int64_t topk = 25;               ///< keys per expert
   MitaAttentionOptions attention;  ///< scale (also V̂'s), shared_scale, shared (false: route-only), deterministic
   bool gate = false;  ///< the input is qkvg [B, N, 4C] and the result is multiplied by SiLU(g)
 };
@@ -78,10 +97,11 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& options, cons
 /// kernels/cuda/mita/mita_small.h), which also serves inference: one launch instead of the routing and attention ops.
 bool mita_qkv_one_kernel(const Tensor& qkv, const MitaQkvOptions& options);
 
-/// MiTA's landmarks R0 [B, m, C] (x's dtype): the mean of x[b, first + t, :] over each adaptive-pooling bin of
-/// the L tokens first .. first + L - 1; 2-D when grid G > 0 (L = G² row-major tokens pooled to p×p, m = p²,
-/// landmark j = row·p + col), else 1-D (L tokens into m bins). x [B, N, C] is read in place when its channels are
-/// contiguous (a view of the packed qkv). Differentiable in x: dx [B, N, C] in x's dtype, 0 outside the tokens.
+/// MiTA's landmarks R0 [B, m, C] (x's dtype): the mean of x[b, first + t, :] over each bin of `layout`.
+/// x [B, N, C] is read in place when its channels are contiguous (a view of the packed qkv). Differentiable in x:
+/// dx [B, N, C] in x's dtype, 0 outside the tokens.
+Tensor mita_landmark_pool(const Tensor& x, const MitaLandmarkLayout& layout);
+/// The same with MitaLandmarkLayout::make(first, L, grid, m).
 Tensor mita_landmark_pool(const Tensor& x, int64_t first, int64_t L, int64_t grid, int64_t m);
 
 }  // namespace vt::ops

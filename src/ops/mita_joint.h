@@ -22,6 +22,15 @@ struct JointSaved {
   JointKernel kernel = JointKernel::cuda_cores;  // CUDA: the family that ran the forward
 };
 
+/// The kernels' sizes of a joint attention on q [B, H, N, d] with m landmarks and k keys per expert: f64 logit
+/// scales for the CPU kernels (MitaShapeF64), f32 for CUDA's (MitaShape). The one place they are built.
+template <typename Scale>
+kernels::MitaShapeOf<Scale> joint_shape(const Tensor& q, int64_t m, int64_t k, const MitaAttentionOptions& o) {
+  return {
+      q.size(0), q.size(1), q.size(2), m, k, q.size(3), static_cast<Scale>(o.scale), static_cast<Scale>(o.shared_scale),
+      o.shared};
+}
+
 /// The joint attention's forward kernels: sets saved.out ([B, H, N, d] laid out [B, N, H, d]) and saved.lse.
 void joint_forward(JointSaved& saved);
 
@@ -38,8 +47,12 @@ struct JointSharedTerms {
 void joint_backward(const JointSaved& saved, const Tensor& grad, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                     Tensor& dr, Tensor& dvh, JointSharedTerms* shared_terms = nullptr);
 
+/// The landmark pooling's kernel sizes for x [B, N, C] (strides: x's, or 0 for the backward's contiguous dx).
+kernels::LandmarkPoolShape landmark_pool_shape(int64_t B, int64_t N, int64_t C, const MitaLandmarkLayout& layout,
+                                               int64_t batch_stride = 0, int64_t row_stride = 0);
+
 /// The landmark pooling's backward: dx [B, N, C] (contiguous, `dtype`, zero outside the pooled tokens) from the
 /// landmarks' gradient [B, m, C].
-Tensor landmark_pool_grad(const Tensor& grad, const kernels::cpu::LandmarkPoolShape& shape, DType dtype);
+Tensor landmark_pool_grad(const Tensor& grad, const kernels::LandmarkPoolShape& shape, DType dtype);
 
 }  // namespace vt::ops

@@ -18,6 +18,11 @@
 #include <cstring>
 
 #include "autograd/node.h"
+#include "kernels/cuda/flash_attention.h"
+#include "kernels/cuda/mita/dwc_tokens.h"
+#include "kernels/cuda/mita/mita_shared.h"
+#include "kernels/cuda/mita/mita_small.h"
+#include "kernels/dispatch.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/head_layout.h"
@@ -27,15 +32,6 @@
 #include "ops/mita_joint.h"
 #include "ops/nn_functional.h"
 #include "ops/reduce.h"
-
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/mita/dwc_tokens.h"
-#include "kernels/cuda/flash_attention.h"
-#include "kernels/cuda/mita/mita_shared.h"
-#include "kernels/cuda/mita/mita_small.h"
-#include "kernels/cuda/stream.h"
-#endif
 
 namespace vt::ops {
 
@@ -50,29 +46,24 @@ Tensor head_split_view(const Tensor& x, int64_t c0, int64_t C, int64_t H) {
 // The shared branch's V̂ runs in f32 also for bf16 operands (its softmax is over all N keys).
 Tensor widened(const Tensor& t) { return t.dtype() == DType::bf16 ? t.to(DType::f32) : t; }
 
-#ifdef VT_WITH_CUDA
 namespace kc = kernels::cuda;
 
 kc::TokenRows token_rows(const Tensor& t) { return {t.raw_data(), t.strides()[0], t.strides()[1]}; }
 
-kc::MitaShape shared_shape(const JointSaved& sv) {
-  const Tensor& q = sv.q;
-  const MitaAttentionOptions& o = sv.options;
-  return {q.size(0), q.size(1), q.size(2), sv.r.size(2), sv.routing.expert_keys.size(3), q.size(3),
-          static_cast<float>(o.scale), static_cast<float>(o.shared_scale), o.shared};
+// The CUDA sizes of the saved operands: m from the landmarks, k from the routing.
+kernels::MitaShape shared_shape(const JointSaved& sv) {
+  return joint_shape<float>(sv.q, sv.r.size(2), sv.routing.expert_keys.size(3), sv.options);
 }
-#endif
 
 enum class SharedBranch { composite, fused, flash, one_cta };  // one_cta: the whole core, mita_small.h
 
-#ifdef VT_WITH_CUDA
-kc::AttentionShape landmark_queries(const kc::MitaShape& s) {  // the m landmarks against the N keys
+kernels::AttentionShape landmark_queries(const kernels::MitaShape& s) {  // the m landmarks against the N keys
   return {s.B, s.H, s.m, s.d, s.scale, s.N};
 }
 
 SharedBranch choose_shared_branch(const JointSaved& sv) {
   if (!sv.q.device().is_cuda()) return SharedBranch::composite;
-  const kc::MitaShape s = shared_shape(sv);
+  const kernels::MitaShape s = shared_shape(sv);
   const char* force = std::getenv("VT_MITA_SHARED");
   if (force && std::strcmp(force, "composite") == 0) return SharedBranch::composite;
   bool flash = sv.q.dtype() == DType::bf16 && kc::flash_attention_supports(s.d);
@@ -85,140 +76,117 @@ SharedBranch choose_shared_branch(const JointSaved& sv) {
   return fused ? SharedBranch::fused : SharedBranch::composite;
 }
 
-kc::MitaShape one_cta_shape(const JointSaved& sv, int64_t m, int64_t topk) {
-  const Tensor& q = sv.q;
-  return {q.size(0), q.size(1), q.size(2), m, topk, q.size(3), static_cast<float>(sv.options.scale),
-          static_cast<float>(sv.options.shared_scale), true};
-}
-
-kc::MitaSmallPool small_pool(const kernels::cpu::LandmarkPoolShape& pool) {
+kc::MitaSmallPool small_pool(const kernels::LandmarkPoolShape& pool) {
   return {static_cast<int>(pool.first), static_cast<int>(pool.L), static_cast<int>(pool.grid),
           static_cast<int>(pool.pool)};
 }
 
 // q, k, v: head views of the packed qkv.
-bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const kernels::cpu::LandmarkPoolShape& pool,
+bool one_cta_applies(const JointSaved& sv, int64_t m, int64_t topk, const kernels::LandmarkPoolShape& pool,
                      const MitaRouting* fixed) {
   const MitaAttentionOptions& o = sv.options;
   if (fixed || !sv.q.device().is_cuda() || sv.q.dtype() != DType::bf16 || !o.shared || o.deterministic) return false;
   if (const char* force = std::getenv("VT_MITA_JOINT"); force && std::strcmp(force, "small") != 0) return false;
   for (const Tensor* t : {&sv.q, &sv.k, &sv.v})
     if (!kc::flash_attention_aligned(head_view(*t))) return false;
-  const kc::MitaShape s = one_cta_shape(sv, m, topk);
+  const kernels::MitaShape s = joint_shape<float>(sv.q, m, topk, o);  // o.shared: checked above
   return kc::mita_small_supported(s) && kc::mita_small_pool_fits(small_pool(pool), s);
 }
 
 // The landmarks (sv.r, pooled from q inside the kernel), routing, V̂, out and lse in one launch; lse_shared
 // [B, H, m]: V̂'s softmax log-normaliser, for the backward.
-void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, const kernels::cpu::LandmarkPoolShape& pool,
+void one_cta_forward(JointSaved& sv, int64_t m, int64_t topk, const kernels::LandmarkPoolShape& pool,
                      Tensor& lse_shared) {
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = one_cta_shape(sv, m, topk);
-  auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
-  sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
-  sv.r = Tensor::empty({s.B, m, s.H, s.d}, DType::bf16, dev).transpose(1, 2);  // [B, H, m, d], as the pooled [B, m, C]
-  sv.v_hat = Tensor::empty({s.B, s.H, m, s.d}, DType::bf16, dev);
-  sv.out = empty_bnhd(s.B, s.H, s.N, s.d, DType::bf16, dev);
-  sv.lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
-  lse_shared = Tensor::empty({s.B, s.H, m}, DType::f32, dev);
-  kc::mita_small_forward(head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), sv.v_hat.raw_data(),
-                         sv.routing.expert_keys.data<int32_t>(), sv.routing.experts.data<int32_t>(),
-                         sv.routing.order.data<int32_t>(), sv.routing.offsets.data<int32_t>(), head_view(sv.r),
-                         head_view(sv.q), head_view(sv.k), head_view(sv.v), small_pool(pool), s,
-                         kc::current_stream());
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    const kernels::MitaShape s = joint_shape<float>(sv.q, m, topk, sv.options);
+    auto ints = [&](Shape shape) { return Tensor::empty(std::move(shape), DType::i32, dev); };
+    sv.routing = {ints({s.B, s.H, m, topk}), ints({s.B, s.H, s.N}), ints({s.B, s.H, s.N}), ints({s.B, s.H, m + 1})};
+    sv.r = Tensor::empty({s.B, m, s.H, s.d}, DType::bf16, dev).transpose(1, 2);  // [B, H, m, d] as the pooled [B, m, C]
+    sv.v_hat = Tensor::empty({s.B, s.H, m, s.d}, DType::bf16, dev);
+    sv.out = empty_bnhd(s.B, s.H, s.N, s.d, DType::bf16, dev);
+    sv.lse = Tensor::empty({s.B, s.H, s.N}, DType::f32, dev);
+    lse_shared = Tensor::empty({s.B, s.H, m}, DType::f32, dev);
+    kc::mita_small_forward(head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), sv.v_hat.raw_data(),
+                           sv.routing.expert_keys.data<int32_t>(), sv.routing.experts.data<int32_t>(),
+                           sv.routing.order.data<int32_t>(), sv.routing.offsets.data<int32_t>(), head_view(sv.r),
+                           head_view(sv.q), head_view(sv.k), head_view(sv.v), small_pool(pool), s, c.stream);
+  });
 }
 
 // Its backward: dq (with the landmarks' share through the pooling), dk, dv through their [B, H, N, d] views.
-void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const kernels::cpu::LandmarkPoolShape& pool,
+void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const kernels::LandmarkPoolShape& pool,
                       const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv) {
-  const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const MitaRouting& rt = sv.routing;
-  const kc::MitaShape s = one_cta_shape(sv, rt.expert_keys.size(2), rt.expert_keys.size(3));
-  const Tensor dr0 = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);  // the landmarks' gradient (scratch)
-  Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, dev);
-  const kc::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
-                                    rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
-  kc::mita_small_backward(head_view(dq), head_view(dk), head_view(dv), dr0.data<float>(), head_view(dout),
-                          head_view(sv.q), head_view(sv.k), head_view(sv.v), head_view(sv.r), head_view(sv.v_hat),
-                          head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index, small_pool(pool),
-                          s, scratch.data<float>(), kc::current_stream());
+  kernels::on_cuda(sv.q.device(), [&](kernels::Cuda c) {
+    const MitaRouting& rt = sv.routing;
+    const kernels::MitaShape s = joint_shape<float>(sv.q, rt.expert_keys.size(2), rt.expert_keys.size(3), sv.options);
+    const Tensor dr0 = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, sv.q.device());  // the landmarks' gradient
+    Tensor scratch = Tensor::empty({kc::mita_small_backward_scratch(s)}, DType::f32, sv.q.device());
+    const kernels::MitaRoutingArrays index{rt.expert_keys.data<int32_t>(), rt.experts.data<int32_t>(),
+                                           rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
+    kc::mita_small_backward(head_view(dq), head_view(dk), head_view(dv), dr0.data<float>(), head_view(dout),
+                            head_view(sv.q), head_view(sv.k), head_view(sv.v), head_view(sv.r), head_view(sv.v_hat),
+                            head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index,
+                            small_pool(pool), s, scratch.data<float>(), c.stream);
+  });
 }
-#endif
 
 // V̂ = softmax(scale·R·Kᵀ)·V on tensor cores; lse [B, H, m] (its softmax's log-normaliser) for the backward.
 void flash_shared_forward(JointSaved& sv, Tensor& lse) {
-#ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = shared_shape(sv);
-  lse = Tensor::empty({s.B, s.H, s.m}, DType::f32, dev);
-  sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
-  kc::flash_attention_forward(head_view(sv.v_hat), lse.data<float>(), head_view(sv.r), head_view(sv.k),
-                              head_view(sv.v), landmark_queries(s), kc::current_stream());
-#else
-  (void)sv, (void)lse;
-  fail_without_cuda("mita_qkv_attention", sv.q.device());
-#endif
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    const kernels::MitaShape s = shared_shape(sv);
+    lse = Tensor::empty({s.B, s.H, s.m}, DType::f32, dev);
+    sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+    kc::flash_attention_forward(head_view(sv.v_hat), lse.data<float>(), head_view(sv.r), head_view(sv.k),
+                                head_view(sv.v), landmark_queries(s), c.stream);
+  });
 }
 
 // Its backward: V̂'s shares of dR, dK and dV ([B, H, m, d] and two [B, H, N, d], bf16) given dV̂ (bf16).
 void flash_shared_backward(const JointSaved& sv, const Tensor& lse, const Tensor& dvh, Tensor& dR, Tensor& dK,
                            Tensor& dV) {
-#ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = shared_shape(sv);
-  const kc::AttentionShape shape = landmark_queries(s);
-  dR = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
-  dK = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
-  dV = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
-  Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(shape)}, DType::f32, dev);
-  kc::flash_attention_backward(head_view(dR), head_view(dK), head_view(dV), head_view(dvh), head_view(sv.r),
-                               head_view(sv.k), head_view(sv.v), head_view(sv.v_hat), lse.data<float>(),
-                               workspace.data<float>(), shape, kc::current_stream());
-#else
-  (void)lse, (void)dvh, (void)dR, (void)dK, (void)dV;
-  fail_without_cuda("mita_qkv_attention", sv.q.device());
-#endif
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    const kernels::MitaShape s = shared_shape(sv);
+    const kernels::AttentionShape shape = landmark_queries(s);
+    dR = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+    dK = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
+    dV = empty_bnhd(s.B, s.H, s.N, s.d, sv.q.dtype(), dev);
+    Tensor workspace = Tensor::empty({kc::flash_attention_backward_workspace(shape)}, DType::f32, dev);
+    kc::flash_attention_backward(head_view(dR), head_view(dK), head_view(dV), head_view(dvh), head_view(sv.r),
+                                 head_view(sv.k), head_view(sv.v), head_view(sv.v_hat), lse.data<float>(),
+                                 workspace.data<float>(), shape, c.stream);
+  });
 }
 
 // V̂ and P = softmax(scale·R·Kᵀ) by the fused CUDA kernel.
 void fused_shared_forward(JointSaved& sv, Tensor& probs) {
-#ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = shared_shape(sv);
-  probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
-  sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
-  kc::mita_shared_forward(sv.q.dtype(), head_view(sv.v_hat), probs.data<float>(), head_view(sv.r), head_view(sv.k),
-                          head_view(sv.v), s, kc::current_stream());
-#else
-  (void)probs;
-  fail_without_cuda("mita_qkv_attention", sv.q.device());
-#endif
+  kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    const kernels::MitaShape s = shared_shape(sv);
+    probs = Tensor::empty({s.B, s.H, s.m, s.N}, DType::f32, dev);
+    sv.v_hat = Tensor::empty({s.B, s.H, s.m, s.d}, sv.q.dtype(), dev);
+    kc::mita_shared_forward(sv.q.dtype(), head_view(sv.v_hat), probs.data<float>(), head_view(sv.r), head_view(sv.k),
+                            head_view(sv.v), s, c.stream);
+  });
 }
 
 // The fused backward of the shared branch: adds its shares into dk, dv ([B, H, N, d] views) and returns
 // dR [B, m, C] f32 (the joint attention's part included) from the joint backward's per-query terms.
 Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const JointSharedTerms& terms,
                              const Tensor& dk, const Tensor& dv) {
-#ifdef VT_WITH_CUDA
   const Device dev = sv.q.device();
-  kc::DeviceGuard guard(dev.index);
-  const kc::MitaShape s = shared_shape(sv);
-  Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
-  auto f32_or_null = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
-  kc::mita_shared_backward(sv.q.dtype(), head_view(dk), head_view(dv), dr.data<float>(), probs.data<float>(),
-                           f32_or_null(terms.p_shared), f32_or_null(terms.ds_shared), head_view(terms.dout),
-                           head_view(sv.q), head_view(sv.r), head_view(sv.k), head_view(sv.v), s, kc::current_stream(),
-                           f32_or_null(terms.dvh), f32_or_null(terms.dr));
-  return dr;
-#else
-  (void)probs, (void)terms, (void)dk, (void)dv;
-  fail_without_cuda("mita_qkv_attention", sv.q.device());
-#endif
+  return kernels::on_cuda(dev, [&](kernels::Cuda c) {
+    const kernels::MitaShape s = shared_shape(sv);
+    Tensor dr = Tensor::empty({s.B, s.m, s.H * s.d}, DType::f32, dev);
+    auto f32_or_null = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
+    kc::mita_shared_backward(sv.q.dtype(), head_view(dk), head_view(dv), dr.data<float>(), probs.data<float>(),
+                             f32_or_null(terms.p_shared), f32_or_null(terms.ds_shared), head_view(terms.dout),
+                             head_view(sv.q), head_view(sv.r), head_view(sv.k), head_view(sv.v), s, c.stream,
+                             f32_or_null(terms.dvh), f32_or_null(terms.dr));
+    return dr;
+  });
 }
 
 // The DWC: v's patch tokens (rows 1..N-1 of v [B, N, C], a view of the packed qkv) as a G×G grid, depth-wise 3×3
@@ -226,16 +194,15 @@ Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const Jo
 // rows (kernels/cuda/mita/dwc_tokens.h); elsewhere through the NCHW conv and back.
 Tensor dwc_forward(const Tensor& out, const Tensor& v, const Tensor& weight, const Tensor& bias, int64_t G) {
   const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
-#ifdef VT_WITH_CUDA
   if (v.device().is_cuda()) {
-    kc::DeviceGuard guard(v.device().index);
-    Tensor sum = Tensor::empty({B, N, C}, out.dtype(), out.device());
-    kc::depthwise3x3_tokens(out.dtype(), sum.raw_data(), out.contiguous().raw_data(), token_rows(v),
-                            weight.contiguous().raw_data(), bias.contiguous().raw_data(), false, B, N, C, 1, G,
-                            kc::current_stream());
-    return sum;
+    return kernels::on_cuda(v.device(), [&](kernels::Cuda c) {
+      Tensor sum = Tensor::empty({B, N, C}, out.dtype(), out.device());
+      kc::depthwise3x3_tokens(out.dtype(), sum.raw_data(), out.contiguous().raw_data(), token_rows(v),
+                              weight.contiguous().raw_data(), bias.contiguous().raw_data(), false, B, N, C, 1, G,
+                              c.stream);
+      return sum;
+    });
   }
-#endif
   const Tensor grid = v.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
   const Tensor conv = depthwise_conv3x3(grid, weight, bias);
   return concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv.reshape({B, C, N - 1}).transpose(1, 2)}, 1);
@@ -246,25 +213,24 @@ Tensor dwc_forward(const Tensor& out, const Tensor& v, const Tensor& weight, con
 void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const Tensor& weight, int64_t G,
                   Tensor* dweight, Tensor* dbias) {
   const int64_t B = v.size(0), N = v.size(1), C = v.size(2);
-#ifdef VT_WITH_CUDA
   if (v.device().is_cuda()) {
-    kc::DeviceGuard guard(v.device().index);
-    const cudaStream_t stream = kc::current_stream();
-    const Tensor gc = g.strides()[2] == 1 ? g : g.contiguous();
-    VT_CHECK(dv_sum.is_contiguous(), "[mita_qkv_attention] the DWC gradient goes into a contiguous dv");
-    kc::depthwise3x3_tokens(dv_sum.dtype(), dv_sum.raw_data(), dv_sum.raw_data(), token_rows(gc),
-                            weight.contiguous().raw_data(), nullptr, true, B, N, C, 1, G, stream);
-    if (dweight) *dweight = Tensor::empty({C, 1, 3, 3}, weight.dtype(), v.device());
-    if (dbias) *dbias = Tensor::empty({C}, weight.dtype(), v.device());
-    if (dweight || dbias) {
-      Tensor scratch = Tensor::empty({kc::depthwise3x3_tokens_scratch(B, C, G)}, DType::f32, v.device());
-      kc::depthwise3x3_tokens_weight_grad(weight.dtype(), dweight ? dweight->raw_data() : nullptr,
-                                          dbias ? dbias->raw_data() : nullptr, token_rows(gc), token_rows(v), B, C, 1,
-                                          G, scratch.data<float>(), stream);
-    }
-    return;
+    return kernels::on_cuda(v.device(), [&](kernels::Cuda c) {
+      const kernels::KernelStream stream = c.stream;
+      const Tensor gc = g.strides()[2] == 1 ? g : g.contiguous();
+      VT_CHECK(dv_sum.is_contiguous(), "[mita_qkv_attention] the DWC gradient goes into a contiguous dv");
+      kc::depthwise3x3_tokens(dv_sum.dtype(), dv_sum.raw_data(), dv_sum.raw_data(), token_rows(gc),
+                              weight.contiguous().raw_data(), nullptr, true, B, N, C, 1, G, stream);
+      if (dweight) *dweight = Tensor::empty({C, 1, 3, 3}, weight.dtype(), v.device());
+      if (dbias) *dbias = Tensor::empty({C}, weight.dtype(), v.device());
+      if (dweight || dbias) {
+        Tensor scratch = Tensor::empty({kc::depthwise3x3_tokens_scratch(B, C, G)}, DType::f32, v.device());
+        kc::depthwise3x3_tokens_weight_grad(weight.dtype(), dweight ? dweight->raw_data() : nullptr,
+                                            dbias ? dbias->raw_data() : nullptr, token_rows(gc), token_rows(v), B, C, 1,
+                                            G, scratch.data<float>(), stream);
+      }
+      return;
+    });
   }
-#endif
   const Tensor grid = v.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
   const Tensor g_grid = g.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
   Tensor dgrid;
@@ -285,7 +251,7 @@ struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
   Tensor probs;      // composite, fused: P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); flash, one_cta: its lse [B, H, m]
   SharedBranch shared_branch = SharedBranch::composite;
-  kernels::cpu::LandmarkPoolShape pool;
+  kernels::LandmarkPoolShape pool;
   Tensor dwc_v, dwc_weight;  // DWC only: v [B, N, C] (a view of the packed qkv) and the conv weight
   int64_t dwc_side = 0;      // G: the patch tokens form a G×G grid
   Tensor gate, pre_gate;        // gate only: g [B, N, C] (a view of qkvg) and the result before the gate
@@ -317,7 +283,6 @@ struct MitaQkvBackward : Node {
                      needs_grad(2) ? &db : nullptr);
       return dv_sum;
     };
-#ifdef VT_WITH_CUDA
     if (shared_branch == SharedBranch::one_cta) {
       const Tensor g = grad.contiguous().reshape({B, N, H, d}).transpose(1, 2);
       if (dwc_v.defined()) {  // the DWC's share goes into a contiguous dv
@@ -332,7 +297,6 @@ struct MitaQkvBackward : Node {
       if (dg.defined()) dqkv.slice(2, 3 * C, 4 * C).copy_(dg);
       return {dqkv, dw, db};
     }
-#endif
     const Tensor dq = bnhd(), dk = bnhd(), dv = bnhd();
     Tensor dr, dvh;
     JointSharedTerms terms;
@@ -380,27 +344,16 @@ struct MitaQkvBackward : Node {
   }
 };
 
-// The landmarks' bins over q's tokens [B, N, C] (p = √m for a 2-D grid), built once per call.
-kernels::cpu::LandmarkPoolShape landmark_pool_shape(const MitaQkvOptions& o, int64_t B, int64_t N, int64_t C) {
-  const int64_t p = o.pool_grid > 0 ? static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(o.m)))) : 0;
-  return {B, N, C, o.pool_first, o.pool_tokens, o.pool_grid, o.m, p, 0, 0};
-}
-
 }  // namespace
 
 bool mita_qkv_one_kernel(const Tensor& qkv, const MitaQkvOptions& o) {
-#ifdef VT_WITH_CUDA
   const int64_t blocks = o.gate ? 4 : 3;
   if (!qkv.defined() || qkv.dim() != 3 || qkv.size(2) % blocks != 0 || o.heads < 1 ||
       (qkv.size(2) / blocks) % o.heads != 0 || qkv.strides()[2] != 1)
     return false;
   const int64_t C = qkv.size(2) / blocks;
-  return one_cta_applies(packed_operands(qkv, C, o.heads, o.attention), o.m, o.topk,
-                         landmark_pool_shape(o, qkv.size(0), qkv.size(1), C), nullptr);
-#else
-  (void)qkv, (void)o;
-  return false;
-#endif
+  return one_cta_applies(packed_operands(qkv, C, o.heads, o.attention), o.landmarks.m(), o.topk,
+                         landmark_pool_shape(qkv.size(0), qkv.size(1), C, o.landmarks), nullptr);
 }
 
 Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tensor& dwc_weight, const Tensor& dwc_bias,
@@ -431,22 +384,19 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   const Tensor x = row_contiguous(qkv);
   JointSaved sv = packed_operands(x, C, H, o.attention);
   const Tensor &q = sv.q, &k = sv.k, &v = sv.v;
-  const kernels::cpu::LandmarkPoolShape pool = landmark_pool_shape(o, B, N, C);
+  const int64_t m = o.landmarks.m();
+  const kernels::LandmarkPoolShape pool = landmark_pool_shape(B, N, C, o.landmarks);
   Tensor probs;
   SharedBranch shared_branch = SharedBranch::composite;
-#ifdef VT_WITH_CUDA
-  if (one_cta_applies(sv, o.m, o.topk, pool, fixed)) {
+  if (one_cta_applies(sv, m, o.topk, pool, fixed)) {
     shared_branch = SharedBranch::one_cta;
-    one_cta_forward(sv, o.m, o.topk, pool, probs);
+    one_cta_forward(sv, m, o.topk, pool, probs);
   }
-#endif
   if (shared_branch != SharedBranch::one_cta) {
-    const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.pool_first, o.pool_tokens, o.pool_grid, o.m);  // [B, m, C]
-    sv.r = r0.reshape({B, o.m, H, d}).transpose(1, 2);  // [B, H, m, d], rows contiguous
+    const Tensor r0 = mita_landmark_pool(x.slice(2, 0, C), o.landmarks);  // [B, m, C]
+    sv.r = r0.reshape({B, m, H, d}).transpose(1, 2);                      // [B, H, m, d], rows contiguous
     sv.routing = fixed ? *fixed : mita_route(q, k, sv.r, o.topk);
-#ifdef VT_WITH_CUDA
     if (o.attention.shared) shared_branch = choose_shared_branch(sv);
-#endif
     if (shared_branch == SharedBranch::flash) flash_shared_forward(sv, probs);
     if (shared_branch == SharedBranch::fused) fused_shared_forward(sv, probs);
     if (o.attention.shared && shared_branch == SharedBranch::composite) {

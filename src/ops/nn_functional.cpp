@@ -5,35 +5,22 @@
 #include "ops/nn_functional.h"
 
 #include "autograd/node.h"
-#include "ops/elementwise.h"
 #include "kernels/cpu/l2_normalize.h"
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/loss.h"
 #include "kernels/cpu/pixel_cross_entropy.h"
 #include "kernels/cpu/softmax.h"
-
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/l2_normalize.h"
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/pixel_cross_entropy.h"
 #include "kernels/cuda/softmax.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
+#include "ops/elementwise.h"
 
 namespace vt::ops {
 
 namespace {
-
-#ifdef VT_WITH_CUDA
-// The device made current and its current stream, for one CUDA kernel call.
-struct CudaScope {
-  explicit CudaScope(Device dev) : guard(dev.index), stream(kernels::cuda::current_stream()) {}
-  kernels::cuda::DeviceGuard guard;
-  cudaStream_t stream;
-};
-#endif
 
 void* ptr_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
 
@@ -47,17 +34,15 @@ struct SoftmaxBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor gc = (g.dtype() == y.dtype() ? g : g.to(y.dtype())).contiguous();
     Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
-    if (y.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-      CudaScope s(y.device());
-      kernels::cuda::softmax_backward(y.dtype(), dx.raw_data(), gc.raw_data(), y.raw_data(), outer, R, inner, log,
-                                      s.stream);
-#else
-      fail_without_cuda(name(), y.device());
-#endif
-    } else {
-      kernels::cpu::softmax_backward(y.dtype(), dx.raw_data(), gc.raw_data(), y.raw_data(), outer, R, inner, log);
-    }
+    kernels::dispatch(
+        y.device(),
+        [&] {
+          kernels::cpu::softmax_backward(y.dtype(), dx.raw_data(), gc.raw_data(), y.raw_data(), outer, R, inner, log);
+        },
+        [&](kernels::Cuda c) {
+          kernels::cuda::softmax_backward(y.dtype(), dx.raw_data(), gc.raw_data(), y.raw_data(), outer, R, inner, log,
+                                          c.stream);
+        });
     return {dx};
   }
   void release() override { y = Tensor(); }
@@ -76,16 +61,12 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
     else inner *= s;
   }
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
-  if (x.numel() > 0 && dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    CudaScope s(dev);
-    kernels::cuda::softmax_forward(x.dtype(), y.raw_data(), xc.raw_data(), outer, R, inner, log, s.stream);
-#else
-    fail_without_cuda(op, dev);
-#endif
-  } else if (x.numel() > 0) {
-    kernels::cpu::softmax_forward(x.dtype(), y.raw_data(), xc.raw_data(), outer, R, inner, log);
-  }
+  if (x.numel() > 0)
+    kernels::dispatch(
+        dev, [&] { kernels::cpu::softmax_forward(x.dtype(), y.raw_data(), xc.raw_data(), outer, R, inner, log); },
+        [&](kernels::Cuda c) {
+          kernels::cuda::softmax_forward(x.dtype(), y.raw_data(), xc.raw_data(), outer, R, inner, log, c.stream);
+        });
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<SoftmaxBackward>();
     node->log = log;
@@ -122,25 +103,23 @@ struct LayerNormBackward : Node {
     if (needs_grad(0)) dx = Tensor::empty(x.shape(), x.dtype(), x.device());
     if (needs_grad(1)) dw = Tensor::empty({C}, param_dtype, x.device());
     if (needs_grad(2)) db = Tensor::empty({C}, param_dtype, x.device());
-    if (x.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-      Tensor scratch;
-      if (dw.defined() || db.defined())
-        scratch = Tensor::empty({kernels::cuda::layer_norm_backward_scratch(rows, C)}, DType::f32, x.device());
-      CudaScope s(x.device());
-      kernels::cuda::layer_norm_backward(x.dtype(), gc.dtype(), ptr_or_null(dx), ptr_or_null(dres),
-                                         static_cast<float*>(ptr_or_null(dw)), static_cast<float*>(ptr_or_null(db)),
-                                         gc.raw_data(), x.raw_data(), mean.data<float>(), rstd.data<float>(),
-                                         static_cast<const float*>(ptr_or_null(weight)), rows, C,
-                                         static_cast<float*>(ptr_or_null(scratch)), s.stream);
-#else
-      fail_without_cuda(name(), x.device());
-#endif
-    } else {
-      kernels::cpu::layer_norm_backward(x.dtype(), ptr_or_null(dx), ptr_or_null(dres), ptr_or_null(dw),
-                                        ptr_or_null(db), gc.raw_data(), x.raw_data(), mean.raw_data(),
-                                        rstd.raw_data(), ptr_or_null(weight), rows, C);
-    }
+    kernels::dispatch(
+        x.device(),
+        [&] {
+          kernels::cpu::layer_norm_backward(x.dtype(), ptr_or_null(dx), ptr_or_null(dres), ptr_or_null(dw),
+                                            ptr_or_null(db), gc.raw_data(), x.raw_data(), mean.raw_data(),
+                                            rstd.raw_data(), ptr_or_null(weight), rows, C);
+        },
+        [&](kernels::Cuda c) {
+          Tensor scratch;
+          if (dw.defined() || db.defined())
+            scratch = Tensor::empty({kernels::cuda::layer_norm_backward_scratch(rows, C)}, DType::f32, x.device());
+          kernels::cuda::layer_norm_backward(x.dtype(), gc.dtype(), ptr_or_null(dx), ptr_or_null(dres),
+                                             static_cast<float*>(ptr_or_null(dw)), static_cast<float*>(ptr_or_null(db)),
+                                             gc.raw_data(), x.raw_data(), mean.data<float>(), rstd.data<float>(),
+                                             static_cast<const float*>(ptr_or_null(weight)), rows, C,
+                                             static_cast<float*>(ptr_or_null(scratch)), c.stream);
+        });
     return {dx, dw, db};
   }
   void release() override { x = weight = mean = rstd = Tensor(); }
@@ -177,10 +156,8 @@ void check_logits(const Tensor& logits, const char* op) {
   VT_CHECK(logits.shape()[1] > 0, "[", op, "] logits have no classes: ", logits.describe());
 }
 
-#ifdef VT_WITH_CUDA
 // The incoming loss gradient as a contiguous f32 device scalar (the CUDA kernels read it there: no host sync).
 Tensor loss_grad_f32(const Tensor& g) { return (g.dtype() == DType::f32 ? g : g.to(DType::f32)).contiguous(); }
-#endif
 
 struct CrossEntropyBackward : Node {
   Tensor logits, target, lse;
@@ -189,20 +166,18 @@ struct CrossEntropyBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     const int64_t B = logits.shape()[0], C = logits.shape()[1];
     Tensor dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
-    if (logits.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-      Tensor g32 = loss_grad_f32(g);
-      CudaScope s(logits.device());
-      kernels::cuda::cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.data<float>(),
-                                            target.data<int64_t>(), g32.data<float>(), B, C, smoothing, s.stream);
-#else
-      fail_without_cuda(name(), logits.device());
-#endif
-    } else {
-      kernels::cpu::cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.raw_data(),
-                                           target.data<int64_t>(), B, C, smoothing,
-                                           g.item() / static_cast<double>(B));
-    }
+    kernels::dispatch(
+        logits.device(),
+        [&] {
+          kernels::cpu::cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.raw_data(),
+                                               target.data<int64_t>(), B, C, smoothing,
+                                               g.item() / static_cast<double>(B));
+        },
+        [&](kernels::Cuda c) {
+          Tensor g32 = loss_grad_f32(g);
+          kernels::cuda::cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.data<float>(),
+                                                target.data<int64_t>(), g32.data<float>(), B, C, smoothing, c.stream);
+        });
     return {dx, Tensor()};
   }
   void release() override { logits = target = lse = Tensor(); }
@@ -216,21 +191,19 @@ struct SoftTargetCrossEntropyBackward : Node {
     Tensor dx, dt;
     if (needs_grad(0)) dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
     if (needs_grad(1)) dt = Tensor::empty(target.shape(), target.dtype(), target.device());
-    if (logits.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-      Tensor g32 = loss_grad_f32(g);
-      CudaScope s(logits.device());
-      kernels::cuda::soft_target_cross_entropy_backward(logits.dtype(), target.dtype(), ptr_or_null(dx),
-                                                        ptr_or_null(dt), logits.raw_data(), target.raw_data(),
-                                                        lse.data<float>(), g32.data<float>(), B, C, s.stream);
-#else
-      fail_without_cuda(name(), logits.device());
-#endif
-    } else {
-      kernels::cpu::soft_target_cross_entropy_backward(logits.dtype(), ptr_or_null(dx), ptr_or_null(dt),
-                                                       logits.raw_data(), target.raw_data(), lse.raw_data(), B, C,
-                                                       g.item() / static_cast<double>(B));
-    }
+    kernels::dispatch(
+        logits.device(),
+        [&] {
+          kernels::cpu::soft_target_cross_entropy_backward(logits.dtype(), ptr_or_null(dx), ptr_or_null(dt),
+                                                           logits.raw_data(), target.raw_data(), lse.raw_data(), B, C,
+                                                           g.item() / static_cast<double>(B));
+        },
+        [&](kernels::Cuda c) {
+          Tensor g32 = loss_grad_f32(g);
+          kernels::cuda::soft_target_cross_entropy_backward(logits.dtype(), target.dtype(), ptr_or_null(dx),
+                                                            ptr_or_null(dt), logits.raw_data(), target.raw_data(),
+                                                            lse.data<float>(), g32.data<float>(), B, C, c.stream);
+        });
     return {dx, dt};
   }
   void release() override { logits = target = lse = Tensor(); }
@@ -240,26 +213,24 @@ struct PixelCrossEntropyBackward : Node {
   Tensor logits, target, lse;
   Tensor inv_count;  // CUDA: f32 device scalar 1 / valid pixels (0 when none)
   int64_t count = 0;  // CPU: valid pixels
-  kernels::cpu::PixelCeShape shape;
+  kernels::PixelCeShape shape;
   const char* name() const override { return "PixelCrossEntropyBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor dx = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
     if (logits.numel() == 0) return {dx, Tensor()};
-    if (logits.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-      Tensor g32 = loss_grad_f32(g);
-      CudaScope s(logits.device());
-      kernels::cuda::pixel_cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.data<float>(),
-                                                  target.data<int64_t>(), g32.data<float>(), inv_count.data<float>(),
-                                                  shape, s.stream);
-#else
-      fail_without_cuda(name(), logits.device());
-#endif
-    } else {
-      const double scale = count > 0 ? g.item() / static_cast<double>(count) : 0.0;
-      kernels::cpu::pixel_cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.raw_data(),
-                                                 target.data<int64_t>(), shape, scale);
-    }
+    kernels::dispatch(
+        logits.device(),
+        [&] {
+          const double scale = count > 0 ? g.item() / static_cast<double>(count) : 0.0;
+          kernels::cpu::pixel_cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(), lse.raw_data(),
+                                                     target.data<int64_t>(), shape, scale);
+        },
+        [&](kernels::Cuda c) {
+          Tensor g32 = loss_grad_f32(g);
+          kernels::cuda::pixel_cross_entropy_backward(logits.dtype(), dx.raw_data(), logits.raw_data(),
+                                                      lse.data<float>(), target.data<int64_t>(), g32.data<float>(),
+                                                      inv_count.data<float>(), shape, c.stream);
+        });
     return {dx, Tensor()};
   }
   void release() override { logits = target = lse = inv_count = Tensor(); }
@@ -274,18 +245,16 @@ struct L2NormalizeBackward : Node {
     Tensor gc = (g.dtype() == x.dtype() ? g : g.to(x.dtype())).contiguous();
     Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
     if (x.numel() == 0) return {dx};
-    if (x.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-      CudaScope s(x.device());
-      kernels::cuda::l2_normalize_backward(x.dtype(), dx.raw_data(), gc.raw_data(), x.raw_data(), norm.data<float>(),
-                                           rows, C, eps, s.stream);
-#else
-      fail_without_cuda(name(), x.device());
-#endif
-    } else {
-      kernels::cpu::l2_normalize_backward(x.dtype(), dx.raw_data(), gc.raw_data(), x.raw_data(), norm.raw_data(),
-                                          rows, C, eps);
-    }
+    kernels::dispatch(
+        x.device(),
+        [&] {
+          kernels::cpu::l2_normalize_backward(x.dtype(), dx.raw_data(), gc.raw_data(), x.raw_data(), norm.raw_data(),
+                                              rows, C, eps);
+        },
+        [&](kernels::Cuda c) {
+          kernels::cuda::l2_normalize_backward(x.dtype(), dx.raw_data(), gc.raw_data(), x.raw_data(),
+                                               norm.data<float>(), rows, C, eps, c.stream);
+        });
     return {dx};
   }
   void release() override { x = norm = Tensor(); }
@@ -317,19 +286,17 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor y = Tensor::empty(x.shape(), cuda ? y_dtype : x.dtype(), dev);
   Tensor mean = Tensor::empty({rows}, stat_dtype, dev);
   Tensor rstd = Tensor::empty({rows}, stat_dtype, dev);
-  if (cuda) {
-#ifdef VT_WITH_CUDA
-    CudaScope s(dev);
-    kernels::cuda::layer_norm_forward(x.dtype(), y_dtype, y.raw_data(), mean.data<float>(), rstd.data<float>(),
-                                      xc.raw_data(), static_cast<const float*>(ptr_or_null(w)),
-                                      static_cast<const float*>(ptr_or_null(b)), rows, C, eps, s.stream);
-#else
-    fail_without_cuda("layer_norm", dev);
-#endif
-  } else {
-    kernels::cpu::layer_norm_forward(x.dtype(), y.raw_data(), mean.raw_data(), rstd.raw_data(), xc.raw_data(),
-                                     ptr_or_null(w), ptr_or_null(b), rows, C, eps);
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        kernels::cpu::layer_norm_forward(x.dtype(), y.raw_data(), mean.raw_data(), rstd.raw_data(), xc.raw_data(),
+                                         ptr_or_null(w), ptr_or_null(b), rows, C, eps);
+      },
+      [&](kernels::Cuda c) {
+        kernels::cuda::layer_norm_forward(x.dtype(), y_dtype, y.raw_data(), mean.data<float>(), rstd.data<float>(),
+                                          xc.raw_data(), static_cast<const float*>(ptr_or_null(w)),
+                                          static_cast<const float*>(ptr_or_null(b)), rows, C, eps, c.stream);
+      });
   if (any_requires_grad({&x, &weight, &bias}))
     attach_node(y, layer_norm_node(xc, w, mean, rstd, cuda ? DType::f32 : x.dtype()), {&x, &weight, &bias});
   return y.dtype() == y_dtype ? y : y.to(y_dtype);
@@ -338,7 +305,6 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const Tensor& weight, const Tensor& bias,
                                          double eps, std::optional<DType> out_dtype) {
   const Device dev = common_device("add_layer_norm", {&x, &y, &weight, &bias});
-#ifdef VT_WITH_CUDA
   const bool fusable = dev.is_cuda() && x.dtype() == DType::f32 &&
                        (y.dtype() == DType::f32 || y.dtype() == DType::bf16) && x.dim() >= 1 && y.shape() == x.shape() && x.is_contiguous() && y.is_contiguous() &&
                        x.numel() > 0 && eps >= 0 && (!weight.defined() || weight.is_contiguous()) &&
@@ -350,11 +316,13 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const
     const DType y_dtype = out_dtype.value_or(x.dtype());
     Tensor h = Tensor::empty(x.shape(), DType::f32, dev), out = Tensor::empty(x.shape(), y_dtype, dev);
     Tensor mean = Tensor::empty({rows}, DType::f32, dev), rstd = Tensor::empty({rows}, DType::f32, dev);
-    CudaScope s(dev);
-    if (kernels::cuda::add_layer_norm_forward(y.dtype(), y_dtype, h.data<float>(), out.raw_data(), mean.data<float>(),
-                                              rstd.data<float>(), x.data<float>(), y.raw_data(),
-                                              static_cast<const float*>(ptr_or_null(weight)),
-                                              static_cast<const float*>(ptr_or_null(bias)), rows, C, eps, s.stream)) {
+    const bool fused = kernels::on_cuda(dev, [&](kernels::Cuda c) {
+      return kernels::cuda::add_layer_norm_forward(
+          y.dtype(), y_dtype, h.data<float>(), out.raw_data(), mean.data<float>(), rstd.data<float>(), x.data<float>(),
+          y.raw_data(), static_cast<const float*>(ptr_or_null(weight)), static_cast<const float*>(ptr_or_null(bias)),
+          rows, C, eps, c.stream);
+    });
+    if (fused) {
       h = record_add(h, x, y);
       if (any_requires_grad({&h, &weight, &bias}))
         attach_node(out, layer_norm_node(h.detach(), weight.defined() ? weight.detach() : Tensor(), mean, rstd,
@@ -363,7 +331,6 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const
       return {h, out};
     }
   }
-#endif
   Tensor h = add(x, y);
   return {h, layer_norm(h, weight, bias, eps, out_dtype)};
 }
@@ -381,28 +348,27 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_sm
   Tensor lc = logits.detach().contiguous();
   Tensor tc = target.detach().contiguous();
   Tensor out, lse;
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    VT_CHECK(B > 0, "[cross_entropy] empty batch: ", logits.describe());
-    out = Tensor::empty({}, DType::f32, dev);
-    lse = Tensor::empty({B}, DType::f32, dev);
-    Tensor row_loss = Tensor::empty({B}, DType::f32, dev);
-    CudaScope s(dev);
-    kernels::cuda::cross_entropy_forward(logits.dtype(), out.data<float>(), lse.data<float>(), row_loss.data<float>(),
-                                         lc.raw_data(), tc.data<int64_t>(), B, C, label_smoothing, s.stream);
-#else
-    fail_without_cuda("cross_entropy", dev);
-#endif
-  } else {
-    const int64_t* t = tc.data<int64_t>();
-    for (int64_t b = 0; b < B; ++b)
-      VT_CHECK(t[b] >= 0 && t[b] < C, "[cross_entropy] target[", b, "] = ", t[b], " is out of range for ", C,
-               " classes");
-    lse = Tensor::empty({B}, logits.dtype(), dev);
-    const double total =
-        kernels::cpu::cross_entropy_forward(logits.dtype(), lse.raw_data(), lc.raw_data(), t, B, C, label_smoothing);
-    out = Tensor::full({}, total / static_cast<double>(B), logits.dtype(), dev);
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        const int64_t* t = tc.data<int64_t>();
+        for (int64_t b = 0; b < B; ++b)
+          VT_CHECK(t[b] >= 0 && t[b] < C, "[cross_entropy] target[", b, "] = ", t[b], " is out of range for ", C,
+                   " classes");
+        lse = Tensor::empty({B}, logits.dtype(), dev);
+        const double total = kernels::cpu::cross_entropy_forward(logits.dtype(), lse.raw_data(), lc.raw_data(), t, B, C,
+                                                                 label_smoothing);
+        out = Tensor::full({}, total / static_cast<double>(B), logits.dtype(), dev);
+      },
+      [&](kernels::Cuda c) {
+        VT_CHECK(B > 0, "[cross_entropy] empty batch: ", logits.describe());
+        out = Tensor::empty({}, DType::f32, dev);
+        lse = Tensor::empty({B}, DType::f32, dev);
+        Tensor row_loss = Tensor::empty({B}, DType::f32, dev);
+        kernels::cuda::cross_entropy_forward(logits.dtype(), out.data<float>(), lse.data<float>(),
+                                             row_loss.data<float>(), lc.raw_data(), tc.data<int64_t>(), B, C,
+                                             label_smoothing, c.stream);
+      });
   if (any_requires_grad({&logits})) {
     auto node = std::make_shared<CrossEntropyBackward>();
     node->logits = lc;
@@ -425,25 +391,23 @@ Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& target) {
   Tensor lc = logits.detach().contiguous();
   Tensor tc = target.detach().contiguous();
   Tensor out, lse;
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    VT_CHECK(B > 0, "[soft_target_cross_entropy] empty batch: ", logits.describe());
-    out = Tensor::empty({}, DType::f32, dev);
-    lse = Tensor::empty({B}, DType::f32, dev);
-    Tensor row_loss = Tensor::empty({B}, DType::f32, dev);
-    CudaScope s(dev);
-    kernels::cuda::soft_target_cross_entropy_forward(logits.dtype(), target.dtype(), out.data<float>(),
-                                                     lse.data<float>(), row_loss.data<float>(), lc.raw_data(),
-                                                     tc.raw_data(), B, C, s.stream);
-#else
-    fail_without_cuda("soft_target_cross_entropy", dev);
-#endif
-  } else {
-    lse = Tensor::empty({B}, logits.dtype(), dev);
-    const double total = kernels::cpu::soft_target_cross_entropy_forward(logits.dtype(), lse.raw_data(),
-                                                                         lc.raw_data(), tc.raw_data(), B, C);
-    out = Tensor::full({}, total / static_cast<double>(B), logits.dtype(), dev);
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        lse = Tensor::empty({B}, logits.dtype(), dev);
+        const double total = kernels::cpu::soft_target_cross_entropy_forward(logits.dtype(), lse.raw_data(),
+                                                                             lc.raw_data(), tc.raw_data(), B, C);
+        out = Tensor::full({}, total / static_cast<double>(B), logits.dtype(), dev);
+      },
+      [&](kernels::Cuda c) {
+        VT_CHECK(B > 0, "[soft_target_cross_entropy] empty batch: ", logits.describe());
+        out = Tensor::empty({}, DType::f32, dev);
+        lse = Tensor::empty({B}, DType::f32, dev);
+        Tensor row_loss = Tensor::empty({B}, DType::f32, dev);
+        kernels::cuda::soft_target_cross_entropy_forward(logits.dtype(), target.dtype(), out.data<float>(),
+                                                         lse.data<float>(), row_loss.data<float>(), lc.raw_data(),
+                                                         tc.raw_data(), B, C, c.stream);
+      });
   if (any_requires_grad({&logits, &target})) {
     auto node = std::make_shared<SoftTargetCrossEntropyBackward>();
     node->logits = lc;
@@ -463,41 +427,39 @@ Tensor pixel_cross_entropy(const Tensor& logits, const Tensor& target, int64_t i
            target.describe());
   VT_CHECK(target.shape() == Shape({B, H, W}), "[pixel_cross_entropy] target must be [", B, ", ", H, ", ", W,
            "] for logits ", logits.describe(), ", got ", target.describe());
-  const kernels::cpu::PixelCeShape shape{B, K, H * W, ignore_index};
+  const kernels::PixelCeShape shape{B, K, H * W, ignore_index};
   Tensor lc = logits.detach().contiguous();
   Tensor tc = target.detach().contiguous();
   Tensor out, lse, inv_count;
   int64_t count = 0;
-  if (dev.is_cuda()) {
-#ifdef VT_WITH_CUDA
-    VT_CHECK(logits.dtype() == DType::f32 || logits.dtype() == DType::bf16,
-             "[pixel_cross_entropy] CUDA logits must be f32 or bf16, got ", logits.describe());
-    // The kernels write both scalars; with no pixels at all the loss is 0.
-    const bool empty = logits.numel() == 0;
-    out = empty ? Tensor::zeros({}, DType::f32, dev) : Tensor::empty({}, DType::f32, dev);
-    inv_count = empty ? Tensor::zeros({}, DType::f32, dev) : Tensor::empty({}, DType::f32, dev);
-    lse = Tensor::empty({B, H, W}, DType::f32, dev);
-    if (!empty) {
-      Tensor scratch = Tensor::empty({kernels::cuda::pixel_cross_entropy_scratch(shape)}, DType::f32, dev);
-      CudaScope s(dev);
-      kernels::cuda::pixel_cross_entropy_forward(logits.dtype(), out.data<float>(), inv_count.data<float>(),
-                                                 lse.data<float>(), lc.raw_data(), tc.data<int64_t>(), shape,
-                                                 scratch.data<float>(), s.stream);
-    }
-#else
-    fail_without_cuda("pixel_cross_entropy", dev);
-#endif
-  } else {
-    const int64_t* t = tc.data<int64_t>();
-    for (int64_t i = 0; i < tc.numel(); ++i)
-      VT_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < K), "[pixel_cross_entropy] target element ", i, " = ",
-               t[i], " is out of range for ", K, " classes (ignore_index ", ignore_index, ")");
-    lse = Tensor::empty({B, H, W}, logits.dtype(), dev);
-    const kernels::cpu::PixelCeSum sum =
-        kernels::cpu::pixel_cross_entropy_forward(logits.dtype(), lse.raw_data(), lc.raw_data(), t, shape);
-    count = sum.count;
-    out = Tensor::full({}, count > 0 ? sum.total / static_cast<double>(count) : 0.0, logits.dtype(), dev);
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        const int64_t* t = tc.data<int64_t>();
+        for (int64_t i = 0; i < tc.numel(); ++i)
+          VT_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < K), "[pixel_cross_entropy] target element ", i, " = ",
+                   t[i], " is out of range for ", K, " classes (ignore_index ", ignore_index, ")");
+        lse = Tensor::empty({B, H, W}, logits.dtype(), dev);
+        const kernels::cpu::PixelCeSum sum =
+            kernels::cpu::pixel_cross_entropy_forward(logits.dtype(), lse.raw_data(), lc.raw_data(), t, shape);
+        count = sum.count;
+        out = Tensor::full({}, count > 0 ? sum.total / static_cast<double>(count) : 0.0, logits.dtype(), dev);
+      },
+      [&](kernels::Cuda c) {
+        VT_CHECK(logits.dtype() == DType::f32 || logits.dtype() == DType::bf16,
+                 "[pixel_cross_entropy] CUDA logits must be f32 or bf16, got ", logits.describe());
+        // The kernels write both scalars; with no pixels at all the loss is 0.
+        const bool empty = logits.numel() == 0;
+        out = empty ? Tensor::zeros({}, DType::f32, dev) : Tensor::empty({}, DType::f32, dev);
+        inv_count = empty ? Tensor::zeros({}, DType::f32, dev) : Tensor::empty({}, DType::f32, dev);
+        lse = Tensor::empty({B, H, W}, DType::f32, dev);
+        if (!empty) {
+          Tensor scratch = Tensor::empty({kernels::cuda::pixel_cross_entropy_scratch(shape)}, DType::f32, dev);
+          kernels::cuda::pixel_cross_entropy_forward(logits.dtype(), out.data<float>(), inv_count.data<float>(),
+                                                     lse.data<float>(), lc.raw_data(), tc.data<int64_t>(), shape,
+                                                     scratch.data<float>(), c.stream);
+        }
+      });
   if (any_requires_grad({&logits})) {
     auto node = std::make_shared<PixelCrossEntropyBackward>();
     node->logits = lc;
@@ -522,17 +484,15 @@ Tensor l2_normalize(const Tensor& x, double eps) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
   Tensor norm = Tensor::empty({rows}, cuda ? DType::f32 : x.dtype(), dev);
   if (x.numel() > 0) {
-    if (cuda) {
-#ifdef VT_WITH_CUDA
-      CudaScope s(dev);
-      kernels::cuda::l2_normalize_forward(x.dtype(), y.raw_data(), norm.data<float>(), xc.raw_data(), rows, C, eps,
-                                          s.stream);
-#else
-      fail_without_cuda("l2_normalize", dev);
-#endif
-    } else {
-      kernels::cpu::l2_normalize_forward(x.dtype(), y.raw_data(), norm.raw_data(), xc.raw_data(), rows, C, eps);
-    }
+    kernels::dispatch(
+        dev,
+        [&] {
+          kernels::cpu::l2_normalize_forward(x.dtype(), y.raw_data(), norm.raw_data(), xc.raw_data(), rows, C, eps);
+        },
+        [&](kernels::Cuda c) {
+          kernels::cuda::l2_normalize_forward(x.dtype(), y.raw_data(), norm.data<float>(), xc.raw_data(), rows, C, eps,
+                                              c.stream);
+        });
   }
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<L2NormalizeBackward>();

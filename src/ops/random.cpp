@@ -6,38 +6,18 @@
 
 #include "autograd/node.h"
 #include "kernels/cpu/random.h"
-
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/random.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
 
 namespace vt::ops {
 
 namespace {
 
-#ifdef VT_WITH_CUDA
-// The device made current and its current stream, for one CUDA kernel call.
-struct CudaScope {
-  explicit CudaScope(Device dev) : guard(dev.index), stream(kernels::cuda::current_stream()) {}
-  kernels::cuda::DeviceGuard guard;
-  cudaStream_t stream;
-};
-// Runs the kernels::cuda launcher `call` (which may use vt_scope_.stream) on `dev`; without CUDA, fails clearly.
-#define VT_RANDOM_ON_CUDA(op, dev, call) \
-  do {                                   \
-    CudaScope vt_scope_(dev);            \
-    kernels::cuda::call;                 \
-  } while (0)
-// Fills whose offsets would be baked into a captured CUDA graph (the same numbers at every replay).
-#define VT_RANDOM_NOT_CAPTURED(op, dev) \
-  kernels::cuda::fail_if_capturing(kernels::cuda::current_stream(),                 \
-                                   std::string(op) + " (its draws would repeat at every CUDA graph replay)")
-#else
-#define VT_RANDOM_ON_CUDA(op, dev, call) fail_without_cuda(op, dev)
-#define VT_RANDOM_NOT_CAPTURED(op, dev) fail_without_cuda(op, dev)
-#endif
+// Fills whose offsets would be baked into a captured CUDA graph (the same numbers at every replay) refuse to be
+// captured.
+void refuse_capture(const char* op, kernels::Cuda c) {
+  kernels::cuda::fail_if_capturing(c.stream, std::string(op) + " (its draws would repeat at every CUDA graph replay)");
+}
 
 // Runs fill(dtype, data, n, device) on t directly when it is contiguous in a dtype the device's kernels write
 // (CPU: f32/f64; CUDA: f32/f64/bf16), else through a contiguous temporary (f64 for f64, f32 otherwise) copied
@@ -71,12 +51,16 @@ struct MaskScaleBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor gc = g.contiguous();
     Tensor dx = Tensor::empty(gc.shape(), gc.dtype(), gc.device());
-    if (gc.device().is_cuda())
-      VT_RANDOM_ON_CUDA(op_name, gc.device(),
-                        masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner,
-                                     scale, vt_scope_.stream));
-    else
-      kernels::cpu::masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
+    kernels::dispatch(
+        gc.device(),
+        [&] {
+          kernels::cpu::masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner,
+                                     scale);
+        },
+        [&](kernels::Cuda c) {
+          kernels::cuda::masked_scale(gc.dtype(), dx.raw_data(), gc.raw_data(), mask.data<uint8_t>(), rows, inner,
+                                      scale, c.stream);
+        });
     return {dx};
   }
   void release() override { mask = Tensor(); }
@@ -94,15 +78,17 @@ Tensor masked_drop(const Tensor& x, double p, int64_t rows, int64_t inner, Gener
   const double keep = 1.0 - p, scale = 1.0 / (1.0 - p);
   Tensor xc = x.detach().contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
-  if (dev.is_cuda()) {
-    if (!gen.device_shift()) VT_RANDOM_NOT_CAPTURED(op, dev);
-    VT_RANDOM_ON_CUDA(op, dev,
-                      dropout_forward(x.dtype(), y.raw_data(), mask.data<uint8_t>(), xc.raw_data(), rows, inner,
-                                      seed, offset, gen.device_shift(), keep, scale, vt_scope_.stream));
-  } else {
-    kernels::cpu::bernoulli_fill(mask.data<uint8_t>(), rows, seed, offset, keep);
-    kernels::cpu::masked_scale(x.dtype(), y.raw_data(), xc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
-  }
+  kernels::dispatch(
+      dev,
+      [&] {
+        kernels::cpu::bernoulli_fill(mask.data<uint8_t>(), rows, seed, offset, keep);
+        kernels::cpu::masked_scale(x.dtype(), y.raw_data(), xc.raw_data(), mask.data<uint8_t>(), rows, inner, scale);
+      },
+      [&](kernels::Cuda c) {
+        if (!gen.device_shift()) refuse_capture(op, c);
+        kernels::cuda::dropout_forward(x.dtype(), y.raw_data(), mask.data<uint8_t>(), xc.raw_data(), rows, inner, seed,
+                                       offset, gen.device_shift(), keep, scale, c.stream);
+      });
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<MaskScaleBackward>();
     node->op_name = node_name;
@@ -121,12 +107,12 @@ void uniform_(const Tensor& t, double lo, double hi, Generator& gen) {
   VT_CHECK(lo <= hi, "[uniform_] needs lo <= hi, got [", lo, ", ", hi, ")");
   fill_tensor(t, "uniform_", [&](DType dt, void* p, int64_t n, Device dev) {
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-    if (dev.is_cuda()) {
-      VT_RANDOM_NOT_CAPTURED("uniform_", dev);
-      VT_RANDOM_ON_CUDA("uniform_", dev, uniform_fill(dt, p, n, seed, offset, lo, hi, vt_scope_.stream));
-    } else {
-      kernels::cpu::uniform_fill(dt, p, n, seed, offset, lo, hi);
-    }
+    kernels::dispatch(
+        dev, [&] { kernels::cpu::uniform_fill(dt, p, n, seed, offset, lo, hi); },
+        [&](kernels::Cuda c) {
+          refuse_capture("uniform_", c);
+          kernels::cuda::uniform_fill(dt, p, n, seed, offset, lo, hi, c.stream);
+        });
   });
 }
 
@@ -135,12 +121,12 @@ void normal_(const Tensor& t, double mean, double std, Generator& gen) {
   fill_tensor(t, "normal_", [&](DType dt, void* p, int64_t n, Device dev) {
     // Box-Muller pairs: an odd n still reads uniform n, so reserve one more.
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n) + 1);
-    if (dev.is_cuda()) {
-      VT_RANDOM_NOT_CAPTURED("normal_", dev);
-      VT_RANDOM_ON_CUDA("normal_", dev, normal_fill(dt, p, n, seed, offset, mean, std, vt_scope_.stream));
-    } else {
-      kernels::cpu::normal_fill(dt, p, n, seed, offset, mean, std);
-    }
+    kernels::dispatch(
+        dev, [&] { kernels::cpu::normal_fill(dt, p, n, seed, offset, mean, std); },
+        [&](kernels::Cuda c) {
+          refuse_capture("normal_", c);
+          kernels::cuda::normal_fill(dt, p, n, seed, offset, mean, std, c.stream);
+        });
   });
 }
 
@@ -149,13 +135,12 @@ void trunc_normal_(const Tensor& t, double mean, double std, double a, double b,
   VT_CHECK(a < b, "[trunc_normal_] needs a < b, got [", a, ", ", b, "]");
   fill_tensor(t, "trunc_normal_", [&](DType dt, void* p, int64_t n, Device dev) {
     const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-    if (dev.is_cuda()) {
-      VT_RANDOM_NOT_CAPTURED("trunc_normal_", dev);
-      VT_RANDOM_ON_CUDA("trunc_normal_", dev,
-                        trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b, vt_scope_.stream));
-    } else {
-      kernels::cpu::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b);
-    }
+    kernels::dispatch(
+        dev, [&] { kernels::cpu::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b); },
+        [&](kernels::Cuda c) {
+          refuse_capture("trunc_normal_", c);
+          kernels::cuda::trunc_normal_fill(dt, p, n, seed, offset, mean, std, a, b, c.stream);
+        });
   });
 }
 
@@ -164,13 +149,12 @@ Tensor bernoulli(const Shape& shape, double p, Generator& gen, Device device) {
   Tensor out = Tensor::empty(shape, DType::u8, device);
   const int64_t n = out.numel();
   const uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<uint64_t>(n));
-  if (device.is_cuda()) {
-    if (!gen.device_shift()) VT_RANDOM_NOT_CAPTURED("bernoulli", device);
-    VT_RANDOM_ON_CUDA("bernoulli", device,
-                      bernoulli_fill(out.data<uint8_t>(), n, seed, offset, gen.device_shift(), p, vt_scope_.stream));
-  } else {
-    kernels::cpu::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p);
-  }
+  kernels::dispatch(
+      device, [&] { kernels::cpu::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, p); },
+      [&](kernels::Cuda c) {
+        if (!gen.device_shift()) refuse_capture("bernoulli", c);
+        kernels::cuda::bernoulli_fill(out.data<uint8_t>(), n, seed, offset, gen.device_shift(), p, c.stream);
+      });
   return out;
 }
 

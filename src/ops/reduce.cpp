@@ -7,12 +7,9 @@
 
 #include "autograd/node.h"
 #include "kernels/cpu/reduce.h"
-#include "ops/elementwise.h"
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/reduce.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
+#include "ops/elementwise.h"
 
 namespace vt::ops {
 
@@ -80,17 +77,14 @@ ReduceLayout reduce_layout(const Tensor& x, const std::vector<int64_t>& dims) {
 Tensor sum_raw(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, double scale, const char* op) {
   Tensor out = Tensor::empty(reduced_shape(x.shape(), dims, keepdim), x.dtype(), x.device());
   if (x.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-    ReduceLayout L = reduce_layout(x, dims);
-    kernels::cuda::DeviceGuard guard(x.device().index);
-    const int64_t ws_size = kernels::cuda::sum_workspace_size(L.outer, L.R, L.inner);
-    Tensor ws;
-    if (ws_size > 0) ws = Tensor::empty({ws_size}, x.dtype() == DType::f64 ? DType::f64 : DType::f32, x.device());
-    kernels::cuda::sum_forward(x.dtype(), out.raw_data(), L.data.raw_data(), L.outer, L.R, L.inner, scale,
-                               ws.defined() ? ws.raw_data() : nullptr, kernels::cuda::current_stream());
-#else
-    fail_without_cuda(op, x.device());
-#endif
+    kernels::on_cuda(x.device(), [&](kernels::Cuda c) {
+      ReduceLayout L = reduce_layout(x, dims);
+      const int64_t ws_size = kernels::cuda::sum_workspace_size(L.outer, L.R, L.inner);
+      Tensor ws;
+      if (ws_size > 0) ws = Tensor::empty({ws_size}, x.dtype() == DType::f64 ? DType::f64 : DType::f32, x.device());
+      kernels::cuda::sum_forward(x.dtype(), out.raw_data(), L.data.raw_data(), L.outer, L.R, L.inner, scale,
+                                 ws.defined() ? ws.raw_data() : nullptr, c.stream);
+    });
     return out;
   }
   int64_t R = 1;
@@ -163,17 +157,14 @@ struct MaxBackward : Node {
   // Scatters g into zeros of the input's shape, viewed as [outer, R, inner], at the arg-max of each (o, i).
   Tensor backward_cuda(const Tensor& g) const {
     Tensor dx = Tensor::zeros(input_shape, g.dtype(), g.device());
-#ifdef VT_WITH_CUDA
     Tensor gc = g.contiguous();
     int64_t outer = 1, inner = 1;
     for (int64_t i = 0; i < dim; ++i) outer *= input_shape[i];
     for (int64_t i = dim + 1; i < static_cast<int64_t>(input_shape.size()); ++i) inner *= input_shape[i];
-    kernels::cuda::DeviceGuard guard(g.device().index);
-    kernels::cuda::max_backward(g.dtype(), dx.raw_data(), gc.raw_data(), indices.data<int64_t>(), outer,
-                                input_shape[dim], inner, kernels::cuda::current_stream());
-#else
-    fail_without_cuda("max_backward", g.device());
-#endif
+    kernels::on_cuda(g.device(), [&](kernels::Cuda c) {
+      kernels::cuda::max_backward(g.dtype(), dx.raw_data(), gc.raw_data(), indices.data<int64_t>(), outer,
+                                  input_shape[dim], inner, c.stream);
+    });
     return dx;
   }
   void release() override { indices = Tensor(); }
@@ -197,19 +188,17 @@ std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
   Tensor values = Tensor::empty(out_shape, x.dtype(), x.device());
   Tensor indices = Tensor::empty(out_shape, DType::i64, x.device());
   const int64_t R = x.shape()[dim];
-  if (x.device().is_cuda()) {
-#ifdef VT_WITH_CUDA
-    ReduceLayout L = reduce_layout(x, {dim});
-    kernels::cuda::DeviceGuard guard(x.device().index);
-    kernels::cuda::max_forward(x.dtype(), values.raw_data(), indices.data<int64_t>(), L.data.raw_data(), L.outer, R,
-                               L.inner, kernels::cuda::current_stream());
-#else
-    fail_without_cuda("max", x.device());
-#endif
-  } else {
-    Tensor xc = reduced_last(x.detach(), {dim});
-    kernels::cpu::max_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), x.numel() / R, R);
-  }
+  kernels::dispatch(
+      x.device(),
+      [&] {
+        Tensor xc = reduced_last(x.detach(), {dim});
+        kernels::cpu::max_rows(x.dtype(), values.raw_data(), indices.data<int64_t>(), xc.raw_data(), x.numel() / R, R);
+      },
+      [&](kernels::Cuda c) {
+        ReduceLayout L = reduce_layout(x, {dim});
+        kernels::cuda::max_forward(x.dtype(), values.raw_data(), indices.data<int64_t>(), L.data.raw_data(), L.outer, R,
+                                   L.inner, c.stream);
+      });
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<MaxBackward>();
     node->input_shape = x.shape();

@@ -3,9 +3,7 @@
 
 #include "autograd/node.h"
 #include "ops/elementwise.h"
-#ifdef VT_WITH_CUDA
 #include "kernels/cuda/copy.h"
-#endif
 
 namespace vt {
 
@@ -74,13 +72,11 @@ struct ToDeviceBackward : Node {
 void transfer(const Tensor& dst, const Tensor& src) {
   const size_t nbytes = static_cast<size_t>(src.numel()) * dtype_size(src.dtype());
   const Device from = src.device(), to = dst.device();
-#ifdef VT_WITH_CUDA
   namespace kc = kernels::cuda;
   if (from.is_cpu() && to.is_cuda()) return kc::copy_host_to_device(to.index, dst.raw_data(), src.raw_data(), nbytes);
   if (from.is_cuda() && to.is_cpu()) return kc::copy_device_to_host(from.index, dst.raw_data(), src.raw_data(), nbytes);
   if (from.is_cuda() && to.is_cuda())
     return kc::copy_device_to_device(to.index, dst.raw_data(), from.index, src.raw_data(), nbytes);
-#endif
   VT_FAIL("[to] cannot copy ", src.describe(), " from ", from.str(), " to ", to.str(), " in this build");
 }
 

@@ -6,13 +6,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cuda/adamw.h"
+#include "kernels/dispatch.h"
 #include "optim/flat_buffers.h"
 #include "optim/fused_ema.h"
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/adamw.h"
-#include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/stream.h"
-#endif
 
 namespace vt::optim {
 
@@ -59,17 +56,13 @@ void AdamW::prepare_update() {
   }
   prepared_scalars_ = {step_lr_, 1.0 - std::pow(beta1_, t), std::sqrt(1.0 - std::pow(beta2_, t))};
   if (flat_->device().is_cpu()) return;
-#ifdef VT_WITH_CUDA
   const kernels::cuda::AdamWStepScalars values{static_cast<float>(prepared_scalars_.lr),
                                                static_cast<float>(prepared_scalars_.bias_correction1),
                                                static_cast<float>(prepared_scalars_.bias_correction2_sqrt)};
-  kernels::cuda::DeviceGuard guard(flat_->device().index);
-  kernels::cuda::set_adamw_step_scalars(
-      static_cast<kernels::cuda::AdamWStepScalars*>(device_step_scalars(sizeof(values))), values,
-      kernels::cuda::current_stream());
-#else
-  fail_without_cuda("adamw", flat_->device());
-#endif
+  kernels::on_cuda(flat_->device(), [&](kernels::Cuda c) {
+    kernels::cuda::set_adamw_step_scalars(
+        static_cast<kernels::cuda::AdamWStepScalars*>(device_step_scalars(sizeof(values))), values, c.stream);
+  });
 }
 
 void AdamW::apply_update() {
@@ -188,7 +181,6 @@ void AdamW::flat_step() {
     }
     return;
   }
-#ifdef VT_WITH_CUDA
   // Everything here is the same at every step (graph capture): the step's values come from device_step_scalars().
   const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(group_ends);
   const kernels::cuda::AdamWHyper hyper{
@@ -204,18 +196,16 @@ void AdamW::flat_step() {
   kernels::cuda::FusedEma device_ema;
   if (ema_.buffer.defined())
     device_ema = {ema_.buffer.data<float>() + r0, static_cast<float>(ema_.decay), static_cast<float>(1.0 - ema_.decay)};
-  kernels::cuda::DeviceGuard guard(flat_->device().index);
-  if (r1 == r0) {  // an empty range: nothing to update, but a clip's norm is still written
-    if (device_clip.partials)
-      kernels::cuda::grad_norm_from_partials(device_clip.norm, device_clip.partials, kernels::cuda::current_stream());
-    return;
-  }
-  kernels::cuda::adamw_flat_step(p.data<float>() + r0, g.data<float>() + r0, m.data<float>() + (r0 - base),
-                                 v.data<float>() + (r0 - base), r1 - r0, flat_groups, hyper, device_clip, device_ema,
-                                 kernels::cuda::current_stream());
-#else
-  fail_without_cuda("adamw", flat_->device());
-#endif
+  return kernels::on_cuda(flat_->device(), [&](kernels::Cuda c) {
+    if (r1 == r0) {  // an empty range: nothing to update, but a clip's norm is still written
+      if (device_clip.partials)
+        kernels::cuda::grad_norm_from_partials(device_clip.norm, device_clip.partials, c.stream);
+      return;
+    }
+    kernels::cuda::adamw_flat_step(p.data<float>() + r0, g.data<float>() + r0, m.data<float>() + (r0 - base),
+                                   v.data<float>() + (r0 - base), r1 - r0, flat_groups, hyper, device_clip, device_ema,
+                                   c.stream);
+  });
 }
 
 }  // namespace vt::optim

@@ -1,16 +1,12 @@
 // Global-norm gradient clipping. Squares are summed in double, per tensor, then across tensors. With flat
 // buffers on CUDA only the norm's partial sums are launched here; the next step()'s update launch finishes the norm,
 // writes it into one buffer reused by every call, and applies the clip.
-#include "optim/optimizer.h"
-
 #include <cmath>
 
-#include "optim/flat_buffers.h"
-#ifdef VT_WITH_CUDA
 #include "kernels/cuda/adamw.h"
-#include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/stream.h"
-#endif
+#include "kernels/dispatch.h"
+#include "optim/flat_buffers.h"
+#include "optim/optimizer.h"
 
 namespace vt::optim {
 
@@ -68,7 +64,6 @@ double clip_grad_norm(const NamedTensors& named_params, double max_norm) {
 Tensor Optimizer::clip_grad_norm(double max_norm) {
   VT_CHECK(max_norm > 0.0, "[clip_grad_norm] max_norm must be > 0, got ", max_norm);
   if (!flat_ || flat_->device().is_cpu()) return Tensor::scalar(optim::clip_grad_norm(groups, max_norm), DType::f64);
-#ifdef VT_WITH_CUDA
   flat_->reattach_grads();
   const Device device = flat_->device();
   if (!norm_workspace_.defined())
@@ -76,14 +71,12 @@ Tensor Optimizer::clip_grad_norm(double max_norm) {
   // One norm buffer for every call: the launch here and the update writing the norm keep their arguments (graph
   // capture). Zeros until the first clipped step writes it.
   if (!clip_norm_.defined()) clip_norm_ = Tensor::zeros({}, DType::f32, device);
-  kernels::cuda::DeviceGuard guard(device.index);
-  kernels::cuda::grad_norm_partials(norm_workspace_.data<double>(), flat_->grads().data<float>(), flat_->size(),
-                                    kernels::cuda::current_stream());
-  pending_clip_ = PendingClip{norm_workspace_, clip_norm_, max_norm};
-  return clip_norm_;
-#else
-  fail_without_cuda("clip_grad_norm", flat_->device());
-#endif
+  return kernels::on_cuda(device, [&](kernels::Cuda c) {
+    kernels::cuda::grad_norm_partials(norm_workspace_.data<double>(), flat_->grads().data<float>(), flat_->size(),
+                                      c.stream);
+    pending_clip_ = PendingClip{norm_workspace_, clip_norm_, max_norm};
+    return clip_norm_;
+  });
 }
 
 }  // namespace vt::optim

@@ -2,13 +2,10 @@
 // launch on CUDA.
 #include "optim/sgd.h"
 
+#include "kernels/cuda/adamw.h"
+#include "kernels/dispatch.h"
 #include "optim/flat_buffers.h"
 #include "optim/fused_ema.h"
-#ifdef VT_WITH_CUDA
-#include "kernels/cuda/adamw.h"
-#include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/stream.h"
-#endif
 
 namespace vt::optim {
 
@@ -46,14 +43,11 @@ void SGD::prepare_update() {
     flat_slot("momentum_buffer");
   }
   if (flat_->device().is_cpu()) return;
-#ifdef VT_WITH_CUDA
   const kernels::cuda::SgdStepScalars values{static_cast<float>(step_lr_), first_step_ ? 1 : 0};
-  kernels::cuda::DeviceGuard guard(flat_->device().index);
-  kernels::cuda::set_sgd_step_scalars(static_cast<kernels::cuda::SgdStepScalars*>(device_step_scalars(sizeof(values))),
-                                      values, kernels::cuda::current_stream());
-#else
-  fail_without_cuda("sgd", flat_->device());
-#endif
+  kernels::on_cuda(flat_->device(), [&](kernels::Cuda c) {
+    kernels::cuda::set_sgd_step_scalars(
+        static_cast<kernels::cuda::SgdStepScalars*>(device_step_scalars(sizeof(values))), values, c.stream);
+  });
 }
 
 void SGD::apply_update() {
@@ -97,7 +91,6 @@ void SGD::flat_step() {
     }
     return;
   }
-#ifdef VT_WITH_CUDA
   // Everything here is the same at every step (graph capture): lr and the first-step flag come from the device.
   const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(flat_->group_ends());
   kernels::cuda::DeviceClip device_clip;
@@ -108,13 +101,11 @@ void SGD::flat_step() {
     device_ema = {ema_.buffer.data<float>(), static_cast<float>(ema_.decay), static_cast<float>(1.0 - ema_.decay)};
   const auto* scalars =
       static_cast<const kernels::cuda::SgdStepScalars*>(device_step_scalars(sizeof(kernels::cuda::SgdStepScalars)));
-  kernels::cuda::DeviceGuard guard(flat_->device().index);
-  kernels::cuda::sgd_flat_step(p.data<float>(), g.data<float>(), buf ? buf->data<float>() : nullptr, flat_->size(),
-                               flat_groups, static_cast<float>(momentum_), nesterov_, scalars, device_clip, device_ema,
-                               kernels::cuda::current_stream());
-#else
-  fail_without_cuda("sgd", flat_->device());
-#endif
+  kernels::on_cuda(flat_->device(), [&](kernels::Cuda c) {
+    kernels::cuda::sgd_flat_step(p.data<float>(), g.data<float>(), buf ? buf->data<float>() : nullptr, flat_->size(),
+                                 flat_groups, static_cast<float>(momentum_), nesterov_, scalars, device_clip,
+                                 device_ema, c.stream);
+  });
 }
 
 }  // namespace vt::optim

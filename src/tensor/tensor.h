@@ -114,10 +114,9 @@ class Tensor {
 void require_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
 
 /// The device all defined tensors share (CPU when none is defined); throws "[op] devices differ: ..." otherwise.
-/// Op front-ends branch on it: CPU kernel, or (under #ifdef VT_WITH_CUDA) the CUDA kernel, else
-/// fail_without_cuda.
+/// Op front-ends run their kernel on it with kernels::dispatch (kernels/dispatch.h).
 Device common_device(const char* op, std::initializer_list<const Tensor*> tensors);
-/// Throws "[op] <device> tensor in a build without CUDA".
+/// Throws "[op] <device> tensor in a build without CUDA" (data's device kernels, which have no stand-ins).
 [[noreturn]] void fail_without_cuda(const char* op, Device device);
 /// Throws "[op] CUDA needs f32 or bf16, got ..." unless x is f32 or bf16 (what the float CUDA kernels take).
 void check_cuda_float(const Tensor& x, const char* op);

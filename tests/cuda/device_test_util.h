@@ -70,7 +70,7 @@ inline void expect_bf16_rule(const Tensor& ours, const Tensor& plain, const Tens
 /// the DISABLED_Timing tests).
 template <typename F>
 double mean_ms(F&& f) {
-  const cudaStream_t stream = kernels::cuda::current_stream();
+  const kernels::KernelStream stream = kernels::cuda::current_stream();
   for (int i = 0; i < 3; ++i) f();
   constexpr int kIters = 20;
   kernels::cuda::CudaEvent start, stop;

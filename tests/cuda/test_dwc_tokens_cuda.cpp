@@ -49,7 +49,7 @@ TEST(DwcTokensCuda, ConvInputAndWeightGradientsMatchTheNchwConv) {
 
       const Tensor qkv_d = qkv.to(kGpu), out_d = out.to(kGpu), w_d = w.to(kGpu), b_d = b.to(kGpu), g_d = g.to(kGpu);
       const Tensor v_d = qkv_d.slice(2, 2 * C, 3 * C);
-      const cudaStream_t stream = kc::current_stream();
+      const kernels::KernelStream stream = kc::current_stream();
       Tensor sum = Tensor::empty({B, N, C}, dt, kGpu);
       kc::depthwise3x3_tokens(dt, sum.raw_data(), out_d.raw_data(), rows_of(v_d), w_d.raw_data(), b_d.raw_data(),
                               false, B, N, C, 1, G, stream);

@@ -31,7 +31,7 @@
 namespace vt::test {
 namespace {
 
-using kernels::cpu::UnaryOp;
+using kernels::UnaryOp;
 
 struct UnaryCase {
   const char* name;

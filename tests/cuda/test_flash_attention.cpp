@@ -121,7 +121,7 @@ Tensor to_gpu_bf16(const std::vector<double>& v, const Shape& shape) {
   return Tensor::from_vector(v, shape, DType::bf16).to(kGpu);
 }
 
-kc::AttentionView view_of(const Tensor& t) {
+kernels::AttentionView view_of(const Tensor& t) {
   return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
 }
 
@@ -133,7 +133,7 @@ Result run_kernels(const Problem& p, kc::FlashDqMode mode) {
   Tensor out = Tensor::empty(shape, DType::bf16, kGpu), lse = Tensor::empty({p.B, p.H, p.N}, DType::f32, kGpu);
   Tensor dq = Tensor::empty(shape, DType::bf16, kGpu), dk = Tensor::empty(shape, DType::bf16, kGpu);
   Tensor dv = Tensor::empty(shape, DType::bf16, kGpu);
-  const kc::AttentionShape s{p.B, p.H, p.N, p.d, static_cast<float>(p.scale)};
+  const kernels::AttentionShape s{p.B, p.H, p.N, p.d, static_cast<float>(p.scale)};
   Tensor ws = Tensor::empty({kc::flash_attention_backward_workspace(s, mode)}, DType::f32, kGpu);
   kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), s, nullptr);
   kc::flash_attention_backward(view_of(dq), view_of(dk), view_of(dv), view_of(dout), view_of(q), view_of(k),
@@ -291,7 +291,7 @@ TEST(FlashAttentionCuda, DISABLED_Timing) {
     Tensor out = Tensor::empty(shape, DType::bf16, kGpu), lse = Tensor::empty({c.B, c.H, c.N}, DType::f32, kGpu);
     Tensor dq = Tensor::empty(shape, DType::bf16, kGpu), dk = Tensor::empty(shape, DType::bf16, kGpu);
     Tensor dv = Tensor::empty(shape, DType::bf16, kGpu);
-    const kc::AttentionShape s{c.B, c.H, c.N, c.d, 0.125f};
+    const kernels::AttentionShape s{c.B, c.H, c.N, c.d, 0.125f};
     Tensor ws = Tensor::empty({kc::flash_attention_backward_workspace(s, kc::FlashDqMode::atomics)}, DType::f32,
                               kGpu);
     kc::FlashDqMode mode = kc::FlashDqMode::separate_pass;

@@ -96,7 +96,7 @@ TEST_P(GeluCudaSized, ForwardMatchesCpu) {
   const int64_t n = GetParam();
   auto x = random_inputs(n, 1234u + static_cast<uint32_t>(n), -8.0f, 8.0f);
   std::vector<float> cpu(x.size());
-  kernels::cpu::unary_forward(kernels::cpu::UnaryOp::gelu, DType::f32, cpu.data(), x.data(), n);
+  kernels::cpu::unary_forward(kernels::UnaryOp::gelu, DType::f32, cpu.data(), x.data(), n);
 
   DeviceBuffer dx(n), dy(n);
   dx.upload(x, stream_);
@@ -124,7 +124,7 @@ TEST_P(GeluCudaSized, BackwardMatchesCpu) {
   auto x = random_inputs(n, 99u + static_cast<uint32_t>(n), -8.0f, 8.0f);
   auto g = random_inputs(n, 7u + static_cast<uint32_t>(n), -2.0f, 2.0f);
   std::vector<float> cpu(x.size());
-  kernels::cpu::unary_backward(kernels::cpu::UnaryOp::gelu, DType::f32, cpu.data(), g.data(), x.data(), nullptr, n);
+  kernels::cpu::unary_backward(kernels::UnaryOp::gelu, DType::f32, cpu.data(), g.data(), x.data(), nullptr, n);
 
   DeviceBuffer d_x(n), d_g(n), d_dx(n);
   d_x.upload(x, stream_);

@@ -221,7 +221,7 @@ TEST(GemmBiasGradCuda, DISABLED_Timing) {
     Tensor g = Tensor::empty({M, l.out}, DType::bf16, kGpu), x = Tensor::empty({M, l.in}, DType::bf16, kGpu);
     g.fill_(0.01), x.fill_(0.01);
     Tensor gw = Tensor::empty({l.out, l.in}, DType::bf16, kGpu), gb = Tensor::empty({l.out}, DType::bf16, kGpu);
-    const cudaStream_t stream = kc::current_stream();
+    const kernels::KernelStream stream = kc::current_stream();
     auto gemm = [&](bool epilogue) {
       kc::GemmLtArgs a;
       a.in_dtype = a.out_dtype = DType::bf16;

@@ -156,7 +156,7 @@ TEST(MitaCuda, OneCtaCoreRoutesAsMitaRoute) {
   uint32_t seed = 1700;
   for (const Case& c : {kCases[0], Case{50, 9, 16, "shifted"}, Case{128, 16, 32, "sequence"}}) {
     const std::string what = name_of(c, DType::bf16) + " one-CTA core";
-    kernels::cuda::MitaShape shape{kB, kH, c.N, c.m, c.k, kD, 0.125f, 1.0f / kD, true};
+    kernels::MitaShape shape{kB, kH, c.N, c.m, c.k, kD, 0.125f, 1.0f / kD, true};
     ASSERT_TRUE(kernels::cuda::mita_small_supported(shape)) << what;
     models::MitaOptions o;
     o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
@@ -522,7 +522,7 @@ struct SharedCase {
   int64_t N, m, d;
 };
 
-kernels::cuda::AttentionView view_of(const Tensor& t) {
+kernels::AttentionView view_of(const Tensor& t) {
   return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
 }
 
@@ -539,7 +539,7 @@ TEST(MitaSharedCuda, ForwardAndBackwardMatchTheCpuComposite) {
                                " d=" + std::to_string(c.d) + " " + dtype_name(dt);
       const int64_t C = H * c.d;
       const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
-      const kc::MitaShape s{B, H, c.N, c.m, 1, c.d, static_cast<float>(scale), 1.f, true};
+      const kernels::MitaShape s{B, H, c.N, c.m, 1, c.d, static_cast<float>(scale), 1.f, true};
       ASSERT_TRUE(kc::mita_shared_supported(s)) << what;
       auto heads = [&](const Tensor& x, int64_t c0) {  // channels [c0, c0 + C) of [B, rows, W] as [B, H, rows, d]
         return x.slice(2, c0, c0 + C).reshape({B, x.size(1), H, c.d}).permute({0, 2, 1, 3});

@@ -164,7 +164,7 @@ Tensor heads_part(const Tensor& x, const Problem& p, int64_t w) {
   return x.slice(2, w * C, (w + 1) * C).reshape({p.B, p.c.N, p.H, p.c.d}).permute({0, 2, 1, 3});
 }
 
-kc::AttentionView view_of(const Tensor& t) {
+kernels::AttentionView view_of(const Tensor& t) {
   return {t.raw_data(), t.strides()[0], t.strides()[1], t.strides()[2]};
 }
 
@@ -193,11 +193,11 @@ Result run_kernels(const Problem& p, Family family) {
   for (const Tensor* t : {&dqkv, &dr, &dvh}) t->fill_(1000.0);  // junk that must be overwritten
   Tensor keys = gpu_i32(p.expert_keys), experts = gpu_i32(p.experts), order = gpu_i32(p.order),
          offsets = gpu_i32(p.offsets);
-  const kc::MitaRoutingArrays routing{keys.data<int32_t>(), experts.data<int32_t>(), order.data<int32_t>(),
+  const kernels::MitaRoutingArrays routing{keys.data<int32_t>(), experts.data<int32_t>(), order.data<int32_t>(),
                                       offsets.data<int32_t>()};
-  const kc::MitaShape s{B, H, N, m, p.c.k, d, static_cast<float>(p.scale), static_cast<float>(p.shared_scale),
+  const kernels::MitaShape s{B, H, N, m, p.c.k, d, static_cast<float>(p.scale), static_cast<float>(p.shared_scale),
                         p.c.shared};
-  const kc::AttentionView dq_view = view_of(heads_part(dqkv, p, 0)), dk_view = view_of(heads_part(dqkv, p, 1)),
+  const kernels::AttentionView dq_view = view_of(heads_part(dqkv, p, 0)), dk_view = view_of(heads_part(dqkv, p, 1)),
                           dv_view = view_of(heads_part(dqkv, p, 2));
   if (family == Family::masked) {
     EXPECT_TRUE(kc::mita_flash_supported(s));
@@ -340,12 +340,12 @@ TEST(MitaFlashCuda, ReferenceMatchesCpuKernels) {
     const Result ref = mita_cpu<double>(p, identity);
     const int64_t B = p.B, H = p.H, N = c.N, m = c.m, d = c.d;
     auto view = [&](const std::vector<double>& x, int64_t rows) {
-      return kernels::cpu::HeadView{x.data(), H * rows * d, rows * d, d};
+      return kernels::AttentionView{x.data(), H * rows * d, rows * d, d};
     };
     std::vector<double> out(B * H * N * d), dq(out.size()), dk(out.size()), dv(out.size()), dr(B * H * m * d),
         dvh(dr.size());
-    const kernels::cpu::MitaIndex idx{p.expert_keys.data(), p.experts.data(), p.order.data(), p.offsets.data()};
-    const kernels::cpu::MitaSizes s{B, H, N, m, c.k, d, p.scale, p.shared_scale, shared};
+    const kernels::MitaRoutingArrays idx{p.expert_keys.data(), p.experts.data(), p.order.data(), p.offsets.data()};
+    const kernels::MitaShapeF64 s{B, H, N, m, c.k, d, p.scale, p.shared_scale, shared};
     kernels::cpu::mita_attention_forward(DType::f64, view(out, N), view(p.q, N), view(p.k, N), view(p.v, N),
                                          view(p.r, m), view(p.vh, m), idx, s);
     kernels::cpu::mita_attention_backward(DType::f64, view(dq, N), view(dk, N), view(dv, N), view(dr, m),
@@ -386,9 +386,9 @@ TEST(MitaFlashCuda, DISABLED_Timing) {
   Tensor r = randn_cpu({B, H, m, d}, 2, DType::bf16).to(kGpu), vh = randn_cpu({B, H, m, d}, 3, DType::bf16).to(kGpu);
   Tensor dout = randn_cpu({B, H, N, d}, 4, DType::bf16).to(kGpu);
   const ops::MitaRouting routing = ops::mita_route(q, k, r, kk);
-  const kc::MitaRoutingArrays ra{routing.expert_keys.data<int32_t>(), routing.experts.data<int32_t>(),
+  const kernels::MitaRoutingArrays ra{routing.expert_keys.data<int32_t>(), routing.experts.data<int32_t>(),
                                  routing.order.data<int32_t>(), routing.offsets.data<int32_t>()};
-  const kc::MitaShape s{B, H, N, m, kk, d, 0.125f, 0.125f, true};
+  const kernels::MitaShape s{B, H, N, m, kk, d, 0.125f, 0.125f, true};
   Tensor out = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), lse = Tensor::empty({B, H, N}, DType::f32, kGpu);
   Tensor dq = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), dk = Tensor::empty({B, H, N, d}, DType::bf16, kGpu);
   Tensor dv = Tensor::empty({B, H, N, d}, DType::bf16, kGpu);
@@ -445,15 +445,15 @@ TEST(MitaExpertCuda, DISABLED_TimingAgainstDense) {
     Tensor v = randn_cpu({B, H, N, d}, 3, DType::bf16).to(kGpu), dout = randn_cpu({B, H, N, d}, 4, DType::bf16).to(kGpu);
     Tensor r = randn_cpu({B, H, m, d}, 5, DType::bf16).to(kGpu), vh = randn_cpu({B, H, m, d}, 6, DType::bf16).to(kGpu);
     const ops::MitaRouting routing = ops::mita_route(q, k, r, kk);
-    const kc::MitaRoutingArrays ra{routing.expert_keys.data<int32_t>(), routing.experts.data<int32_t>(),
+    const kernels::MitaRoutingArrays ra{routing.expert_keys.data<int32_t>(), routing.experts.data<int32_t>(),
                                    routing.order.data<int32_t>(), routing.offsets.data<int32_t>()};
     const float scale = 1.f / std::sqrt(static_cast<float>(d));
-    const kc::MitaShape s{B, H, N, m, kk, d, scale, scale, true};
+    const kernels::MitaShape s{B, H, N, m, kk, d, scale, scale, true};
     Tensor out = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), lse = Tensor::empty({B, H, N}, DType::f32, kGpu);
     Tensor dq = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), dk = Tensor::empty({B, H, N, d}, DType::bf16, kGpu);
     Tensor dv = Tensor::empty({B, H, N, d}, DType::bf16, kGpu);
     Tensor dr = Tensor::empty({B, H, m, d}, DType::f32, kGpu), dvh = Tensor::empty({B, H, m, d}, DType::f32, kGpu);
-    const kc::AttentionShape dense_shape{B, H, N, d, scale};
+    const kernels::AttentionShape dense_shape{B, H, N, d, scale};
     const bool masked = kc::mita_flash_supported(s);
     const int64_t ws_size = std::max({masked ? kc::mita_flash_workspace(s) : 0, kc::mita_expert_backward_workspace(s, true),
                                       kc::mita_expert_backward_workspace(s, false),

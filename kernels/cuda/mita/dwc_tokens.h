@@ -5,9 +5,8 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "core/dtype.h"
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
@@ -22,7 +21,7 @@ struct TokenRows {
 /// (they may alias); weight [C, 9], bias [C] or null, in `dtype`.
 void depthwise3x3_tokens(DType dtype, void* dst, const void* src, const TokenRows& x, const void* weight,
                          const void* bias, bool transposed, int64_t B, int64_t N, int64_t C, int64_t first, int64_t G,
-                         cudaStream_t stream);
+                         KernelStream stream);
 
 /// f32 scratch elements depthwise3x3_tokens_weight_grad needs.
 int64_t depthwise3x3_tokens_scratch(int64_t B, int64_t C, int64_t G);
@@ -31,6 +30,6 @@ int64_t depthwise3x3_tokens_scratch(int64_t B, int64_t C, int64_t G);
 /// the grid rows of g and x; per-slice partials in `scratch`, summed in a fixed order (deterministic).
 void depthwise3x3_tokens_weight_grad(DType dtype, void* dweight, void* dbias, const TokenRows& g, const TokenRows& x,
                                      int64_t B, int64_t C, int64_t first, int64_t G, float* scratch,
-                                     cudaStream_t stream);
+                                     KernelStream stream);
 
 }  // namespace vt::kernels::cuda

@@ -17,26 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "core/dtype.h"
-#include "kernels/cuda/flash_attention.h"  // AttentionView: a [B, H, rows, d] operand
+#include "kernels/device_handles.h"
+#include "kernels/shapes.h"  // MitaShape, MitaRoutingArrays, AttentionView
 
 namespace vt::kernels::cuda {
-
-struct MitaShape {
-  int64_t B = 0, H = 0, N = 0, m = 0, k = 0, d = 0;
-  float scale = 1.0f, shared_scale = 1.0f;  // routed / shared logit scales
-  bool shared = true;                       // false: route-only
-};
-
-/// The routing arrays (contiguous i32, ops::MitaRouting's layout).
-struct MitaRoutingArrays {
-  const int32_t* expert_keys = nullptr;  // [B, H, m, k]
-  const int32_t* experts = nullptr;      // [B, H, N]
-  const int32_t* order = nullptr;        // [B, H, N]
-  const int32_t* offsets = nullptr;      // [B, H, m + 1]
-};
 
 /// Per landmark row (B·H·m rows): the keys whose score r·k reaches a threshold, gathered while the scores are
 /// computed so the [m, N] score matrix is never stored (long sequences, inference).
@@ -57,13 +42,13 @@ size_t mita_route_workspace_bytes(const MitaShape& s);
 /// Routing from q, k [B, H, N, d] and landmarks r [B, H, m, d] of `dtype` (f32/bf16); writes the four arrays.
 void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r,
                 const MitaShape& s, int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets,
-                void* workspace, cudaStream_t stream);
+                void* workspace, KernelStream stream);
 
 /// out [B, H, N, d] (written through its view) and lse [B, H, N] (f32, natural log) of the joint softmax.
 void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, const AttentionView& q,
                             const AttentionView& k, const AttentionView& v, const AttentionView& r,
                             const AttentionView& v_hat, const MitaRoutingArrays& routing, const MitaShape& s,
-                            cudaStream_t stream);
+                            KernelStream stream);
 
 /// f32 scratch elements mita_landmark_attention_forward needs.
 int64_t mita_landmark_workspace(const MitaShape& s);
@@ -75,7 +60,7 @@ int64_t mita_landmark_workspace(const MitaShape& s);
 /// to that row's list (count must start at 0).
 void mita_landmark_attention_forward(const AttentionView& v_hat, const AttentionView& r, const AttentionView& k,
                                      const AttentionView& v, const MitaShape& s, float* workspace,
-                                     cudaStream_t stream, const MitaCandidates* candidates = nullptr);
+                                     KernelStream stream, const MitaCandidates* candidates = nullptr);
 
 /// Bytes of scratch memory mita_route_with_values needs.
 size_t mita_route_with_values_workspace_bytes(const MitaShape& s);
@@ -88,7 +73,7 @@ size_t mita_route_with_values_workspace_bytes(const MitaShape& s);
 void mita_route_with_values(const AttentionView& q, const AttentionView& k, const AttentionView& v,
                             const AttentionView& r, const AttentionView& v_hat, const MitaShape& s,
                             int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets, void* workspace,
-                            cudaStream_t stream);
+                            KernelStream stream);
 
 /// Largest m + k (shared + routed slots) the backward kernel holds in shared memory for head dim d.
 int64_t mita_backward_max_slots(int64_t d, int64_t k);
@@ -107,13 +92,13 @@ void mita_attention_backward(DType dtype, const AttentionView& dq, const Attenti
                              const AttentionView& k, const AttentionView& v, const AttentionView& r,
                              const AttentionView& v_hat, const AttentionView& out, const float* lse,
                              const MitaRoutingArrays& routing, const MitaShape& s, bool deterministic,
-                             float* workspace, cudaStream_t stream);
+                             float* workspace, KernelStream stream);
 
 /// dk, dv [B, H, N, d] (`dtype`, written through their views; 0 for keys no expert holds) from the routed sums:
 /// per_expert, [B·H, m, k, d] f32 per (expert, slot), summed per key over the experts in order (same bits every
 /// run); else [B·H, N, d] f32 per key. Experts that no query reached are skipped.
 void mita_routed_store(DType dtype, const AttentionView& dk, const AttentionView& dv, const float* routed_dk,
                        const float* routed_dv, bool per_expert, const MitaRoutingArrays& routing, const MitaShape& s,
-                       cudaStream_t stream);
+                       KernelStream stream);
 
 }  // namespace vt::kernels::cuda

@@ -5,9 +5,8 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "kernels/cuda/mita/mita.h"  // MitaShape, MitaRoutingArrays, AttentionView
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
@@ -26,6 +25,6 @@ void mita_expert_backward(const AttentionView& dq, const AttentionView& dk, cons
                           float* dv_hat, const AttentionView& dout, const AttentionView& q, const AttentionView& k,
                           const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
                           const AttentionView& out, const float* lse, const MitaRoutingArrays& routing,
-                          const MitaShape& s, bool deterministic, float* workspace, cudaStream_t stream);
+                          const MitaShape& s, bool deterministic, float* workspace, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

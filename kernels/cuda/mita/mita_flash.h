@@ -11,10 +11,9 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "kernels/cuda/flash_attention.h"  // AttentionView
 #include "kernels/cuda/mita/mita.h"             // MitaShape, MitaRoutingArrays
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
@@ -31,7 +30,7 @@ int64_t mita_flash_workspace(const MitaShape& s);
 /// floats.
 void mita_flash_forward(const AttentionView& out, float* lse, const AttentionView& q, const AttentionView& k,
                         const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
-                        const MitaRoutingArrays& routing, const MitaShape& s, float* workspace, cudaStream_t stream);
+                        const MitaRoutingArrays& routing, const MitaShape& s, float* workspace, KernelStream stream);
 
 /// Gradients of mita_flash_forward from dout and the forward's out and lse: dq, dk, dv (bf16 [B, H, N, d] views,
 /// overwritten) and, when s.shared, dr, dv_hat ([B, H, m, d] f32 contiguous, overwritten):
@@ -40,6 +39,6 @@ void mita_flash_backward(const AttentionView& dq, const AttentionView& dk, const
                          float* dv_hat, const AttentionView& dout, const AttentionView& q, const AttentionView& k,
                          const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
                          const AttentionView& out, const float* lse, const MitaRoutingArrays& routing,
-                         const MitaShape& s, float* workspace, cudaStream_t stream);
+                         const MitaShape& s, float* workspace, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

@@ -4,10 +4,9 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "core/dtype.h"
 #include "kernels/cuda/mita/mita.h"  // MitaShape, AttentionView
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
@@ -18,7 +17,7 @@ bool mita_shared_supported(const MitaShape& s);
 /// probs [B, H, m, N] (f32, contiguous) = softmax over N of s.scale·r·kᵀ; v_hat [B, H, m, d] = probs·v rounded to
 /// `dtype` (written through its view). r [B, H, m, d], k and v [B, H, N, d] are views of `dtype` (f32/bf16).
 void mita_shared_forward(DType dtype, const AttentionView& v_hat, float* probs, const AttentionView& r,
-                         const AttentionView& k, const AttentionView& v, const MitaShape& s, cudaStream_t stream);
+                         const AttentionView& k, const AttentionView& v, const MitaShape& s, KernelStream stream);
 
 /// Backward of mita_shared_forward together with the joint attention's shared slots, all sums in f32:
 ///   dvh = p_sharedᵀ·dout, dP = dvh·vᵀ, dS = probs ∘ (dP − rowsum(dP ∘ probs))·s.scale,
@@ -31,7 +30,7 @@ void mita_shared_forward(DType dtype, const AttentionView& v_hat, float* probs, 
 void mita_shared_backward(DType dtype, const AttentionView& dk, const AttentionView& dv, float* dr,
                           const float* probs, const float* p_shared, const float* ds_shared,
                           const AttentionView& dout, const AttentionView& q, const AttentionView& r,
-                          const AttentionView& k, const AttentionView& v, const MitaShape& s, cudaStream_t stream,
+                          const AttentionView& k, const AttentionView& v, const MitaShape& s, KernelStream stream,
                           const float* dvh_in = nullptr, const float* dr_in = nullptr);
 
 }  // namespace vt::kernels::cuda

@@ -13,9 +13,8 @@
 #pragma once
 #include <cstdint>
 
-#include <cuda_runtime.h>
-
 #include "kernels/cuda/mita/mita.h"  // MitaShape, MitaRoutingArrays, AttentionView
+#include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {
 
@@ -39,7 +38,7 @@ bool mita_small_supported(const MitaShape& s);
 void mita_small_forward(const AttentionView& out, float* lse, float* lse_shared, void* v_hat, int32_t* expert_keys,
                         int32_t* experts, int32_t* order, int32_t* offsets, const AttentionView& r,
                         const AttentionView& q, const AttentionView& k, const AttentionView& v,
-                        const MitaSmallPool& pool, const MitaShape& s, cudaStream_t stream);
+                        const MitaSmallPool& pool, const MitaShape& s, KernelStream stream);
 
 /// f32 elements of scratch mita_small_backward needs (the routed dK, dV and dV̂ sums of every (b, h); 16-byte aligned).
 int64_t mita_small_backward_scratch(const MitaShape& s);
@@ -53,6 +52,6 @@ void mita_small_backward(const AttentionView& dq, const AttentionView& dk, const
                          const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
                          const AttentionView& out, const float* lse, const float* lse_shared,
                          const MitaRoutingArrays& routing, const MitaSmallPool& pool, const MitaShape& s,
-                         float* scratch, cudaStream_t stream);
+                         float* scratch, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

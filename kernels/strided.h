@@ -1,12 +1,13 @@
 // Iteration over N-d strided layouts. `for_each_offset` walks a shape in row-major order and hands the inner
 // loop (over the last dim) to a callback with each operand's base offset, so the hot loop stays a plain
 // strided loop the compiler can vectorise. Dims that can be merged are merged first.
+// Host code shared by the CPU kernels and the CUDA launchers.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <vector>
 
-namespace vt::kernels::cpu {
+namespace vt::kernels {
 
 inline std::vector<int64_t> contiguous_strides_of(const std::vector<int64_t>& shape) {
   std::vector<int64_t> st(shape.size());
@@ -70,4 +71,4 @@ void for_each_row(const StridedLayout<K>& L, Fn&& fn) {
   }
 }
 
-}  // namespace vt::kernels::cpu
+}  // namespace vt::kernels
