@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "models/agent_attention.h"
+#include "models/focused_linear_attention.h"
+#include "models/inline_attention.h"
 #include "models/linear_attention.h"
 #include "models/mita_attention.h"
 #include "nn/init.h"
@@ -70,6 +72,9 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
     VT_CHECK(k <= N, "[model] model.attention.k (", k, which, ") must be <= the number of tokens N = ", N);
     VT_CHECK(G > 0 || !(cfg.dwc || cfg.gate), "[model] model.attention.", cfg.gate ? "gate" : "dwc",
              " needs a square patch grid, but N - 1 = ", N - 1, " patch tokens are not a perfect square");
+  } else if (cfg.type == "inline") {
+    VT_CHECK(G > 0, "[model] model.attention.type 'inline' needs a square patch grid (its local residual is a 3x3 ",
+             "conv over the patches), but N - 1 = ", N - 1, " tokens are not a perfect square");
   } else if (cfg.type == "agent" || cfg.type == "agent_bias") {
     VT_CHECK(G > 0, "[model] model.attention.type '", cfg.type, "' needs a square patch grid, but N - 1 = ", N - 1,
              " tokens are not a perfect square");
@@ -99,8 +104,14 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t di
     return std::make_shared<AgentAttention>(dim, o, bias ? square_grid(num_tokens) : 0, drop, gen);
   }
   if (cfg.type == "linear") return std::make_shared<LinearAttention>(dim, heads, drop, gen);
+  if (cfg.type == "flatten") {
+    VT_CHECK(num_tokens > 0, "[model] model.attention.type 'flatten' needs the token count: its positional ",
+             "encoding is sized by it");
+    return std::make_shared<FocusedLinearAttention>(dim, heads, num_tokens, drop, gen);
+  }
+  if (cfg.type == "inline") return std::make_shared<InLineAttention>(dim, heads, drop, gen);
   VT_FAIL("[model] unknown model.attention.type '", cfg.type,
-          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear)");
+          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear, flatten, inline)");
 }
 
 }  // namespace vt::models

@@ -86,9 +86,17 @@ std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int6
     // agent: both through F.scaled_dot_product_attention (skipped by fvcore); agent_bias: explicit softmaxes.
     return {pooling + attend, pooling + (cfg.type == "agent_bias" ? attend : 0)};
   }
-  if (cfg.type == "linear") {
-    const int64_t d = C / heads;
-    const int64_t macs = 2 * N * C * d + N * C;  // φ(K)ᵀV and φ(Q)(KV) per head; φ(Q)·Σφ(K) for the normaliser
+  const int64_t d = C / heads;
+  if (cfg.type == "linear" || cfg.type == "flatten") {
+    // φ(K)ᵀV and φ(Q)(KV) per head; φ(Q)·Σφ(K) for the normaliser (flatten: einsums, which fvcore counts; its
+    // focusing powers and norms are element-wise)
+    const int64_t macs = 2 * N * C * d + N * C;
+    return {macs, macs};
+  }
+  if (cfg.type == "inline") {
+    // KᵀV, Q(KᵀV), Q·k̄ (explicit matmuls); the kernel predictor's two grouped 1x1 Conv1d on the token mean (C²/H
+    // and 9C²/H) and the predicted depth-wise 3x3 conv over the N - 1 patches (convs: fvcore counts them)
+    const int64_t macs = 2 * N * C * d + N * C + (C * d + 9 * C * d) + 9 * (N - 1) * C;
     return {macs, macs};
   }
   VT_CHECK(false, "[flops] unknown model.attention.type '", cfg.type, "'");

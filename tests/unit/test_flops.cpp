@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/trainer.h"
 #include "io/config.h"
@@ -121,6 +124,45 @@ TEST(Flops, AttentionCoreOfEveryKind) {
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, 196 * N * C + (N - 1) * C);
   a.type = "linear";
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C);
+  a.type = "flatten";  // the same products as linear attention; the focusing is element-wise
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C);
+  a.type = "inline";  // + the kernel predictor (C·C/H + 9C·C/H) and the predicted 3x3 conv over the 196 patches
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C + 10 * C * 64 + 9 * 196 * C);
+  for (const char* type : {"flatten", "inline"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
+    a.type = type;
+    EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, vt::models::attention_core_macs(a, N, C, H).first);
+  }
+}
+
+// The Table 2 linear-attention baselines at DeiT-S. The paper's FLOPs for these rows are not in the spec (its
+// Table 2 lists dense, linear, agent and MiTA only), so the totals are pinned to our count; the parameters are the
+// official modules' (FLatten: a [1, 197, C] positional encoding and a [1, 1, C] scale per layer; InLine: the two
+// grouped Conv1d of its kernel predictor, 10·C·C/H + 10·C per layer).
+TEST(Flops, LinearBaselinesSmall) {
+  const FlopsReport& dense = count_table2("deit_small_dense");
+  const int64_t C = 384, depth = 12, N = 197, d = 64;
+  EXPECT_EQ(count_table2("deit_small_flatten").total.params - dense.total.params, depth * (N * C + C));
+  EXPECT_EQ(count_table2("deit_small_inline").total.params - dense.total.params, depth * (10 * C * d + 10 * C));
+  EXPECT_EQ(giga(count_table2("deit_small_flatten").total.macs), "4.37G");
+  EXPECT_EQ(giga(count_table2("deit_small_inline").total.macs), "4.38G");
+}
+
+// configs/imagenet/paper_table2.tsv's `params` column is our count of each config.
+TEST(Flops, Table2TsvParamsAreOurCounts) {
+  std::ifstream in(std::string(VT_SOURCE_DIR) + "/configs/imagenet/paper_table2.tsv");
+  ASSERT_TRUE(in.good());
+  std::string line;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, '\t');) f.push_back(cell);
+    ASSERT_EQ(f.size(), 6u) << line;
+    EXPECT_EQ(mega(count_table2(f[0]).total.params), f[5]) << f[0];
+    ++rows;
+  }
+  EXPECT_GE(rows, 18);
 }
 
 TEST(Flops, EveryImagenetConfigCounts) {
