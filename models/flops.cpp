@@ -99,6 +99,12 @@ std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int6
     const int64_t macs = 2 * N * C * d + N * C + (C * d + 9 * C * d) + 9 * (N - 1) * C;
     return {macs, macs};
   }
+  if (cfg.type == "pola") {
+    // per half (same-sign, opposite) and head: Kᵀ V_half and Q (Kᵀ V_half), N·2d·d/2 each, and Q·k̄, N·2d (the
+    // official code forms Kᵀ V₁ and Kᵀ V₂ as two matmuls, counted as such); the powers are element-wise
+    const int64_t macs = 2 * (2 * N * C * d + 2 * N * C);
+    return {macs, macs};
+  }
   VT_CHECK(false, "[flops] unknown model.attention.type '", cfg.type, "'");
   return {};
 }

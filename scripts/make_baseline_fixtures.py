@@ -81,9 +81,11 @@ def install_stand_ins():
 
 def load_official(path, uncomment=False):
     src = open(path).read()
-    if uncomment:  # PoLA.py: the class is shipped commented out line by line ("# " or "#" prefixes)
-        src = "import torch\nimport torch.nn as nn\n" + "\n".join(
-            re.sub(r"^# ?", "", line) for line in src.splitlines())
+    if uncomment:  # PoLA.py: the class is shipped commented out line by line, from its "# class" line on
+        lines = src.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("# class "))
+        src = "\n".join(["import torch", "import torch.nn as nn"] + lines[:start] +
+                        [re.sub(r"^# ?", "", line) for line in lines[start:]])
     tmp = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
     tmp.write(src)
     tmp.close()
@@ -104,12 +106,14 @@ def randomize(module, gen, std):
             p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * std)
 
 
-def run(module, x_shape, gen, sizes, out_path, dtype=torch.float64, std=0.3):
-    """dtype: what the module runs in (float32 where the official code casts to float itself); saved as float64."""
-    module = module.to(dtype).eval()
+def run(module, x_shape, gen, sizes, out_path, dtype=torch.float64, std=0.3, call=None):
+    """dtype: what the module runs in (float32 where the official code casts to float itself); saved as float64.
+    call(module, x): how the module is called, when not module(x)."""
+    module = module.to(dtype)
+    module.eval()  # not chained: PoLA.py's eval() override returns None
     randomize(module, gen, std)
     x = torch.randn(x_shape, generator=gen, dtype=torch.float64).to(dtype).requires_grad_(True)
-    y = module(x)
+    y = call(module, x) if call else module(x)
     g = torch.randn(y.shape, generator=gen, dtype=torch.float64).to(dtype)
     (y * g).sum().backward()
     t = OrderedDict()
@@ -146,6 +150,13 @@ def main():
         m = load_official(os.path.join(src_dir, "inline_attention.py"))
         layer = m.InLineAttention(C, num_heads=H, qkv_bias=True)
         run(layer, (B, N, C), gen, {"heads": H}, os.path.join(out_dir, "inline.pth"))
+
+    if "pola" in kinds:
+        m = load_official(os.path.join(src_dir, "PoLA.py"), uncomment=True)
+        # window_size sizes the positional encoding: (1, N) gives it the N = CLS + patches the layer sees in a ViT.
+        layer = m.PolaLinearAttention(C, window_size=(1, N), num_heads=H, qkv_bias=True)
+        run(layer, (B, N, C), gen, {"heads": H}, os.path.join(out_dir, "pola.pth"),
+            call=lambda mod, x: mod(x, G, G))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include "models/attention.h"
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
+#include "models/pola_attention.h"
 #include "ops/ops.h"
 
 namespace vt::test {
@@ -98,6 +99,20 @@ TEST(BaselineFixtures, InLineAttentionMatchesOfficial) {
                                         f.size("heads"));
       },
       1e-12, "inline");
+}
+
+TEST(BaselineFixtures, PolaAttentionMatchesOfficial) {
+  const Fixture f = load_fixture("pola");
+  expect_official_names(f, "pola");
+  // f64 both sides; ours floors the powers' base at 1e-30 (models/pola_attention.cpp), far below this tolerance.
+  expect_matches(
+      f,
+      [&](const Tensor& x) {
+        return models::pola_attention(x, f.state("qkv.weight"), f.state("qkv.bias"), f.state("power"),
+                                      f.state("scale"), f.state("positional_encoding"), f.state("proj.weight"),
+                                      f.state("proj.bias"), f.size("heads"));
+      },
+      1e-10, "pola");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/rng.h"
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
+#include "models/pola_attention.h"
 #include "models/registry.h"
 #include "models/vit.h"
 #include "ops/ops.h"
@@ -49,6 +50,17 @@ TEST(BaselineKindsGrad, InLineAttention) {
        randn_t({9 * kC}, 17, 0.1), randn_t({kC, kC}, 18, 0.4), randn_t({kC}, 19, 0.1)});
 }
 
+TEST(BaselineKindsGrad, PolaAttention) {
+  // x, qkv W/b, power, scale, positional encoding, proj W/b. The exponents p = 1 + 4·sigmoid(power) go up to 5.
+  expect_gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return models::pola_attention(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], kH);
+      },
+      {randn_t({kB, kN, kC}, 21), randn_t({3 * kC, kC}, 22, 0.4), randn_t({3 * kC}, 23, 0.1),
+       randn_t({1, kH, 1, kC / kH}, 24, 1.0), randn_t({1, 1, kC}, 25, 0.5), randn_t({1, kN, kC}, 26, 0.3),
+       randn_t({kC, kC}, 27, 0.4), randn_t({kC}, 28, 0.1)});
+}
+
 TEST(BaselineKinds, DispatchAndErrorsNameTheKey) {
   Generator gen(9);
   models::AttentionConfig cfg;
@@ -58,6 +70,10 @@ TEST(BaselineKinds, DispatchAndErrorsNameTheKey) {
   cfg.type = "inline";
   EXPECT_TRUE(std::dynamic_pointer_cast<models::InLineAttention>(models::make_attention(cfg, kC, kH, 0, gen, kN)));
   expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 12); }, "model.attention.type 'inline'");
+  cfg.type = "pola";
+  EXPECT_TRUE(std::dynamic_pointer_cast<models::PolaAttention>(models::make_attention(cfg, kC, kH, 0, gen, kN)));
+  expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 0); }, "'pola'");
+  expect_error([&] { models::make_attention(cfg, 6, 2, 0, gen, kN); }, "even head width");  // d = 3
   // The layer with a token count it was not built for: the positional encoding names the mismatch.
   cfg.type = "flatten";
   auto flatten = models::make_attention(cfg, kC, kH, 0, gen, kN);
@@ -65,7 +81,7 @@ TEST(BaselineKinds, DispatchAndErrorsNameTheKey) {
 }
 
 TEST(BaselineKinds, ViTWithEachKindTrainsEveryParameter) {
-  for (const char* type : {"flatten", "inline"}) {
+  for (const char* type : {"flatten", "inline", "pola"}) {
     models::ViTConfig v = models::preset("vit_micro");
     v.embed_dim = 12, v.depth = 2, v.num_heads = 3;
     v.attention.type = type;

@@ -128,7 +128,9 @@ TEST(Flops, AttentionCoreOfEveryKind) {
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C);
   a.type = "inline";  // + the kernel predictor (C·C/H + 9C·C/H) and the predicted 3x3 conv over the 196 patches
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C + 10 * C * 64 + 9 * 196 * C);
-  for (const char* type : {"flatten", "inline"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
+  a.type = "pola";  // two halves: Kᵀ V_half and Q (Kᵀ V_half) at N·C·d each, Q·k̄ at 2·N·C
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 4 * N * C * 64 + 4 * N * C);
+  for (const char* type : {"flatten", "inline", "pola"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
     a.type = type;
     EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, vt::models::attention_core_macs(a, N, C, H).first);
   }
@@ -145,6 +147,8 @@ TEST(Flops, LinearBaselinesSmall) {
   EXPECT_EQ(count_table2("deit_small_inline").total.params - dense.total.params, depth * (10 * C * d + 10 * C));
   EXPECT_EQ(giga(count_table2("deit_small_flatten").total.macs), "4.37G");
   EXPECT_EQ(giga(count_table2("deit_small_inline").total.macs), "4.38G");
+  // PolaFormer: a [1, 197, C] positional encoding, a [1, 1, C] scale and a [1, H, 1, d] power per layer.
+  EXPECT_EQ(count_table2("deit_small_pola").total.params - dense.total.params, depth * (N * C + C + C));
 }
 
 // configs/imagenet/paper_table2.tsv's `params` column is our count of each config.
@@ -162,7 +166,7 @@ TEST(Flops, Table2TsvParamsAreOurCounts) {
     EXPECT_EQ(mega(count_table2(f[0]).total.params), f[5]) << f[0];
     ++rows;
   }
-  EXPECT_GE(rows, 18);
+  EXPECT_GE(rows, 20);
 }
 
 TEST(Flops, EveryImagenetConfigCounts) {
