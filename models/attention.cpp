@@ -8,6 +8,7 @@
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
 #include "models/linear_attention.h"
+#include "models/mhla_attention.h"
 #include "models/mita_attention.h"
 #include "models/pola_attention.h"
 #include "nn/init.h"
@@ -111,13 +112,14 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t di
     return std::make_shared<FocusedLinearAttention>(dim, heads, num_tokens, drop, gen);
   }
   if (cfg.type == "inline") return std::make_shared<InLineAttention>(dim, heads, drop, gen);
+  if (cfg.type == "mhla") return std::make_shared<MhlaAttention>(dim, heads, num_tokens, drop, gen);
   if (cfg.type == "pola") {
     VT_CHECK(num_tokens > 0, "[model] model.attention.type 'pola' needs the token count: its positional encoding is ",
              "sized by it");
     return std::make_shared<PolaAttention>(dim, heads, num_tokens, drop, gen);
   }
   VT_FAIL("[model] unknown model.attention.type '", cfg.type,
-          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear, flatten, inline, pola)");
+          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear, flatten, inline, mhla, pola)");
 }
 
 }  // namespace vt::models

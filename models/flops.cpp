@@ -99,6 +99,13 @@ std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int6
     const int64_t macs = 2 * N * C * d + N * C + (C * d + 9 * C * d) + 9 * (N - 1) * C;
     return {macs, macs};
   }
+  if (cfg.type == "mhla") {
+    // its own LayerNorm; per head φ(K_p)ᵀV_p and φ(Q_p)·(mixed state), N·d² each; the block mixing, a 1x1 conv
+    // over the P = N/16 blocks' d×d states, P²·d² (N = G² tokens, no CLS)
+    const int64_t P = N / 16;
+    return {kLayerNormMacsPerElement * N * C + 2 * N * C * d + P * P * C * d,
+            kLayerNormMacsPerElement * N * C + 2 * N * C * d + P * P * C * d};
+  }
   if (cfg.type == "pola") {
     // per half (same-sign, opposite) and head: Kᵀ V_half and Q (Kᵀ V_half), N·2d·d/2 each, and Q·k̄, N·2d (the
     // official code forms Kᵀ V₁ and Kᵀ V₂ as two matmuls, counted as such); the powers are element-wise

@@ -108,7 +108,9 @@ def randomize(module, gen, std):
 
 def run(module, x_shape, gen, sizes, out_path, dtype=torch.float64, std=0.3, call=None):
     """dtype: what the module runs in (float32 where the official code casts to float itself); saved as float64.
-    call(module, x): how the module is called, when not module(x)."""
+    call(module, x): how the module is called, when not module(x). The state dict at construction is saved too
+    (init.*), before the weights are randomised."""
+    init = {k: v.detach().double().clone() for k, v in module.state_dict().items()}
     module = module.to(dtype)
     module.eval()  # not chained: PoLA.py's eval() override returns None
     randomize(module, gen, std)
@@ -120,6 +122,9 @@ def run(module, x_shape, gen, sizes, out_path, dtype=torch.float64, std=0.3, cal
     t["x"] = x.detach().double()
     for k, v in module.state_dict().items():
         t["state." + k] = v.detach().double().clone()
+    for k, v in init.items():
+        if k.startswith("piece_attn."):  # the only initial value that is not a plain random or constant draw
+            t["init." + k] = v
     t["y"] = y.detach().double()
     t["g"] = g.double()
     t["dx"] = x.grad.detach().double()
@@ -150,6 +155,22 @@ def main():
         m = load_official(os.path.join(src_dir, "inline_attention.py"))
         layer = m.InLineAttention(C, num_heads=H, qkv_bias=True)
         run(layer, (B, N, C), gen, {"heads": H}, os.path.join(out_dir, "inline.pth"))
+
+    if "mhla" in kinds:
+        m = load_official(os.path.join(src_dir, "mhla.py"))
+        # The official module is fixed to 16x16 tokens without CLS (256² images), in 4x4-token blocks; it takes
+        # them block by block, as its forward_features lays them out with rearrange_patches. The fixture keeps
+        # x, y and dx row-major: x goes through rearrange_patches, y is put back by the same permutation.
+        Bm, Cm, Gm = 1, 4, 16
+        Nm = Gm * Gm
+        layer = m.MHLA(Cm, num_heads=H, proj_drop=0.0, qkv_bias=True)
+        order = m.rearrange_patches(torch.arange(Nm, dtype=torch.float64).view(1, Nm, 1)).reshape(-1).long()
+
+        def call(mod, x):
+            y = mod(m.rearrange_patches(x)).reshape(x.shape[0], Nm, -1)
+            return torch.zeros_like(y).index_copy(1, order, y)
+
+        run(layer, (Bm, Nm, Cm), gen, {"heads": H}, os.path.join(out_dir, "mhla.pth"), call=call)
 
     if "pola" in kinds:
         m = load_official(os.path.join(src_dir, "PoLA.py"), uncomment=True)

@@ -12,6 +12,7 @@
 #include "models/attention.h"
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
+#include "models/mhla_attention.h"
 #include "models/pola_attention.h"
 #include "ops/ops.h"
 
@@ -46,14 +47,21 @@ std::map<std::string, Shape> shapes_of(const nn::Module& m) {
   return s;
 }
 
-// Our layer of `type` for the fixture's sizes has the official tensors, by name and shape.
-void expect_official_names(const Fixture& f, const std::string& type) {
+// Our layer of `type` for the fixture's sizes has the official tensors, by name and shape; `renamed` maps the
+// official names that differ (MHLA's to_qkv / to_out.0) to ours.
+void expect_official_names(const Fixture& f, const std::string& type,
+                           const std::map<std::string, std::string>& renamed = {}) {
   models::AttentionConfig cfg;
   cfg.type = type;
   Generator gen(1);
   const Tensor& x = f["x"];
   auto layer = models::make_attention(cfg, x.size(2), f.size("heads"), 0.0, gen, x.size(1));
-  EXPECT_EQ(shapes_of(*layer), f.state_shapes) << type;
+  std::map<std::string, Shape> want;
+  for (const auto& [name, shape] : f.state_shapes) {
+    auto it = renamed.find(name);
+    want[it == renamed.end() ? name : it->second] = shape;
+  }
+  EXPECT_EQ(shapes_of(*layer), want) << type;
 }
 
 // y = fn(x) and d<y, g>/dx against the fixture, relative to the largest |value| of each.
@@ -113,6 +121,27 @@ TEST(BaselineFixtures, PolaAttentionMatchesOfficial) {
                                       f.state("proj.bias"), f.size("heads"));
       },
       1e-10, "pola");
+}
+
+TEST(BaselineFixtures, MhlaMatchesOfficial) {
+  const Fixture f = load_fixture("mhla");
+  // The official to_qkv / to_out.0 are our qkv / proj (engine/weight_layouts renames them when weights load).
+  expect_official_names(f, "mhla",
+                        {{"to_qkv.weight", "qkv.weight"}, {"to_qkv.bias", "qkv.bias"},
+                         {"to_out.0.weight", "proj.weight"}, {"to_out.0.bias", "proj.bias"}});
+  // The block-mixing matrix starts at the official value (the cos transform of the 4x4 blocks' centre distances).
+  const std::vector<double> init = models::mhla_block_mixing_init(16, DType::f64).to_vector();
+  const std::vector<double> want = f["init.piece_attn.conv.weight"].to_vector();
+  ASSERT_EQ(init.size(), want.size());
+  for (size_t i = 0; i < init.size(); ++i) ASSERT_NEAR(init[i], want[i], 1e-7) << i;  // theirs is built in f32
+  expect_matches(
+      f,
+      [&](const Tensor& x) {
+        return models::mhla_attention(x, f.state("norm.weight"), f.state("norm.bias"), f.state("to_qkv.weight"),
+                                      f.state("to_qkv.bias"), f.state("piece_attn.conv.weight"),
+                                      f.state("to_out.0.weight"), f.state("to_out.0.bias"), f.size("heads"));
+      },
+      1e-12, "mhla");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/rng.h"
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
+#include "models/mhla_attention.h"
 #include "models/pola_attention.h"
 #include "models/registry.h"
 #include "models/vit.h"
@@ -61,6 +62,29 @@ TEST(BaselineKindsGrad, PolaAttention) {
        randn_t({kC, kC}, 27, 0.4), randn_t({kC}, 28, 0.1)});
 }
 
+TEST(BaselineKindsGrad, Mhla) {
+  // An 8x8 token grid without CLS (four 4x4 blocks), C = 4, 2 heads: x, norm W/b, qkv W/b, the block mixing, proj W/b.
+  const int64_t N = 64, C = 4;
+  expect_gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return models::mhla_attention(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], kH);
+      },
+      {randn_t({1, N, C}, 31), randn_t({C}, 32, 0.3) + 1.0, randn_t({C}, 33, 0.1), randn_t({3 * C, C}, 34, 0.4),
+       randn_t({3 * C}, 35, 0.1), randn_t({4, 4, 1, 1}, 36, 0.4), randn_t({C, C}, 37, 0.4), randn_t({C}, 38, 0.1)});
+}
+
+TEST(BaselineKinds, MhlaBlockMixingInit) {
+  // 8x8 tokens: 2x2 blocks, centre distances 0, 1 (side) and √2 (diagonal) → cos(0), cos(π/4 / √2), cos(π/4);
+  // each column sums to 1.
+  const std::vector<double> m = models::mhla_block_mixing_init(8, DType::f64).to_vector();
+  const double a = 1.0, b = std::cos(M_PI / 4 / std::sqrt(2.0)), c = std::cos(M_PI / 4), z = a + 2 * b + c;
+  const std::vector<double> want = {a / z, b / z, b / z, c / z, b / z, a / z, c / z, b / z,
+                                    b / z, c / z, a / z, b / z, c / z, b / z, b / z, a / z};
+  ASSERT_EQ(m.size(), want.size());
+  for (size_t i = 0; i < m.size(); ++i) EXPECT_NEAR(m[i], want[i], 1e-15) << i;
+  expect_error([] { models::mhla_block_mixing_init(4, DType::f64); }, "two 4x4 blocks");
+}
+
 TEST(BaselineKinds, DispatchAndErrorsNameTheKey) {
   Generator gen(9);
   models::AttentionConfig cfg;
@@ -74,6 +98,11 @@ TEST(BaselineKinds, DispatchAndErrorsNameTheKey) {
   EXPECT_TRUE(std::dynamic_pointer_cast<models::PolaAttention>(models::make_attention(cfg, kC, kH, 0, gen, kN)));
   expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 0); }, "'pola'");
   expect_error([&] { models::make_attention(cfg, 6, 2, 0, gen, kN); }, "even head width");  // d = 3
+  cfg.type = "mhla";
+  EXPECT_TRUE(std::dynamic_pointer_cast<models::MhlaAttention>(models::make_attention(cfg, kC, kH, 0, gen, 64)));
+  // A ViT's tokens have a CLS token (N = 1 + G²): MHLA's blocks need N = G² itself.
+  expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 65); }, "model.attention.type 'mhla'");
+  expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 36); }, "model.attention.type 'mhla'");
   // The layer with a token count it was not built for: the positional encoding names the mismatch.
   cfg.type = "flatten";
   auto flatten = models::make_attention(cfg, kC, kH, 0, gen, kN);

@@ -130,7 +130,9 @@ TEST(Flops, AttentionCoreOfEveryKind) {
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C + 10 * C * 64 + 9 * 196 * C);
   a.type = "pola";  // two halves: Kᵀ V_half and Q (Kᵀ V_half) at N·C·d each, Q·k̄ at 2·N·C
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 4 * N * C * 64 + 4 * N * C);
-  for (const char* type : {"flatten", "inline", "pola"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
+  a.type = "mhla";  // at its own 16x16 grid without CLS: LayerNorm, two N·C·d products, the 16-block mixing
+  EXPECT_EQ(vt::models::attention_core_macs(a, 256, C, H).first, 5 * 256 * C + 2 * 256 * C * 64 + 16 * 16 * C * 64);
+  for (const char* type : {"flatten", "inline", "mhla", "pola"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
     a.type = type;
     EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, vt::models::attention_core_macs(a, N, C, H).first);
   }
