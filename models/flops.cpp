@@ -123,7 +123,8 @@ FlopsReport count_flops(const VisionTransformer& model) {
   rep.image_size = cfg.img_size;
   rep.patch_size = cfg.patch_size;
   rep.depth = static_cast<int64_t>(model.blocks.size());
-  const int64_t patches = model.patch_embed->num_patches(), N = 1 + patches, C = cfg.embed_dim;
+  // pos_embed covers every token: prefix (CLS, dist_token; none with MHLA) and patches.
+  const int64_t patches = model.patch_embed->num_patches(), N = model.pos_embed.size(1), C = cfg.embed_dim;
   rep.tokens = N;
 
   // ---- parameters, from the tensors ----

@@ -42,13 +42,13 @@ class Block : public nn::Module {
 class VisionTransformer : public nn::Module {
  public:
   explicit VisionTransformer(const ViTConfig& cfg);
-  /// [B, C, H, W] → logits [B, num_classes]; with num_classes 0 (no head) the CLS features [B, D].
+  /// [B, C, H, W] → logits [B, num_classes]; num_classes 0: the CLS features [B, D] (MHLA: token mean, vit.cpp).
   Tensor forward(const Tensor& images) const;
   /// Tokens after the final norm, [B, prefix + N, D] (prefix: CLS, then dist_token when distilled).
   Tensor forward_features(const Tensor& images) const;
   const ViTConfig& config() const { return cfg_; }
 
-  Tensor cls_token, pos_embed;
+  Tensor cls_token, pos_embed;  ///< cls_token undefined with MHLA attention (no CLS token)
   Tensor dist_token;  ///< undefined unless distilled
   std::shared_ptr<nn::PatchEmbed> patch_embed;
   std::vector<std::shared_ptr<Block>> blocks;

@@ -109,8 +109,24 @@ TEST(BaselineKinds, DispatchAndErrorsNameTheKey) {
   expect_error([&] { flatten->forward(Tensor::zeros({1, 17, kC})); }, "positional_encoding");
 }
 
+TEST(BaselineKinds, MhlaViTHasTheOfficialLayout) {
+  // vit_micro: 28² images in 7² patches, a 4x4 grid, padded with 14 zero pixels a side to 56² (8x8 patches, four
+  // 4x4 blocks); no CLS token; the classifier reads the mean token.
+  models::ViTConfig v = models::preset("vit_micro");
+  v.embed_dim = 12, v.depth = 1, v.num_heads = 3;
+  v.attention.type = "mhla";
+  models::VisionTransformer m(v);
+  EXPECT_FALSE(m.cls_token.defined());
+  EXPECT_EQ(m.pos_embed.shape(), (Shape{1, 64, 12}));
+  for (const auto& [name, t] : m.named_parameters()) EXPECT_NE(name, "cls_token");
+  Tensor x = randn_t({2, 1, 28, 28}, 91, 1.0, DType::f32);
+  EXPECT_EQ(m.forward_features(x).shape(), (Shape{2, 64, 12}));
+  EXPECT_EQ(m.forward(x).shape(), (Shape{2, 10}));
+  expect_error([&] { m.forward(randn_t({1, 1, 56, 56}, 92, 1.0, DType::f32)); }, "expected input [B, 1, 28, 28]");
+}
+
 TEST(BaselineKinds, ViTWithEachKindTrainsEveryParameter) {
-  for (const char* type : {"flatten", "inline", "pola"}) {
+  for (const char* type : {"flatten", "inline", "mhla", "pola"}) {
     models::ViTConfig v = models::preset("vit_micro");
     v.embed_dim = 12, v.depth = 2, v.num_heads = 3;
     v.attention.type = type;
