@@ -15,18 +15,10 @@ struct BlockList : nn::Module {
   int count = 0;
 };
 
-// MHLA (model.attention.type mhla) takes the official MHLA-DeiT layout: no CLS token, the image zero-padded evenly
-// on each side until the patch grid is a multiple of 4 and at least 8 (224² → 256², 16×16 patches, for DeiT), the
-// position embedding over those patches, and the classifier on the mean of the final tokens.
+// MHLA's layout (ViTConfig::token_grid): no CLS token, a padded image, the mean token classified.
 bool block_layout(const ViTConfig& c) { return c.attention.type == "mhla"; }
 
-int64_t padded_size(const ViTConfig& c) {
-  if (!block_layout(c) || c.patch_size <= 0) return c.img_size;
-  const int64_t G = c.img_size / c.patch_size;
-  return std::max<int64_t>(8, (G + 3) / 4 * 4) * c.patch_size;
-}
-
-int64_t prefix_tokens(const ViTConfig& c) { return block_layout(c) ? 0 : c.num_prefix_tokens(); }
+int64_t padded_size(const ViTConfig& c) { return c.patch_size > 0 ? c.token_grid() * c.patch_size : c.img_size; }
 
 // images [B, C, S, S] → [B, C, S + pad, S + pad], zeros split evenly (the extra one after, for an odd pad).
 Tensor zero_pad(const Tensor& images, int64_t pad) {
@@ -37,13 +29,19 @@ Tensor zero_pad(const Tensor& images, int64_t pad) {
 }
 }  // namespace
 
+int64_t ViTConfig::token_grid() const {
+  if (patch_size <= 0) return 0;
+  const int64_t G = img_size / patch_size;
+  return attention.type == "mhla" ? std::max<int64_t>(8, (G + 3) / 4 * 4) : G;
+}
+
 Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path_(drop_path) {
   const int64_t D = cfg.embed_dim;
   norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
   // The token count lets make_attention check the shape-dependent settings (model.attention.m, k, ...) now;
   // 0 (unknown) without a patch grid (patch_size 0: models/sequence_model's blocks see any N).
-  const int64_t grid = cfg.patch_size > 0 ? padded_size(cfg) / cfg.patch_size : 0;
-  const int64_t tokens = grid > 0 ? prefix_tokens(cfg) + grid * grid : 0;
+  const int64_t grid = cfg.token_grid();
+  const int64_t tokens = grid > 0 ? cfg.num_prefix_tokens() + grid * grid : 0;
   attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen, tokens));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(D, static_cast<int64_t>(D * cfg.mlp_ratio), cfg.drop_rate, gen));
@@ -70,7 +68,7 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
   patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(padded_size(cfg), cfg.patch_size,
                                                                                    cfg.in_chans, D, gen));
   if (!block_layout(cfg)) cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
-  pos_embed = register_parameter("pos_embed", Tensor::empty({1, prefix_tokens(cfg) + patch_embed->num_patches(), D}));
+  pos_embed = register_parameter("pos_embed", Tensor::empty({1, cfg.num_prefix_tokens() + patch_embed->num_patches(), D}));
   // timm 0.4.12, which DeiT and MiTA train with: trunc_normal(0.02) for both (newer timm uses std 1e-6 for cls).
   if (cls_token.defined()) nn::init::trunc_normal(cls_token, 0.02, gen);
   nn::init::trunc_normal(pos_embed, 0.02, gen);

@@ -19,8 +19,12 @@ struct ViTConfig {
   bool distilled = false;
   AttentionConfig attention;
   uint64_t seed = 0;  // initialisation stream
-  /// Tokens before the patch tokens: CLS, plus the distillation token.
-  int64_t num_prefix_tokens() const { return distilled ? 2 : 1; }
+  /// Tokens before the patch tokens: CLS, plus the distillation token; none with MHLA attention (below).
+  int64_t num_prefix_tokens() const { return attention.type == "mhla" ? 0 : distilled ? 2 : 1; }
+  /// The side of the patch grid the blocks see: img_size / patch_size, except with MHLA attention, which takes the
+  /// official MHLA-DeiT layout (no CLS token; the image zero-padded evenly on each side until the grid is a
+  /// multiple of 4 and at least 8: 224² → 256², 16×16 patches; the classifier on the mean token).
+  int64_t token_grid() const;
 };
 
 /// x + drop_path(attn(norm1(x))); x + drop_path(mlp(norm2(x))).

@@ -2,10 +2,15 @@
 // whole layer with explicit weights, make_attention's dispatch and its errors naming the key, and a ViT of each
 // kind whose every parameter gets a gradient. Their agreement with the authors' modules is test_baseline_fixtures.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "test_util.h"
 #include "autograd/gradcheck.h"
 #include "core/rng.h"
+#include "engine/weights_load.h"
+#include "io/safetensors.h"
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
 #include "models/mhla_attention.h"
@@ -123,6 +128,24 @@ TEST(BaselineKinds, MhlaViTHasTheOfficialLayout) {
   EXPECT_EQ(m.forward_features(x).shape(), (Shape{2, 64, 12}));
   EXPECT_EQ(m.forward(x).shape(), (Shape{2, 10}));
   expect_error([&] { m.forward(randn_t({1, 1, 56, 56}, 92, 1.0, DType::f32)); }, "expected input [B, 1, 28, 28]");
+}
+
+TEST(BaselineKinds, MhlaViTWeightsLoadBackStrictly) {
+  // A saved MHLA model's weights (pos_embed over 64 patches, no cls_token) load back without being "resampled".
+  models::ViTConfig v = models::preset("vit_micro");
+  v.embed_dim = 12, v.depth = 1, v.num_heads = 3, v.seed = 1;
+  v.attention.type = "mhla";
+  models::VisionTransformer a(v);
+  v.seed = 2;
+  models::VisionTransformer b(v);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("vt_mhla_" + std::to_string(::getpid()) + ".safetensors")).string();
+  io::save_safetensors(path, a.state_dict());
+  engine::load_vit_weights(b, path, {});
+  std::filesystem::remove(path);
+  EXPECT_EQ(b.pos_embed.to_vector(), a.pos_embed.to_vector());
+  Tensor x = randn_t({1, 1, 28, 28}, 93, 1.0, DType::f32);
+  EXPECT_EQ(b.forward(x).to_vector(), a.forward(x).to_vector());
 }
 
 TEST(BaselineKinds, ViTWithEachKindTrainsEveryParameter) {
