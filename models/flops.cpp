@@ -24,7 +24,7 @@ std::string block_row_of(const std::string& name) {
   if (starts("attn.qkv.")) return "attn.qkv";
   if (starts("attn.proj.")) return "attn.proj";
   if (starts("attn.dwc.")) return "attn.dwc";
-  if (starts("attn.")) return "attn.core";  // agent biases, linear attention's q/k norms
+  if (starts("attn.")) return "attn.core";  // agent biases, q/k norms, scales, encodings, InLine's kernel predictor
   VT_CHECK(false, "[flops] parameter '", name, "' of a block belongs to no known module");
   return {};
 }

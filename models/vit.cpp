@@ -68,7 +68,8 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
   patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(padded_size(cfg), cfg.patch_size,
                                                                                    cfg.in_chans, D, gen));
   if (!block_layout(cfg)) cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
-  pos_embed = register_parameter("pos_embed", Tensor::empty({1, cfg.num_prefix_tokens() + patch_embed->num_patches(), D}));
+  pos_embed = register_parameter("pos_embed",
+                                 Tensor::empty({1, cfg.num_prefix_tokens() + patch_embed->num_patches(), D}));
   // timm 0.4.12, which DeiT and MiTA train with: trunc_normal(0.02) for both (newer timm uses std 1e-6 for cls).
   if (cls_token.defined()) nn::init::trunc_normal(cls_token, 0.02, gen);
   nn::init::trunc_normal(pos_embed, 0.02, gen);
@@ -100,11 +101,9 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
   const int64_t B = x.size(0);
   // The residual stream is in the parameters' dtype (f32), as torch.cat promotes under timm's AMP.
   if (x.dtype() != pos_embed.dtype()) x = x.to(pos_embed.dtype());
-  if (block_layout(cfg_))
-    ;  // no prefix tokens
-  else if (cfg_.distilled)
+  if (cfg_.distilled)
     x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), dist_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
-  else
+  else if (cls_token.defined())  // MHLA's layout has no prefix tokens
     x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
   x = ops::dropout(x + pos_embed, cfg_.drop_rate, training());
   Tensor normed = blocks[0]->norm1->forward(x);  // then each block hands on the next norm's input, fused
