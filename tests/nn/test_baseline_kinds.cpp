@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "test_util.h"
 #include "autograd/gradcheck.h"
 #include "core/rng.h"
+#include "engine/weight_layouts.h"
 #include "engine/weights_load.h"
 #include "io/safetensors.h"
 #include "models/focused_linear_attention.h"
@@ -146,6 +148,24 @@ TEST(BaselineKinds, MhlaViTWeightsLoadBackStrictly) {
   EXPECT_EQ(b.pos_embed.to_vector(), a.pos_embed.to_vector());
   Tensor x = randn_t({1, 1, 28, 28}, 93, 1.0, DType::f32);
   EXPECT_EQ(b.forward(x).to_vector(), a.forward(x).to_vector());
+}
+
+TEST(BaselineKinds, MhlaOfficialNamesRoundTrip) {
+  // Exported for the official modules, MHLA's qkv / proj read to_qkv / to_out.0; read back, ours again.
+  models::ViTConfig v = models::preset("vit_micro");
+  v.embed_dim = 12, v.depth = 1, v.num_heads = 3;
+  v.attention.type = "mhla";
+  const io::NamedTensors ours = models::VisionTransformer(v).state_dict();
+  io::NamedTensors file = ours;
+  engine::to_official_layout(file);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : file) names.push_back(name);
+  for (const char* name : {"blocks.0.attn.to_qkv.weight", "blocks.0.attn.to_out.0.bias", "blocks.0.attn.norm.weight",
+                           "blocks.0.attn.piece_attn.conv.weight"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  engine::from_official_layout(file);
+  ASSERT_EQ(file.size(), ours.size());
+  for (size_t i = 0; i < file.size(); ++i) EXPECT_EQ(file[i].first, ours[i].first);
 }
 
 TEST(BaselineKinds, ViTWithEachKindTrainsEveryParameter) {
