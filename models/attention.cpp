@@ -5,8 +5,12 @@
 #include <cmath>
 
 #include "models/agent_attention.h"
+#include "models/focused_linear_attention.h"
+#include "models/inline_attention.h"
 #include "models/linear_attention.h"
+#include "models/mhla_attention.h"
 #include "models/mita_attention.h"
+#include "models/pola_attention.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -72,6 +76,9 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
   } else if (cfg.type == "agent" && cfg.landmark_pool == "sequence") {
     VT_CHECK(cfg.agent_num <= N, "[model] model.attention.agent_num (", cfg.agent_num,
              ") must be <= the number of tokens N = ", N, " (landmark_pool 'sequence' pools them 1-D)");
+  } else if (cfg.type == "inline") {
+    VT_CHECK(G > 0, "[model] model.attention.type 'inline' needs a square patch grid (its local residual is a 3x3 ",
+             "conv over the patches), but N - 1 = ", N - 1, " tokens are not a perfect square");
   } else if (cfg.type == "agent" || cfg.type == "agent_bias") {
     VT_CHECK(G > 0, "[model] model.attention.type '", cfg.type, "' needs a square patch grid, but N - 1 = ", N - 1,
              " tokens are not a perfect square");
@@ -102,8 +109,20 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t di
     return std::make_shared<AgentAttention>(dim, o, bias ? square_grid(num_tokens) : 0, drop, gen);
   }
   if (cfg.type == "linear") return std::make_shared<LinearAttention>(dim, heads, drop, gen);
+  if (cfg.type == "flatten") {
+    VT_CHECK(num_tokens > 0, "[model] model.attention.type 'flatten' needs the token count: its positional ",
+             "encoding is sized by it");
+    return std::make_shared<FocusedLinearAttention>(dim, heads, num_tokens, drop, gen);
+  }
+  if (cfg.type == "inline") return std::make_shared<InLineAttention>(dim, heads, drop, gen);
+  if (cfg.type == "mhla") return std::make_shared<MhlaAttention>(dim, heads, num_tokens, drop, gen);
+  if (cfg.type == "pola") {
+    VT_CHECK(num_tokens > 0, "[model] model.attention.type 'pola' needs the token count: its positional encoding is ",
+             "sized by it");
+    return std::make_shared<PolaAttention>(dim, heads, num_tokens, drop, gen);
+  }
   VT_FAIL("[model] unknown model.attention.type '", cfg.type,
-          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear)");
+          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear, flatten, inline, mhla, pola)");
 }
 
 }  // namespace vt::models

@@ -24,7 +24,7 @@ std::string block_row_of(const std::string& name) {
   if (starts("attn.qkv.")) return "attn.qkv";
   if (starts("attn.proj.")) return "attn.proj";
   if (starts("attn.dwc.")) return "attn.dwc";
-  if (starts("attn.")) return "attn.core";  // agent biases, linear attention's q/k norms
+  if (starts("attn.")) return "attn.core";  // agent biases, q/k norms, scales, encodings, InLine's kernel predictor
   VT_CHECK(false, "[flops] parameter '", name, "' of a block belongs to no known module");
   return {};
 }
@@ -86,9 +86,30 @@ std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int6
     // agent: both through F.scaled_dot_product_attention (skipped by fvcore); agent_bias: explicit softmaxes.
     return {pooling + attend, pooling + (cfg.type == "agent_bias" ? attend : 0)};
   }
-  if (cfg.type == "linear") {
-    const int64_t d = C / heads;
-    const int64_t macs = 2 * N * C * d + N * C;  // φ(K)ᵀV and φ(Q)(KV) per head; φ(Q)·Σφ(K) for the normaliser
+  const int64_t d = C / heads;
+  if (cfg.type == "linear" || cfg.type == "flatten") {
+    // φ(K)ᵀV and φ(Q)(KV) per head; φ(Q)·Σφ(K) for the normaliser (flatten: einsums, which fvcore counts; its
+    // focusing powers and norms are element-wise)
+    const int64_t macs = 2 * N * C * d + N * C;
+    return {macs, macs};
+  }
+  if (cfg.type == "inline") {
+    // KᵀV, Q(KᵀV), Q·k̄ (explicit matmuls); the kernel predictor's two grouped 1x1 Conv1d on the token mean (C²/H
+    // and 9C²/H) and the predicted depth-wise 3x3 conv over the N - 1 patches (convs: fvcore counts them)
+    const int64_t macs = 2 * N * C * d + N * C + (C * d + 9 * C * d) + 9 * (N - 1) * C;
+    return {macs, macs};
+  }
+  if (cfg.type == "mhla") {
+    // its own LayerNorm; per head φ(K_p)ᵀV_p and φ(Q_p)·(mixed state), N·d² each; the block mixing, a 1x1 conv
+    // over the P = N/16 blocks' d×d states, P²·d² (N = G² tokens, no CLS)
+    const int64_t P = N / 16;
+    return {kLayerNormMacsPerElement * N * C + 2 * N * C * d + P * P * C * d,
+            kLayerNormMacsPerElement * N * C + 2 * N * C * d + P * P * C * d};
+  }
+  if (cfg.type == "pola") {
+    // per half (same-sign, opposite) and head: Kᵀ V_half and Q (Kᵀ V_half), N·2d·d/2 each, and Q·k̄, N·2d (the
+    // official code forms Kᵀ V₁ and Kᵀ V₂ as two matmuls, counted as such); the powers are element-wise
+    const int64_t macs = 2 * (2 * N * C * d + 2 * N * C);
     return {macs, macs};
   }
   VT_CHECK(false, "[flops] unknown model.attention.type '", cfg.type, "'");
@@ -102,7 +123,8 @@ FlopsReport count_flops(const VisionTransformer& model) {
   rep.image_size = cfg.img_size;
   rep.patch_size = cfg.patch_size;
   rep.depth = static_cast<int64_t>(model.blocks.size());
-  const int64_t patches = model.patch_embed->num_patches(), N = 1 + patches, C = cfg.embed_dim;
+  // pos_embed covers every token: prefix (CLS, dist_token; none with MHLA) and patches.
+  const int64_t patches = model.patch_embed->num_patches(), N = model.pos_embed.size(1), C = cfg.embed_dim;
   rep.tokens = N;
 
   // ---- parameters, from the tensors ----

@@ -26,6 +26,8 @@ Segmenter::Segmenter(const SegmenterConfig& cfg) : cfg_(cfg) {
            backbone.img_size, " is not a multiple of the patch size ", backbone.patch_size);
   VT_CHECK(cfg.decoder.type == "cbt" || cfg.decoder.type == "linear", "[segmenter] unknown model.decoder.type '",
            cfg.decoder.type, "' (cbt | linear)");
+  VT_CHECK(backbone.attention.type != "mhla", "[segmenter] model.attention.type 'mhla' has no CLS token and pads ",
+           "the image, which the Segmenter's encoder layout does not follow");
   encoder = register_module("encoder", std::make_shared<VisionTransformer>(backbone));
   // The decoder's own stream, so changing it leaves the encoder's initialisation as it was.
   Generator gen(backbone.seed ^ 0x5e6d0dec0de5ULL);

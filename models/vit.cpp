@@ -1,5 +1,6 @@
 #include "models/vit.h"
 
+#include <algorithm>
 #include <tuple>
 
 #include "nn/init.h"
@@ -13,14 +14,33 @@ struct BlockList : nn::Module {
   void add(const std::shared_ptr<Block>& b) { register_module(std::to_string(count++), b); }
   int count = 0;
 };
+
+// MHLA's layout (ViTConfig::token_grid): no CLS token, a padded image, the mean token classified.
+bool block_layout(const ViTConfig& c) { return c.attention.type == "mhla"; }
+
+int64_t padded_size(const ViTConfig& c) { return c.patch_size > 0 ? c.token_grid() * c.patch_size : c.img_size; }
+
+// images [B, C, S, S] → [B, C, S + pad, S + pad], zeros split evenly (the extra one after, for an odd pad).
+Tensor zero_pad(const Tensor& images, int64_t pad) {
+  const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3), lo = pad / 2;
+  auto zeros = [&](int64_t h, int64_t w) { return Tensor::zeros({B, C, h, w}, images.dtype(), images.device()); };
+  Tensor x = ops::concat({zeros(H, lo), images, zeros(H, pad - lo)}, 3);
+  return ops::concat({zeros(lo, W + pad), x, zeros(pad - lo, W + pad)}, 2);
+}
 }  // namespace
+
+int64_t ViTConfig::token_grid() const {
+  if (patch_size <= 0) return 0;
+  const int64_t G = img_size / patch_size;
+  return attention.type == "mhla" ? std::max<int64_t>(8, (G + 3) / 4 * 4) : G;
+}
 
 Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path_(drop_path) {
   const int64_t D = cfg.embed_dim;
   norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
   // The token count lets make_attention check the shape-dependent settings (model.attention.m, k, ...) now;
   // 0 (unknown) without a patch grid (patch_size 0: models/sequence_model's blocks see any N).
-  const int64_t grid = cfg.patch_size > 0 ? cfg.img_size / cfg.patch_size : 0;
+  const int64_t grid = cfg.token_grid();
   const int64_t tokens = grid > 0 ? cfg.num_prefix_tokens() + grid * grid : 0;
   attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen, tokens));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
@@ -45,13 +65,13 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
            "attention; model.attention.type is '", cfg.attention.type, "'");
   Generator gen(cfg.seed);
   const int64_t D = cfg.embed_dim;
-  patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(cfg.img_size, cfg.patch_size,
+  patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(padded_size(cfg), cfg.patch_size,
                                                                                    cfg.in_chans, D, gen));
-  cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
+  if (!block_layout(cfg)) cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
   pos_embed = register_parameter("pos_embed",
                                  Tensor::empty({1, cfg.num_prefix_tokens() + patch_embed->num_patches(), D}));
   // timm 0.4.12, which DeiT and MiTA train with: trunc_normal(0.02) for both (newer timm uses std 1e-6 for cls).
-  nn::init::trunc_normal(cls_token, 0.02, gen);
+  if (cls_token.defined()) nn::init::trunc_normal(cls_token, 0.02, gen);
   nn::init::trunc_normal(pos_embed, 0.02, gen);
   if (cfg.distilled) {
     dist_token = register_parameter("dist_token", Tensor::empty({1, 1, D}));
@@ -72,13 +92,18 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
 }
 
 Tensor VisionTransformer::forward_features(const Tensor& images) const {
-  Tensor x = patch_embed->forward(images);  // [B, N, D]; bf16 under autocast on CUDA
+  const int64_t pad = padded_size(cfg_) - cfg_.img_size;
+  if (pad > 0)
+    VT_CHECK(images.dim() == 4 && images.size(2) == cfg_.img_size && images.size(3) == cfg_.img_size,
+             "[patch_embed] expected input [B, ", cfg_.in_chans, ", ", cfg_.img_size, ", ", cfg_.img_size, "], got ",
+             images.describe());
+  Tensor x = patch_embed->forward(pad > 0 ? zero_pad(images, pad) : images);  // [B, N, D]; bf16 under autocast
   const int64_t B = x.size(0);
   // The residual stream is in the parameters' dtype (f32), as torch.cat promotes under timm's AMP.
-  if (x.dtype() != cls_token.dtype()) x = x.to(cls_token.dtype());
+  if (x.dtype() != pos_embed.dtype()) x = x.to(pos_embed.dtype());
   if (cfg_.distilled)
     x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), dist_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
-  else
+  else if (cls_token.defined())  // MHLA's layout has no prefix tokens
     x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
   x = ops::dropout(x + pos_embed, cfg_.drop_rate, training());
   Tensor normed = blocks[0]->norm1->forward(x);  // then each block hands on the next norm's input, fused
@@ -91,7 +116,7 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
 
 Tensor VisionTransformer::forward(const Tensor& images) const {
   Tensor x = forward_features(images);
-  Tensor cls = x.slice(1, 0, 1).squeeze(1);  // [B, D]
+  Tensor cls = block_layout(cfg_) ? ops::mean(x, {1}) : x.slice(1, 0, 1).squeeze(1);  // [B, D]
   if (cfg_.distilled) {
     Tensor dist = x.slice(1, 1, 2).squeeze(1);
     if (!head) return (cls + dist) * 0.5;  // timm's pre-logits of the distilled model

@@ -19,8 +19,12 @@ struct ViTConfig {
   bool distilled = false;
   AttentionConfig attention;
   uint64_t seed = 0;  // initialisation stream
-  /// Tokens before the patch tokens: CLS, plus the distillation token.
-  int64_t num_prefix_tokens() const { return distilled ? 2 : 1; }
+  /// Tokens before the patch tokens: CLS, plus the distillation token; none with MHLA attention (below).
+  int64_t num_prefix_tokens() const { return attention.type == "mhla" ? 0 : distilled ? 2 : 1; }
+  /// The side of the patch grid the blocks see: img_size / patch_size, except with MHLA attention, which takes the
+  /// official MHLA-DeiT layout (no CLS token; the image zero-padded evenly on each side until the grid is a
+  /// multiple of 4 and at least 8: 224² → 256², 16×16 patches; the classifier on the mean token).
+  int64_t token_grid() const;
 };
 
 /// x + drop_path(attn(norm1(x))); x + drop_path(mlp(norm2(x))).
@@ -42,13 +46,13 @@ class Block : public nn::Module {
 class VisionTransformer : public nn::Module {
  public:
   explicit VisionTransformer(const ViTConfig& cfg);
-  /// [B, C, H, W] → logits [B, num_classes]; with num_classes 0 (no head) the CLS features [B, D].
+  /// [B, C, H, W] → logits [B, num_classes]; num_classes 0: the CLS features [B, D] (MHLA: token mean, vit.cpp).
   Tensor forward(const Tensor& images) const;
   /// Tokens after the final norm, [B, prefix + N, D] (prefix: CLS, then dist_token when distilled).
   Tensor forward_features(const Tensor& images) const;
   const ViTConfig& config() const { return cfg_; }
 
-  Tensor cls_token, pos_embed;
+  Tensor cls_token, pos_embed;  ///< cls_token undefined with MHLA attention (no CLS token)
   Tensor dist_token;  ///< undefined unless distilled
   std::shared_ptr<nn::PatchEmbed> patch_embed;
   std::vector<std::shared_ptr<Block>> blocks;

@@ -36,7 +36,7 @@ md=$OUT/table2.md
     echo "| config | row | epochs | top-1 | EMA top-1 | paper top-1 | Δ | paper FLOPs | img/s |"
     echo "|---|---|---|---|---|---|---|---|---|"
   fi
-  while IFS=$'\t' read -r name row paper _paper_params paper_flops; do
+  while IFS=$'\t' read -r name row paper _paper_params paper_flops _params; do
     [[ -z $name || $name == \#* ]] && continue
     dir=$OUT/$name
     read -r best _ ema _ epochs < <(metric_stats "$dir/metrics.jsonl" test_top1 test_top1 ema_top1)

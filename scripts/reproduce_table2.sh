@@ -10,7 +10,7 @@
 # that has a checkpoint and skipping a finished one, so rerunning the command after an interruption continues.
 # Env knobs (defaults: the paper's recipe on the GPU):
 #   VITRAIN        the binary (default `vitrain` on PATH, else build/bin/vitrain)
-#   CONFIGS        config names to run (default: all 14 of configs/imagenet/paper_table2.tsv)
+#   CONFIGS        config names to run (default: every row of configs/imagenet/paper_table2.tsv)
 #   DEVICE         train/bench device (default: cuda; "cpu" for the CI-sized mode, GPUS must then be 1)
 #   EPOCHS         train.epochs override (default: the config's 300)
 #   BATCH          per-GPU batch instead of the config's train.global_batch_size (1024, divided over GPUS)

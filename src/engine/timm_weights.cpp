@@ -186,7 +186,7 @@ std::vector<std::string> adapt_timm_weights(io::NamedTensors& weights, const mod
     VT_CHECK(target.patch_size > 0 && target.img_size % target.patch_size == 0, "[timm] image size ",
              target.img_size, " is not a multiple of the patch size ", target.patch_size);
     const int64_t old_side = square_side(t.size(1) - prefix, "pos_embed");
-    const int64_t new_side = target.img_size / target.patch_size;
+    const int64_t new_side = target.token_grid();
     if (old_side == new_side) continue;
     t = resample_pos_embed(t, old_side, old_side, new_side, new_side, prefix, options.resize);
     notes.push_back("pos_embed: grid " + std::to_string(old_side) + "x" + std::to_string(old_side) + " -> " +

@@ -26,7 +26,7 @@ std::vector<std::string> from_official_layout(io::NamedTensors& weights) {
     if (replace_part(name, ".attn.to_qkv.", ".attn.qkv.") || replace_part(name, ".attn.to_out.0.", ".attn.proj."))
       ++renamed;
   if (renamed > 0)
-    notes.push_back(std::to_string(renamed) + " linear-attention tensor(s) renamed from the official to_qkv / "
+    notes.push_back(std::to_string(renamed) + " linear-attention / MHLA tensor(s) renamed from the official to_qkv / "
                     "to_out.0 to qkv / proj");
 
   const bool segmenter = std::any_of(weights.begin(), weights.end(),
@@ -41,11 +41,12 @@ std::vector<std::string> from_official_layout(io::NamedTensors& weights) {
 }
 
 void to_official_layout(io::NamedTensors& weights) {
-  // Blocks whose attention is the linear kind: the ones with a q_norm (no other kind has one).
+  // Blocks whose attention is the linear kind or MHLA: the ones with a q_norm or a piece_attn (no other kind has
+  // one).
   std::set<std::string> linear_blocks;
   for (const auto& [name, t] : weights)
-    if (const size_t at = name.find(".attn.q_norm.weight"); at != std::string::npos)
-      linear_blocks.insert(name.substr(0, at));
+    for (const char* marker : {".attn.q_norm.weight", ".attn.piece_attn.conv.weight"})
+      if (const size_t at = name.find(marker); at != std::string::npos) linear_blocks.insert(name.substr(0, at));
   for (auto& [name, t] : weights) {
     const size_t at = name.find(".attn.");
     if (at == std::string::npos || !linear_blocks.count(name.substr(0, at))) continue;

@@ -406,7 +406,7 @@ bool valid_device(const std::string& d) {
 void AttentionConfig::validate() const {
   // The kinds models::make_attention builds.
   require_one_of("model.attention.type", type, {"dense", "mita", "mita_route", "mita_compress", "agent", "agent_bias",
-                                                   "linear"});
+                                                   "linear", "flatten", "inline", "mhla", "pola"});
   require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches", "sequence", "random"});
   require_one_of("model.attention.impl", impl, {"fused", "reference"});
   require_one_of("model.attention.shared_scale", shared_scale, {"official", "paper"});

@@ -17,7 +17,8 @@ namespace vt::io {
 /// validate() checks what the config alone decides; checks that need the token count N (m a perfect square,
 /// k <= N, a square patch grid) run when the model is built (models::make_attention).
 struct AttentionConfig {
-  std::string type = "dense";             // dense | mita | mita_route | mita_compress | agent | agent_bias | linear
+  std::string type = "dense";             // dense | mita | mita_route | mita_compress | agent | agent_bias | linear |
+                                          // flatten | inline | mhla | pola (the Table 2 linear-attention baselines)
   int64_t m = 25;                         // MiTA landmarks (experts); a perfect square for 2-D pooling
   int64_t k = 0;                          // keys per expert; 0 = default (m for mita, 2m for mita_route)
   int64_t s = 1;                          // experts each query is routed to

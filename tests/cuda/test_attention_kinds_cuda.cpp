@@ -75,6 +75,13 @@ TEST(AttentionKindsCuda, BaselinesMatchCpu) {
   check_kind("agent_bias");
   check_kind("linear");
 }
+TEST(AttentionKindsCuda, LinearBaselinesMatchCpu) {  // the Table 2 linear-attention baselines (MHLA: 8x8 padded grid)
+  VT_REQUIRE_DEVICE();
+  check_kind("flatten");
+  check_kind("inline");
+  check_kind("mhla");
+  check_kind("pola");
+}
 
 }  // namespace
 }  // namespace vt::test

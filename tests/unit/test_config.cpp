@@ -172,7 +172,7 @@ TEST(Config, AttentionSectionParsesEveryFieldAndOverrides) {
   EXPECT_NO_THROW(c.validate());
   Config a = io::config_from_yaml_string("model: {attention: {type: agent_bias, agent_num: 16}}");
   EXPECT_EQ(a.model.attention.agent_num, 16);
-  for (const char* t : {"dense", "mita", "mita_route", "agent", "agent_bias", "linear"})
+  for (const char* t : {"dense", "mita", "mita_route", "agent", "agent_bias", "linear", "flatten", "inline", "mhla", "pola"})
     EXPECT_NO_THROW(io::config_from_yaml_string(std::string("model: {attention: {type: ") + t + "}}")) << t;
   // Wrong types name the key.
   EXPECT_CONTAINS(error_of([] { io::config_from_yaml_string("model: {attention: {dwc: maybe}}", "c.yaml"); }),

@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/trainer.h"
 #include "io/config.h"
@@ -121,6 +124,58 @@ TEST(Flops, AttentionCoreOfEveryKind) {
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, 196 * N * C + (N - 1) * C);
   a.type = "linear";
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C);
+  a.type = "flatten";  // the same products as linear attention; the focusing is element-wise
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C);
+  a.type = "inline";  // + the kernel predictor (C·C/H + 9C·C/H) and the predicted 3x3 conv over the 196 patches
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * C * 64 + N * C + 10 * C * 64 + 9 * 196 * C);
+  a.type = "pola";  // two halves: Kᵀ V_half and Q (Kᵀ V_half) at N·C·d each, Q·k̄ at 2·N·C
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 4 * N * C * 64 + 4 * N * C);
+  a.type = "mhla";  // at its own 16x16 grid without CLS: LayerNorm, two N·C·d products, the 16-block mixing
+  EXPECT_EQ(vt::models::attention_core_macs(a, 256, C, H).first, 5 * 256 * C + 2 * 256 * C * 64 + 16 * 16 * C * 64);
+  for (const char* type : {"flatten", "inline", "mhla", "pola"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
+    a.type = type;
+    EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, vt::models::attention_core_macs(a, N, C, H).first);
+  }
+}
+
+// The Table 2 linear-attention baselines at DeiT-S. The paper's FLOPs for these rows are not in the spec (its
+// Table 2 lists dense, linear, agent and MiTA only), so the totals are pinned to our count; the parameters are the
+// official modules' (FLatten: a [1, 197, C] positional encoding and a [1, 1, C] scale per layer; InLine: the two
+// grouped Conv1d of its kernel predictor, 10·C·C/H + 10·C per layer).
+TEST(Flops, LinearBaselinesSmall) {
+  const FlopsReport& dense = count_table2("deit_small_dense");
+  const int64_t C = 384, depth = 12, N = 197, d = 64;
+  EXPECT_EQ(count_table2("deit_small_flatten").total.params - dense.total.params, depth * (N * C + C));
+  EXPECT_EQ(count_table2("deit_small_inline").total.params - dense.total.params, depth * (10 * C * d + 10 * C));
+  EXPECT_EQ(giga(count_table2("deit_small_flatten").total.macs), "4.37G");
+  EXPECT_EQ(giga(count_table2("deit_small_inline").total.macs), "4.38G");
+  // PolaFormer: a [1, 197, C] positional encoding, a [1, 1, C] scale and a [1, H, 1, d] power per layer.
+  EXPECT_EQ(count_table2("deit_small_pola").total.params - dense.total.params, depth * (N * C + C + C));
+  // MHLA: the official layout has no CLS token and 256 patches (224² padded to 256²), and per layer its own
+  // LayerNorm and the 16x16 block mixing; its 256 tokens cost more than dense attention's 197.
+  const FlopsReport& mhla = count_table2("deit_small_mhla");
+  EXPECT_EQ(mhla.tokens, 256);
+  EXPECT_EQ(mhla.total.params - dense.total.params, (256 - N) * C - C + depth * (2 * C + 16 * 16));
+  EXPECT_EQ(mhla.row("attn.core").macs, 5 * 256 * C + 2 * 256 * C * d + 16 * 16 * C * d);
+  EXPECT_EQ(mhla.row("patch_embed").macs, 256 * C * 3 * 16 * 16);
+}
+
+// configs/imagenet/paper_table2.tsv's `params` column is our count of each config.
+TEST(Flops, Table2TsvParamsAreOurCounts) {
+  std::ifstream in(std::string(VT_SOURCE_DIR) + "/configs/imagenet/paper_table2.tsv");
+  ASSERT_TRUE(in.good());
+  std::string line;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, '\t');) f.push_back(cell);
+    ASSERT_EQ(f.size(), 6u) << line;
+    EXPECT_EQ(mega(count_table2(f[0]).total.params), f[5]) << f[0];
+    ++rows;
+  }
+  EXPECT_GE(rows, 22);
 }
 
 TEST(Flops, EveryImagenetConfigCounts) {

@@ -1,0 +1,148 @@
+// The Table 2 linear-attention baselines against the authors' own modules: scripts/make_baseline_fixtures.py ran
+// QishuaiWen/MiTA's files with random weights on a random input and saved x, the state dict (official names), the
+// output y and the input gradient dx of <y, g> for a random cotangent g (tests/nn/fixtures/<kind>.pth). Here our
+// layer is built by make_attention, must hold exactly the official tensor names and shapes, and our function of
+// those weights must give y and dx in f64.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "test_util.h"
+#include "io/torch_checkpoint.h"
+#include "models/attention.h"
+#include "models/focused_linear_attention.h"
+#include "models/inline_attention.h"
+#include "models/mhla_attention.h"
+#include "models/pola_attention.h"
+#include "ops/ops.h"
+
+namespace vt::test {
+namespace {
+
+struct Fixture {
+  std::map<std::string, Tensor> t;
+  std::map<std::string, Shape> state_shapes;  // "qkv.weight" → shape, the official module's state dict
+  const Tensor& operator[](const std::string& name) const {
+    auto it = t.find(name);
+    if (it == t.end()) throw std::runtime_error("fixture has no tensor '" + name + "'");
+    return it->second;
+  }
+  Tensor state(const std::string& name) const { return (*this)["state." + name]; }
+  int64_t size(const std::string& name) const { return static_cast<int64_t>((*this)["size." + name].to_vector()[0]); }
+};
+
+Fixture load_fixture(const std::string& kind) {
+  Fixture f;
+  const std::string path = std::string(VT_SOURCE_DIR) + "/tests/nn/fixtures/" + kind + ".pth";
+  for (auto& [name, tensor] : io::read_torch_checkpoint(path).tensors) {
+    if (name.rfind("state.", 0) == 0) f.state_shapes[name.substr(6)] = tensor.shape();
+    f.t[name] = tensor;
+  }
+  return f;
+}
+
+std::map<std::string, Shape> shapes_of(const nn::Module& m) {
+  std::map<std::string, Shape> s;
+  for (const auto& [name, t] : m.state_dict()) s[name] = t.shape();
+  return s;
+}
+
+// Our layer of `type` for the fixture's sizes has the official tensors, by name and shape; `renamed` maps the
+// official names that differ (MHLA's to_qkv / to_out.0) to ours.
+void expect_official_names(const Fixture& f, const std::string& type,
+                           const std::map<std::string, std::string>& renamed = {}) {
+  models::AttentionConfig cfg;
+  cfg.type = type;
+  Generator gen(1);
+  const Tensor& x = f["x"];
+  auto layer = models::make_attention(cfg, x.size(2), f.size("heads"), 0.0, gen, x.size(1));
+  std::map<std::string, Shape> want;
+  for (const auto& [name, shape] : f.state_shapes) {
+    auto it = renamed.find(name);
+    want[it == renamed.end() ? name : it->second] = shape;
+  }
+  EXPECT_EQ(shapes_of(*layer), want) << type;
+}
+
+// y = fn(x) and d<y, g>/dx against the fixture, relative to the largest |value| of each.
+void expect_matches(const Fixture& f, const std::function<Tensor(const Tensor&)>& fn, double rel_tol,
+                    const std::string& what) {
+  Tensor x = f["x"].detach().set_requires_grad(true);
+  Tensor y = fn(x);
+  ASSERT_EQ(y.shape(), f["y"].shape()) << what;
+  ops::sum(y * f["g"]).backward();
+  for (auto [got, want, name] : {std::tuple{y.detach(), f["y"], "y"}, std::tuple{x.grad(), f["dx"], "dx"}}) {
+    const std::vector<double> a = got.to_vector(), b = want.to_vector();
+    double scale = 0;
+    for (double v : b) scale = std::max(scale, std::abs(v));
+    ASSERT_GT(scale, 0) << what << " " << name;
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], rel_tol * scale) << what << " " << name << " element " << i;
+  }
+}
+
+TEST(BaselineFixtures, FocusedLinearAttentionMatchesOfficial) {
+  const Fixture f = load_fixture("flatten");
+  expect_official_names(f, "flatten");
+  // The official forward runs its products in float32 (it casts q, k, v to float): f32 agreement.
+  expect_matches(
+      f,
+      [&](const Tensor& x) {
+        return models::focused_linear_attention(x, f.state("qkv.weight"), f.state("qkv.bias"), f.state("scale"),
+                                                f.state("positional_encoding"), f.state("proj.weight"),
+                                                f.state("proj.bias"), f.size("heads"));
+      },
+      2e-5, "flatten");
+}
+
+TEST(BaselineFixtures, InLineAttentionMatchesOfficial) {
+  const Fixture f = load_fixture("inline");
+  expect_official_names(f, "inline");
+  expect_matches(
+      f,
+      [&](const Tensor& x) {
+        return models::inline_attention(x, f.state("qkv.weight"), f.state("qkv.bias"), f.state("residual.0.weight"),
+                                        f.state("residual.0.bias"), f.state("residual.2.weight"),
+                                        f.state("residual.2.bias"), f.state("proj.weight"), f.state("proj.bias"),
+                                        f.size("heads"));
+      },
+      1e-12, "inline");
+}
+
+TEST(BaselineFixtures, PolaAttentionMatchesOfficial) {
+  const Fixture f = load_fixture("pola");
+  expect_official_names(f, "pola");
+  // f64 both sides; ours floors the powers' base at 1e-30 (models/pola_attention.cpp), far below this tolerance.
+  expect_matches(
+      f,
+      [&](const Tensor& x) {
+        return models::pola_attention(x, f.state("qkv.weight"), f.state("qkv.bias"), f.state("power"),
+                                      f.state("scale"), f.state("positional_encoding"), f.state("proj.weight"),
+                                      f.state("proj.bias"), f.size("heads"));
+      },
+      1e-10, "pola");
+}
+
+TEST(BaselineFixtures, MhlaMatchesOfficial) {
+  const Fixture f = load_fixture("mhla");
+  // The official to_qkv / to_out.0 are our qkv / proj (engine/weight_layouts renames them when weights load).
+  expect_official_names(f, "mhla",
+                        {{"to_qkv.weight", "qkv.weight"}, {"to_qkv.bias", "qkv.bias"},
+                         {"to_out.0.weight", "proj.weight"}, {"to_out.0.bias", "proj.bias"}});
+  // The block-mixing matrix starts at the official value (the cos transform of the 4x4 blocks' centre distances).
+  const std::vector<double> init = models::mhla_block_mixing_init(16, DType::f64).to_vector();
+  const std::vector<double> want = f["init.piece_attn.conv.weight"].to_vector();
+  ASSERT_EQ(init.size(), want.size());
+  for (size_t i = 0; i < init.size(); ++i) ASSERT_NEAR(init[i], want[i], 1e-7) << i;  // theirs is built in f32
+  expect_matches(
+      f,
+      [&](const Tensor& x) {
+        return models::mhla_attention(x, f.state("norm.weight"), f.state("norm.bias"), f.state("to_qkv.weight"),
+                                      f.state("to_qkv.bias"), f.state("piece_attn.conv.weight"),
+                                      f.state("to_out.0.weight"), f.state("to_out.0.bias"), f.size("heads"));
+      },
+      1e-12, "mhla");
+}
+
+}  // namespace
+}  // namespace vt::test
