@@ -65,6 +65,9 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
            "attention; model.attention.type is '", cfg.attention.type, "'");
   Generator gen(cfg.seed);
   const int64_t D = cfg.embed_dim;
+  // The image itself must cut into whole patches (MHLA then pads whole patches around it).
+  VT_CHECK(cfg.patch_size > 0 && cfg.img_size % cfg.patch_size == 0, "[model] img_size ", cfg.img_size,
+           " is not a multiple of patch_size ", cfg.patch_size);
   patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(padded_size(cfg), cfg.patch_size,
                                                                                    cfg.in_chans, D, gen));
   if (!block_layout(cfg)) cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
