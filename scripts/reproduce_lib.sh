@@ -1,4 +1,23 @@
-# Shell functions shared by scripts/reproduce_table{2,4}.sh and scripts/collect_table{2,4}.sh (sourced, not run).
+# Shell functions shared by scripts/reproduce_table{2,4,5}.sh and scripts/collect_table{2,4,5}.sh (sourced, not run).
+
+# The runs' common settings from a table script's GPUS and OUT_DIR arguments ($3, $4; $5: OUT_DIR's default):
+# GPUS (checked), OUT (created, absolute), VITRAIN (exported), DEVICE (checked against GPUS), CONFIG_DIR
+# (configs/$1), PAPER_TSV (default CONFIG_DIR/$2, exported) and the extra_set array from EXTRA_SET. Needs ROOT.
+repro_setup() {
+  GPUS=${3:-1}
+  OUT=${4:-$5}
+  [[ $GPUS =~ ^[1-9][0-9]*$ ]] || { echo "error: GPUS must be a positive integer, got '$GPUS'" >&2; exit 2; }
+  mkdir -p "$OUT"
+  OUT=$(cd "$OUT" && pwd)
+  VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
+  export VITRAIN
+  DEVICE=${DEVICE:-cuda}
+  [[ $DEVICE != cpu || $GPUS == 1 ]] || { echo "error: DEVICE=cpu runs one process: GPUS must be 1" >&2; exit 2; }
+  CONFIG_DIR=$ROOT/configs/$1
+  PAPER_TSV=${PAPER_TSV:-$CONFIG_DIR/$2}
+  export PAPER_TSV
+  read -r -a extra_set <<<"${EXTRA_SET:-}"
+}
 
 # The value of a dotted key (model.attention.type) in one of our configs: two-space indentation, no lists of maps.
 yaml_get() {

@@ -26,23 +26,10 @@ if [ $# -lt 2 ] || [ $# -gt 3 ]; then echo "$usage" >&2; exit 2; fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [ -d "$1/train" ] || { echo "error: no '$1/train' (DATA_DIR needs train/ and val/ class folders)" >&2; exit 1; }
 DATA=$(cd "$1" && pwd)
-GPUS=$2
-OUT=${3:-runs/table2}
-[[ $GPUS =~ ^[1-9][0-9]*$ ]] || { echo "error: GPUS must be a positive integer, got '$GPUS'" >&2; exit 2; }
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
-export VITRAIN
-DEVICE=${DEVICE:-cuda}
-[[ $DEVICE != cpu || $GPUS == 1 ]] || { echo "error: DEVICE=cpu runs one process: GPUS must be 1" >&2; exit 2; }
-CONFIG_DIR=$ROOT/configs/imagenet
-PAPER_TSV=${PAPER_TSV:-$CONFIG_DIR/paper_table2.tsv}
-export PAPER_TSV
-CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
-read -r -a extra_set <<<"${EXTRA_SET:-}"
-
-# yaml_get, epochs_done, bench_once, json_number
+# yaml_get, epochs_done, bench_once, json_number, repro_setup
 source "$ROOT/scripts/reproduce_lib.sh"
+repro_setup imagenet paper_table2.tsv "$2" "${3:-}" runs/table2
+CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
 
 # ---- 1. throughput and the estimate ----
 if [ -n "${N_TRAIN:-}" ]; then

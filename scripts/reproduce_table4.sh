@@ -36,24 +36,11 @@ ADE=$1
 [ -d "$ADE/ADEChallengeData2016" ] && ADE=$ADE/ADEChallengeData2016
 [ -d "$ADE/images/training" ] || { echo "error: no '$ADE/images/training' (DATA_DIR: ADEChallengeData2016 or its parent)" >&2; exit 1; }
 ADE=$(cd "$ADE" && pwd)
-GPUS=${2:-1}
-OUT=${3:-runs/table4}
-[[ $GPUS =~ ^[1-9][0-9]*$ ]] || { echo "error: GPUS must be a positive integer, got '$GPUS'" >&2; exit 2; }
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
-export VITRAIN
-DEVICE=${DEVICE:-cuda}
-[[ $DEVICE != cpu || $GPUS == 1 ]] || { echo "error: DEVICE=cpu runs one process: GPUS must be 1" >&2; exit 2; }
-PRETRAINED=${PRETRAINED:-$ROOT/pretrained}
-CONFIG_DIR=$ROOT/configs/ade20k
-PAPER_TSV=${PAPER_TSV:-$CONFIG_DIR/paper_table4.tsv}
-export PAPER_TSV
-CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
-read -r -a extra_set <<<"${EXTRA_SET:-}"
-
-# yaml_get, epochs_done, bench_once, json_number
+# yaml_get, epochs_done, bench_once, json_number, repro_setup
 source "$ROOT/scripts/reproduce_lib.sh"
+repro_setup ade20k paper_table4.tsv "${2:-}" "${3:-}" runs/table4
+PRETRAINED=${PRETRAINED:-$ROOT/pretrained}
+CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
 
 # The --set overrides shared by bench and train.
 common_sets=()

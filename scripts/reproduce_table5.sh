@@ -19,23 +19,10 @@ if [ $# -lt 1 ] || [ $# -gt 3 ]; then echo "$usage" >&2; exit 2; fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [ -d "$1" ] || { echo "error: no data folder '$1'" >&2; exit 1; }
 DATA=$(cd "$1" && pwd)
-GPUS=${2:-1}
-OUT=${3:-runs/table5}
-[[ $GPUS =~ ^[1-9][0-9]*$ ]] || { echo "error: GPUS must be a positive integer, got '$GPUS'" >&2; exit 2; }
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-VITRAIN=${VITRAIN:-$(command -v vitrain || echo "$ROOT/build/bin/vitrain")}
-export VITRAIN
-DEVICE=${DEVICE:-cuda}
-[[ $DEVICE != cpu || $GPUS == 1 ]] || { echo "error: DEVICE=cpu runs one process: GPUS must be 1" >&2; exit 2; }
-CONFIG_DIR=$ROOT/configs/lra
-PAPER_TSV=${PAPER_TSV:-$CONFIG_DIR/paper_table5.tsv}
-export PAPER_TSV
-CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF && $1 != "average" { print $1 }' "$PAPER_TSV")}
-read -r -a extra_set <<<"${EXTRA_SET:-}"
-
-# yaml_get, epochs_done
+# yaml_get, epochs_done, repro_setup
 source "$ROOT/scripts/reproduce_lib.sh"
+repro_setup lra paper_table5.tsv "${2:-}" "${3:-}" runs/table5
+CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF && $1 != "average" { print $1 }' "$PAPER_TSV")}
 
 for name in $CONFIGS; do
   yaml=$CONFIG_DIR/$name.yaml
