@@ -24,8 +24,8 @@ struct SequenceSet {
 };
 
 /// Reads `split` ("train", "val" or "test") of `task` from `root`, laid out as the LRA release, IMDB's aclImdb
-/// and CIFAR-10's binary batches are (data/lra/README.md), keeping at most `limit` examples (0: all). Errors name
-/// the file or folder and the line.
+/// and CIFAR-10's binary batches are (data/lra/README.md), truncated to `max_length` tokens (≤ 0: the task's
+/// length), keeping at most `limit` examples (0: all). Errors name the file or folder and the line.
 SequenceSet load_sequence_set(const std::string& task, const std::string& root, const std::string& split,
                               int64_t max_length, int64_t limit = 0);
 
