@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the GPU binaries here (Release, sm_90, own build dir) and pack them, with every shared library the H200
-# machine lacks, into the git-ignored folder .gpu/ (bin/, lib/, manifest.txt) plus .gpu/bundle.tar.xz, the same
+# machine lacks, into the git-ignored folder .gpu/ (bin/, lib/, fonts/, manifest.txt) plus .gpu/bundle.tar.xz, the same
 # files compressed (OpenBLAS alone is 36 MB: the folder is ~65 MB, the archive ~15 MB). Carry .gpu/bundle.tar.xz
 # (or the whole .gpu while it stays under the device tool's 64 MiB) and run scripts/gpu_check.sh there (docs/gpu.md).
 #
@@ -68,6 +68,17 @@ for bin in "$DEST"/bin/*; do
 done
 [ "$missing" = 0 ] || exit 1
 
+# ---- fonts: the GPU machine has no fontconfig set-up, and the figures refuse to draw without a font ----
+mkdir -p "$DEST/fonts"
+for f in DejaVuSans.ttf DejaVuSans-Bold.ttf; do
+  cp /usr/share/fonts/truetype/dejavu/$f "$DEST/fonts/" ||
+    { echo "gpu_bundle: no /usr/share/fonts/truetype/dejavu/$f (scripts/setup.sh installs fonts-dejavu-core)" >&2; exit 1; }
+done
+cat >"$DEST/fonts/fonts.conf" <<'XML'
+<?xml version="1.0"?>
+<fontconfig><dir prefix="relative">.</dir><cachedir>/tmp/vitrain-fontconfig</cachedir></fontconfig>
+XML
+
 # ---- manifest: what was built, from where (gpu_check.sh recreates the source path for tests that read fixtures) ----
 {
   echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -86,7 +97,7 @@ done
 
 # ---- archive: what travels. The binaries link the same static libraries, so one xz stream with a dictionary
 # larger than a binary stores those bytes once (19 MB in ~25 s; threaded xz -2 split the stream: 45 MB) ----
-tar -C "$DEST" -cf - bin lib manifest.txt | xz -T1 --lzma2=preset=1,dict=192MiB >"$DEST/bundle.tar.xz"
+tar -C "$DEST" -cf - bin lib fonts manifest.txt | xz -T1 --lzma2=preset=1,dict=192MiB >"$DEST/bundle.tar.xz"
 
 echo "gpu_bundle: $(ls "$DEST/bin" | wc -l) binaries ($(cd "$DEST/bin" && echo *)), $(ls "$DEST/lib" | wc -l) libraries"
 du -sh "$DEST/bin" "$DEST/lib" "$DEST/bundle.tar.xz"

@@ -4,7 +4,8 @@
 # given as arguments (e.g. `bash scripts/gpu_check.sh vitrain bench ...`; .gpu/bin is on PATH).
 # Exit status: 0 when every test binary and the extra command passed, 1 otherwise (also when nvidia-smi lists a GPU
 # and a test skipped itself for want of a CUDA device), 2 when the bundle is missing.
-# LD_LIBRARY_PATH=.gpu/lib:/usr/local/cuda/lib64 is exported for the tests and the extra command; a Python step in
+# FONTCONFIG_FILE=.gpu/fonts/fonts.conf (the bundled fonts) and LD_LIBRARY_PATH=.gpu/lib:/usr/local/cuda/lib64 are
+# exported for the tests and the extra command; a Python step in
 # the extra command should drop it (`env -u LD_LIBRARY_PATH python3 ...`) so it keeps the machine's own libraries.
 #
 # $OUT (default ./out) receives few files on purpose (the device tool brings back at most 8):
@@ -31,7 +32,7 @@ say() { echo "$@" | tee -a "$SUMMARY"; }
 
 # The archive is what usually travels; unpack it every time (a warm machine may keep an older .gpu/bin).
 if [ -f "$BUNDLE/bundle.tar.xz" ]; then
-  rm -rf "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/manifest.txt"
+  rm -rf "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/fonts" "$BUNDLE/manifest.txt"
   tar -C "$BUNDLE" -xJf "$BUNDLE/bundle.tar.xz" || { say "gpu_check: cannot unpack $BUNDLE/bundle.tar.xz"; exit 2; }
 fi
 if [ ! -d "$BUNDLE/bin" ]; then
@@ -53,6 +54,8 @@ say "== bundle"
 tee -a "$SUMMARY" <"$BUNDLE/manifest.txt"
 export LD_LIBRARY_PATH=$BUNDLE/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$BUNDLE/bin:$PATH
+# The bundled DejaVu fonts: the machine has no fontconfig set-up of its own, and figures need a font.
+[ -f "$BUNDLE/fonts/fonts.conf" ] && export FONTCONFIG_FILE=$BUNDLE/fonts/fonts.conf
 
 # Tests that read fixtures or write scratch files use the absolute paths baked in at build time
 # (VT_SOURCE_DIR / VT_BINARY_DIR); point them at this checkout when they do not exist here.

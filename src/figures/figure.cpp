@@ -38,6 +38,13 @@ struct Layout {
     pango_font_description_free(desc);
     if (markup) pango_layout_set_markup(layout, text.c_str(), -1);
     else pango_layout_set_text(layout, text.c_str(), -1);
+    // Without a usable font pango draws every glyph as an empty box and says nothing; a figure of boxes is no figure.
+    if (const int unknown = pango_layout_get_unknown_glyphs_count(layout); unknown > 0) {
+      g_object_unref(layout);
+      VT_FAIL("[figure] no installed font can draw ", unknown, " character(s) of \"", text,
+              "\": fontconfig finds no DejaVu Sans (install fonts-dejavu-core, or point FONTCONFIG_FILE at a "
+              "fonts.conf that lists a folder holding DejaVuSans.ttf)");
+    }
   }
   ~Layout() { g_object_unref(layout); }
   std::pair<double, double> size() const {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -56,6 +57,20 @@ TEST(Cli, PlotDrawsTheRunsChartsAsPngAndSvgAndNamesAMissingFile) {
     EXPECT_GT(fs::file_size(run / "plots" / f), 1000u) << f;
   }
   expect_clean_failure(run_vitrain("plot " + (temp_dir() / "no_such_run").string()), "no_such_run/metrics.jsonl");
+}
+
+TEST(Cli, PlotWithoutAUsableFontFailsInsteadOfDrawingBoxes) {
+  const fs::path run = temp_dir() / "plot_run_no_font";
+  fs::create_directories(run);
+  write(run / "metrics.jsonl", "{\"epoch\":1,\"step\":5,\"train_loss\":2.0,\"lr\":0.001}\n");
+  // A fontconfig set-up that knows no font folder, as on a bare machine without fonts.
+  const std::string conf = write(temp_dir() / "no_fonts.conf", "<?xml version=\"1.0\"?>\n<fontconfig><dir>" +
+                                                                   (temp_dir() / "no_font_dir").string() +
+                                                                   "</dir></fontconfig>\n");
+  setenv("FONTCONFIG_FILE", conf.c_str(), 1);
+  const CliRun r = run_vitrain("plot " + run.string());
+  unsetenv("FONTCONFIG_FILE");
+  expect_clean_failure(r, "no installed font can draw");
 }
 
 TEST(Cli, UnknownYamlKeyNamesFileAndKey) {
