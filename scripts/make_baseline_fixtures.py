@@ -2,9 +2,8 @@
 MiTA-DeiT/mita/*.py) with random weights on a random input, for tests/nn/test_baseline_fixtures.cpp,
 tests/nn/test_official_mita_fixtures.cpp and tests/cuda/test_official_mita_cuda.cpp to compare ours against.
 Kinds: flatten, inline, mhla, pola (the Table 2 linear-attention baselines); mita (MiTA_Attention), mita_dwc
-(MiTA_Attention_Conv), mita_route (MiTA_Attention_Route), agent (Agent_Attention), agent_bias
-(Agent_Attention_Bias), linear (Linear_Attention). MiTA_Attention_Conv_Gate is left out: as shipped its forward
-unbinds an undefined name (`qkv`, where it built `qkvg`) and cannot run.
+(MiTA_Attention_Conv), mita_dwc_gate (MiTA_Attention_Conv_Gate), mita_route (MiTA_Attention_Route), agent
+(Agent_Attention), agent_bias (Agent_Attention_Bias), linear (Linear_Attention).
 
 Usage:  /usr/bin/python3 scripts/make_baseline_fixtures.py MITA_MITA_DIR [OUT_DIR [KIND,KIND,...]]
   MITA_MITA_DIR  the official mita/ folder of a checkout, e.g.
@@ -19,6 +18,8 @@ mita_attention_route.py): flash_attn_varlen_func, _flash_attn_varlen_forward and
 per-segment softmax attention over cu_seqlens in plain PyTorch (the forward returns flash's log-sum-exp, the
 backward is flash's, from the log-sum-exp it is given, so MixedAttention's own merge and backward run as written).
 Source edits, each checked to apply exactly once: PoLA.py ships as comments (its lines are uncommented);
+mita_attention_conv_gate.py as shipped cannot run: its forward unbinds `qkv` where it built `qkvg` (NameError),
+so it unbinds `qkvg`;
 mixed_attention.py and mita_attention_route.py accumulate their outputs in a float32 / float16 zero buffer (their
 training ran under fp16 autocast, index_add_ wants one dtype), which here takes the input's dtype. The MiTA draws
 are redrawn until every top-k and routing choice wins by more than 1e-3 (mita_margins), so a float32 run picks
@@ -242,7 +243,8 @@ def mita_margins(module, x, kv_topk):
     with torch.no_grad():
         B, N, C = x.shape
         H, d = module.num_heads, module.head_dim
-        q, k, _ = module.qkv(x).reshape(B, N, 3, C).unbind(2)
+        in_proj = module.qkvg if hasattr(module, "qkvg") else module.qkv  # the Gate's q, k, v, g in that order
+        q, k = in_proj(x).reshape(B, N, -1, C).unbind(2)[:2]
         G = int(N ** 0.5)
         r = module.pool(q[:, :-1].reshape(B, G, G, C).permute(0, 3, 1, 2)).reshape(B, C, -1).transpose(1, 2)
         heads = lambda t: t.reshape(B, -1, H, d).transpose(1, 2)
@@ -261,7 +263,8 @@ def main():
     B, C, H, G = 2, 8, 2, 4  # CLS + a 4×4 patch grid
     N = 1 + G * G
     kinds = (sys.argv[3].split(",") if len(sys.argv) > 3 else
-             ["flatten", "inline", "mhla", "pola", "mita", "mita_dwc", "mita_route", "agent", "agent_bias", "linear"])
+             ["flatten", "inline", "mhla", "pola", "mita", "mita_dwc", "mita_dwc_gate", "mita_route", "agent",
+              "agent_bias", "linear"])
 
     if "flatten" in kinds:
         m = load_official(os.path.join(src_dir, "focused_linear_attention.py"))
@@ -304,6 +307,8 @@ def main():
     Cm, Hm, m, k = 32, 2, 25, 25
     mita_kinds = [("mita", "mita_attention.py", "MiTA_Attention", k, ()),
                   ("mita_dwc", "mita_attention_conv.py", "MiTA_Attention_Conv", k, ()),
+                  ("mita_dwc_gate", "mita_attention_conv_gate.py", "MiTA_Attention_Conv_Gate", k,
+                   [("q, k, v, g = qkv.unbind(0)", "q, k, v, g = qkvg.unbind(0)")]),
                   ("mita_route", "mita_attention_route.py", "MiTA_Attention_Route", 2 * k,
                    [("dtype=torch.float16)", "dtype=query.dtype)")])]
     if any(kind in kinds for kind, *_ in mita_kinds):
@@ -337,8 +342,8 @@ def main():
     if "linear" in kinds:
         layer = load_official(os.path.join(src_dir, "linear_attention.py")).Linear_Attention(Ca, num_heads=Ha)
         # The official forward casts to float (RMSNorm, and q, k, v for the products, autocast off): those casts
-        # keep float64 here. In float32 the input gradient would carry its rounding times the conditioning of
-        # queries whose ReLU features nearly vanish (normalizer near its 1e-6 floor): 4e-4 of max |dx| here.
+        # keep float64 here. In float32 the gradients carry its rounding times the conditioning of queries whose
+        # ReLU features nearly vanish (normalizer near its 1e-6 floor): 4e-4 of max |dx| on one draw we tried.
         def call(mod, x):
             cast = torch.Tensor.float
             torch.Tensor.float = lambda t: t

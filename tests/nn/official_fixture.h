@@ -82,13 +82,14 @@ inline std::map<std::string, Tensor*> attention_parameter_slots(models::Attentio
 }
 
 /// Our model.attention for a fixture of the official MiTA-DeiT modules: mita (MiTA_Attention), mita_dwc
-/// (MiTA_Attention_Conv), mita_route (MiTA_Attention_Route), agent (Agent_Attention), agent_bias
+/// (MiTA_Attention_Conv), mita_dwc_gate (MiTA_Attention_Conv_Gate), mita_route (MiTA_Attention_Route), agent (Agent_Attention), agent_bias
 /// (Agent_Attention_Bias), linear (Linear_Attention); the other settings at their defaults, which are the official
 /// choices (shifted landmark pooling, the 1/d shared-branch scale).
 inline models::AttentionConfig official_fixture_config(const std::string& kind, const OfficialFixture& f) {
   models::AttentionConfig cfg;
-  cfg.type = kind == "mita_dwc" ? "mita" : kind;
-  if (cfg.is_mita()) cfg.m = f.size("m"), cfg.k = f.size("k"), cfg.dwc = kind == "mita_dwc";
+  const bool dwc = kind == "mita_dwc" || kind == "mita_dwc_gate";
+  cfg.type = dwc ? "mita" : kind;
+  if (cfg.is_mita()) cfg.m = f.size("m"), cfg.k = f.size("k"), cfg.dwc = dwc, cfg.gate = kind == "mita_dwc_gate";
   if (kind == "agent" || kind == "agent_bias") cfg.agent_num = f.size("agent_num");
   return cfg;
 }
@@ -113,8 +114,9 @@ struct FixtureComparison {
 /// Builds our layer for `cfg` at the fixture's sizes, checks that it holds exactly the official tensors (by the
 /// official-to-ours name map, and shape), binds the fixture's weights as `dtype` leaves on `device`, runs
 /// y = layer(x) and <y, g>.backward(), and returns y, dx and every parameter gradient next to the fixture's.
-inline std::vector<FixtureComparison> run_official_fixture(const OfficialFixture& f, const models::AttentionConfig& cfg,
-                                                           DType dtype, Device device) {
+inline std::vector<FixtureComparison> run_official_fixture(const OfficialFixture& f,
+                                                           const models::AttentionConfig& cfg, DType dtype,
+                                                           Device device) {
   const Tensor& x64 = f["x"];
   Generator gen(1);
   auto layer = models::make_attention(cfg, x64.size(2), f.size("heads"), 0.0, gen, x64.size(1));
