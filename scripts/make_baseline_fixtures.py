@@ -19,9 +19,9 @@ per-segment softmax attention over cu_seqlens in plain PyTorch (the forward retu
 backward is flash's, from the log-sum-exp it is given, so MixedAttention's own merge and backward run as written).
 Source edits, each checked to apply exactly once: PoLA.py ships as comments (its lines are uncommented);
 mita_attention_conv_gate.py as shipped cannot run: its forward unbinds `qkv` where it built `qkvg` (NameError),
-so it unbinds `qkvg`;
-mixed_attention.py and mita_attention_route.py accumulate their outputs in a float32 / float16 zero buffer (their
-training ran under fp16 autocast, index_add_ wants one dtype), which here takes the input's dtype. The MiTA draws
+so it unbinds `qkvg`; mixed_attention.py and mita_attention_route.py accumulate their outputs in a float32 /
+float16 zero buffer (their training ran under fp16 autocast, index_add_ wants one dtype), which here takes the
+input's dtype. The MiTA draws
 are redrawn until every top-k and routing choice wins by more than 1e-3 (mita_margins), so a float32 run picks
 the same keys and experts.
 
