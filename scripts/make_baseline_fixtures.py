@@ -1,26 +1,43 @@
-"""Writes tests/nn/fixtures/<kind>.pth: the MiTA paper's Table 2 linear-attention baselines run by the authors'
-own modules (QishuaiWen/MiTA, mita/*.py), for tests/nn/test_baseline_fixtures.cpp to compare ours against.
+"""Writes tests/nn/fixtures/<kind>.pth: attention layers run by the authors' own modules (QishuaiWen/MiTA,
+MiTA-DeiT/mita/*.py) with random weights on a random input, for tests/nn/test_baseline_fixtures.cpp,
+tests/nn/test_official_mita_fixtures.cpp and tests/cuda/test_official_mita_cuda.cpp to compare ours against.
+Kinds: flatten, inline, mhla, pola (the Table 2 linear-attention baselines); mita (MiTA_Attention), mita_dwc
+(MiTA_Attention_Conv), mita_dwc_gate (MiTA_Attention_Conv_Gate), mita_route (MiTA_Attention_Route), agent
+(Agent_Attention), agent_bias (Agent_Attention_Bias), linear (Linear_Attention).
 
-Usage:  /usr/bin/python3 scripts/make_baseline_fixtures.py MITA_MITA_DIR [OUT_DIR]
-  MITA_MITA_DIR  a folder holding the official files (focused_linear_attention.py, inline_attention.py, mhla.py,
-                 PoLA.py), e.g. a checkout's mita/ (git clone the repository into a temp dir first).
+Usage:  /usr/bin/python3 scripts/make_baseline_fixtures.py MITA_MITA_DIR [OUT_DIR [KIND,KIND,...]]
+  MITA_MITA_DIR  the official mita/ folder of a checkout, e.g.
+                   git clone https://github.com/QishuaiWen/MiTA /tmp/mita-official
+                   /usr/bin/python3 scripts/make_baseline_fixtures.py /tmp/mita-official/MiTA-DeiT/mita
   OUT_DIR        default tests/nn/fixtures
-Needs only Debian's python3-torch (1.13, CPU). The official files import einops, which Debian 12 does not
-package, and mhla.py decorates with torch.compile, which torch 1.13 lacks; the stand-ins below fill those two
-names in and nothing of the authors' modules is rewritten (PoLA.py ships as comments: its lines are uncommented).
+  KINDS          default all of them (run all: each kind draws from one random stream, in the order above)
+Needs only Debian's python3-torch (1.13, CPU). The stand-ins below fill in what the official files import and this
+torch lacks: einops.rearrange, torch.compile (mhla.py), timm's trunc_normal_ (agent_attention*.py),
+F.scaled_dot_product_attention (torch 2.0), and flash-attn's varlen calls (mixed_attention.py,
+mita_attention_route.py): flash_attn_varlen_func, _flash_attn_varlen_forward and _flash_attn_varlen_backward as
+per-segment softmax attention over cu_seqlens in plain PyTorch (the forward returns flash's log-sum-exp, the
+backward is flash's, from the log-sum-exp it is given, so MixedAttention's own merge and backward run as written).
+Source edits, each checked to apply exactly once: PoLA.py ships as comments (its lines are uncommented);
+mita_attention_conv_gate.py as shipped cannot run: its forward unbinds `qkv` where it built `qkvg` (NameError),
+so it unbinds `qkvg`; mixed_attention.py and mita_attention_route.py accumulate their outputs in a float32 /
+float16 zero buffer (their training ran under fp16 autocast, index_add_ wants one dtype), which here takes the
+input's dtype. The MiTA draws
+are redrawn until every top-k and routing choice wins by more than 1e-3 (mita_margins), so a float32 run picks
+the same keys and experts.
 
-Each file holds, in float64: x (the input), the module's state dict under its official names, y = module(x),
-g (a random cotangent) and dx = d<y, g>/dx; plus the sizes as 0-d int64 tensors.
+Each file holds, in float64: x (the input), the module's state dict under its official names (state.*), y =
+module(x), g (a random cotangent), dx = d<y, g>/dx and d<y, g>/dp for every parameter p (grad.*); plus the sizes
+as 0-d int64 tensors (size.*). Precision of the official computation: flatten runs in float32 (its forward casts to
+float); linear's casts to float keep float64 (Tensor.float is the identity while it runs); the rest is float64.
 """
-import importlib.util
 import os
 import re
 import sys
-import tempfile
 import types
 from collections import OrderedDict
 
 import torch
+import torch.nn.functional as F
 
 
 # ---- stand-ins for what the official files import but this torch lacks ----
@@ -77,23 +94,101 @@ def install_stand_ins():
     sys.modules["einops"] = einops
     if not hasattr(torch, "compile"):
         torch.compile = lambda fn=None, **kw: fn if fn is not None else (lambda f: f)
+    if not hasattr(F, "scaled_dot_product_attention"):
+        F.scaled_dot_product_attention = scaled_dot_product_attention
+
+    timm, timm_models, timm_layers = (types.ModuleType(n) for n in ("timm", "timm.models", "timm.models.layers"))
+    timm_layers.trunc_normal_ = torch.nn.init.trunc_normal_
+    timm.models, timm_models.layers = timm_models, timm_layers
+    sys.modules.update({"timm": timm, "timm.models": timm_models, "timm.models.layers": timm_layers})
+
+    flash, interface = types.ModuleType("flash_attn"), types.ModuleType("flash_attn.flash_attn_interface")
+    flash.flash_attn_varlen_func = flash_attn_varlen_func
+    interface._flash_attn_varlen_forward = _flash_attn_varlen_forward
+    interface._flash_attn_varlen_backward = _flash_attn_varlen_backward
+    flash.flash_attn_interface = interface
+    sys.modules.update({"flash_attn": flash, "flash_attn.flash_attn_interface": interface})
 
 
-def load_official(path, uncomment=False):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
+    """torch 2.0's F.scaled_dot_product_attention as the official files call it: no mask, no dropout, scale 1/sqrt(d)."""
+    assert attn_mask is None and dropout_p == 0.0 and not is_causal
+    return torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, dim=-1) @ v
+
+
+def _segments(cu_q, cu_k):
+    for b in range(cu_q.numel() - 1):
+        yield slice(int(cu_q[b]), int(cu_q[b + 1])), slice(int(cu_k[b]), int(cu_k[b + 1]))
+
+
+def _logits(q, k, scale, causal):
+    """q [nq, H, d], k [nk, H, d] -> [H, nq, nk]; causal as flash-attn 2.1+ (aligned to the bottom-right corner)."""
+    s = torch.einsum("qhd,khd->hqk", q, k) * scale
+    if causal:
+        nq, nk = q.shape[0], k.shape[0]
+        keep = torch.arange(nk).view(1, nk) <= torch.arange(nq).view(nq, 1) + (nk - nq)
+        s = s.masked_fill(~keep, float("-inf"))
+    return s
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, **unused):
+    """Differentiable: out [total_q, H, d], each segment's queries attending its segment's keys."""
+    assert dropout_p == 0.0
+    scale = q.shape[-1] ** -0.5 if softmax_scale is None else softmax_scale
+    out = [torch.einsum("hqk,khd->qhd", torch.softmax(_logits(q[sq], k[sk], scale, causal), -1), v[sk])
+           for sq, sk in _segments(cu_seqlens_q, cu_seqlens_k)]
+    return torch.cat(out, 0)
+
+
+def _flash_attn_varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+                               softmax_scale, causal, **unused):
+    """flash-attn 2.x's return tuple (out, q, k, v, out_padded, softmax_lse [H, total_q], S_dmask, rng_state)."""
+    assert dropout_p == 0.0
+    out, lse = torch.empty_like(q), q.new_empty(q.shape[1], q.shape[0])
+    for sq, sk in _segments(cu_seqlens_q, cu_seqlens_k):
+        s = _logits(q[sq], k[sk], softmax_scale, causal)
+        lse[:, sq] = torch.logsumexp(s, -1)
+        out[sq] = torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), v[sk])
+    return out, q, k, v, out, lse, None, None
+
+
+def _flash_attn_varlen_backward(dout, q, k, v, out, softmax_lse, dq, dk, dv, cu_seqlens_q, cu_seqlens_k,
+                                max_seqlen_q, max_seqlen_k, dropout_p, softmax_scale, causal, **unused):
+    """Flash's backward: P = exp(S - lse) with the lse given, dS = P (dP - rowsum(dout * out)); (dq, dk, dv, D)."""
+    assert dropout_p == 0.0
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    delta = (dout * out).sum(-1).t()  # [H, total_q]
+    for sq, sk in _segments(cu_seqlens_q, cu_seqlens_k):
+        p = (_logits(q[sq], k[sk], softmax_scale, causal) - softmax_lse[:, sq].unsqueeze(-1)).exp()
+        dv[sk] = torch.einsum("hqk,qhd->khd", p, dout[sq])
+        ds = p * (torch.einsum("qhd,khd->hqk", dout[sq], v[sk]) - delta[:, sq].unsqueeze(-1))
+        dq[sq] = torch.einsum("hqk,khd->qhd", ds, k[sk]) * softmax_scale
+        dk[sk] = torch.einsum("hqk,qhd->khd", ds, q[sq]) * softmax_scale
+    return dq, dk, dv, delta
+
+
+def load_official(path, uncomment=False, edits=()):
+    """The official file as module official_mita.<name> (so its relative imports find the folder's files).
+    edits: (old, new) source replacements, each of which must match exactly once."""
     src = open(path).read()
+    for old, new in edits:
+        assert src.count(old) == 1, f"{path}: expected one '{old}', found {src.count(old)}"
+        src = src.replace(old, new)
     if uncomment:  # PoLA.py: the class is shipped commented out line by line, from its "# class" line on
         lines = src.splitlines()
         start = next(i for i, line in enumerate(lines) if line.startswith("# class "))
         src = "\n".join(["import torch", "import torch.nn as nn"] + lines[:start] +
                         [re.sub(r"^# ?", "", line) for line in lines[start:]])
-    tmp = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
-    tmp.write(src)
-    tmp.close()
-    name = "official_" + os.path.splitext(os.path.basename(path))[0].lower()
-    spec = importlib.util.spec_from_file_location(name, tmp.name)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    os.unlink(tmp.name)
+    if "official_mita" not in sys.modules:
+        package = types.ModuleType("official_mita")
+        package.__path__ = [os.path.dirname(os.path.abspath(path))]  # its __init__.py is not run
+        sys.modules["official_mita"] = package
+    name = "official_mita." + os.path.splitext(os.path.basename(path))[0]
+    mod = types.ModuleType(name)
+    mod.__package__, mod.__file__ = "official_mita", path
+    sys.modules[name] = mod
+    exec(compile(src, path, "exec"), mod.__dict__)
     return mod
 
 
@@ -106,15 +201,20 @@ def randomize(module, gen, std):
             p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * std)
 
 
-def run(module, x_shape, gen, sizes, out_path, dtype=torch.float64, std=0.3, call=None):
+def run(module, x_shape, gen, sizes, out_path, dtype=torch.float64, std=0.3, call=None, accept=None):
     """dtype: what the module runs in (float32 where the official code casts to float itself); saved as float64.
-    call(module, x): how the module is called, when not module(x). The state dict at construction is saved too
-    (init.*), before the weights are randomised."""
+    call(module, x): how the module is called, when not module(x). accept(module, x): False draws the weights and
+    x again. The state dict at construction is saved too (init.*), before the weights are randomised."""
     init = {k: v.detach().double().clone() for k, v in module.state_dict().items()}
     module = module.to(dtype)
     module.eval()  # not chained: PoLA.py's eval() override returns None
-    randomize(module, gen, std)
-    x = torch.randn(x_shape, generator=gen, dtype=torch.float64).to(dtype).requires_grad_(True)
+    for _ in range(100):
+        randomize(module, gen, std)
+        x = torch.randn(x_shape, generator=gen, dtype=torch.float64).to(dtype).requires_grad_(True)
+        if accept is None or accept(module, x):
+            break
+    else:
+        raise RuntimeError(f"{out_path}: no draw accepted in 100")
     y = call(module, x) if call else module(x)
     g = torch.randn(y.shape, generator=gen, dtype=torch.float64).to(dtype)
     (y * g).sum().backward()
@@ -122,6 +222,8 @@ def run(module, x_shape, gen, sizes, out_path, dtype=torch.float64, std=0.3, cal
     t["x"] = x.detach().double()
     for k, v in module.state_dict().items():
         t["state." + k] = v.detach().double().clone()
+    for k, p in module.named_parameters():
+        t["grad." + k] = p.grad.detach().double().clone()
     for k, v in init.items():
         if k.startswith("piece_attn."):  # the only initial value that is not a plain random or constant draw
             t["init." + k] = v
@@ -134,6 +236,23 @@ def run(module, x_shape, gen, sizes, out_path, dtype=torch.float64, std=0.3, cal
     print(f"wrote {out_path}: {', '.join(f'{k} {tuple(v.shape)}' for k, v in t.items() if not k.startswith('size.'))}")
 
 
+def mita_margins(module, x, kv_topk):
+    """The official MiTA's two discrete choices on x, recomputed from its own pooling: the smallest gap between the
+    kv_topk-th and next key score of any landmark, and between the best and second landmark of any query. Far
+    from 0, a float32 run (our GPU path) selects the same keys and experts."""
+    with torch.no_grad():
+        B, N, C = x.shape
+        H, d = module.num_heads, module.head_dim
+        in_proj = module.qkvg if hasattr(module, "qkvg") else module.qkv  # the Gate's q, k, v, g in that order
+        q, k = in_proj(x).reshape(B, N, -1, C).unbind(2)[:2]
+        G = int(N ** 0.5)
+        r = module.pool(q[:, :-1].reshape(B, G, G, C).permute(0, 3, 1, 2)).reshape(B, C, -1).transpose(1, 2)
+        heads = lambda t: t.reshape(B, -1, H, d).transpose(1, 2)
+        keys = (heads(r) @ heads(k).transpose(-2, -1)).sort(-1, descending=True).values
+        gate = (heads(r) @ heads(q).transpose(-2, -1)).sort(-2, descending=True).values
+        return (keys[..., kv_topk - 1] - keys[..., kv_topk]).min().item(), (gate[:, :, 0] - gate[:, :, 1]).min().item()
+
+
 def main():
     src_dir = sys.argv[1]
     out_dir = sys.argv[2] if len(sys.argv) > 2 else "tests/nn/fixtures"
@@ -143,7 +262,9 @@ def main():
     gen = torch.Generator().manual_seed(2026)
     B, C, H, G = 2, 8, 2, 4  # CLS + a 4×4 patch grid
     N = 1 + G * G
-    kinds = sys.argv[3].split(",") if len(sys.argv) > 3 else ["flatten", "inline", "mhla", "pola"]
+    kinds = (sys.argv[3].split(",") if len(sys.argv) > 3 else
+             ["flatten", "inline", "mhla", "pola", "mita", "mita_dwc", "mita_dwc_gate", "mita_route", "agent",
+              "agent_bias", "linear"])
 
     if "flatten" in kinds:
         m = load_official(os.path.join(src_dir, "focused_linear_attention.py"))
@@ -178,6 +299,60 @@ def main():
         layer = m.PolaLinearAttention(C, window_size=(1, N), num_heads=H, qkv_bias=True)
         run(layer, (B, N, C), gen, {"heads": H}, os.path.join(out_dir, "pola.pth"),
             call=lambda mod, x: mod(x, G, G))
+
+    # DeiT's token count: CLS + a 14x14 patch grid (Agent_Attention_Bias is fixed to it). MiTA: C 32 in 2 heads of
+    # 16, the smallest head width our CUDA MiTA kernels take; m = 25 landmarks, k = 25 keys (50 route-only).
+    Bd, Gd = 1, 14
+    Nd = 1 + Gd * Gd
+    Cm, Hm, m, k = 32, 2, 25, 25
+    mita_kinds = [("mita", "mita_attention.py", "MiTA_Attention", k, ()),
+                  ("mita_dwc", "mita_attention_conv.py", "MiTA_Attention_Conv", k, ()),
+                  ("mita_dwc_gate", "mita_attention_conv_gate.py", "MiTA_Attention_Conv_Gate", k,
+                   [("q, k, v, g = qkv.unbind(0)", "q, k, v, g = qkvg.unbind(0)")]),
+                  ("mita_route", "mita_attention_route.py", "MiTA_Attention_Route", 2 * k,
+                   [("dtype=torch.float16)", "dtype=query.dtype)")])]
+    if any(kind in kinds for kind, *_ in mita_kinds):
+        load_official(os.path.join(src_dir, "mixed_attention.py"),
+                      edits=[("dtype=torch.float32", "dtype=q.dtype")])  # what mita_attention*.py import
+    for kind, file, cls, kv_topk, edits in mita_kinds:
+        if kind not in kinds:
+            continue
+        layer = getattr(load_official(os.path.join(src_dir, file), edits=edits), cls)(Cm, num_heads=Hm, qkv_bias=True)
+        assert layer.num_expert == m and layer.kv_topk * (2 if kind == "mita_route" else 1) == kv_topk
+
+        def accept(mod, x, kv_topk=kv_topk, kind=kind):
+            key_gap, route_gap = mita_margins(mod, x, kv_topk)
+            print(f"{kind}: smallest top-k score gap {key_gap:.3g}, smallest routing gap {route_gap:.3g}")
+            return min(key_gap, route_gap) > 1e-3
+
+        run(layer, (Bd, Nd, Cm), gen, {"heads": Hm, "m": m, "k": kv_topk}, os.path.join(out_dir, kind + ".pth"),
+            std=0.2, accept=accept)
+
+    # Agent and linear attention: no kernel of ours asks for a head width; C 8 in 2 heads keeps the files small.
+    Ca, Ha = 8, 2
+    if "agent" in kinds:
+        layer = load_official(os.path.join(src_dir, "agent_attention.py")).Agent_Attention(Ca, Ha, qkv_bias=True)
+        run(layer, (Bd, Nd, Ca), gen, {"heads": Ha, "agent_num": layer.num_agent},
+            os.path.join(out_dir, "agent.pth"))
+    if "agent_bias" in kinds:
+        m = load_official(os.path.join(src_dir, "agent_attention_bias.py"))
+        layer = m.Agent_Attention_Bias(Ca, Ha, qkv_bias=True)
+        run(layer, (Bd, Nd, Ca), gen, {"heads": Ha, "agent_num": layer.num_agent},
+            os.path.join(out_dir, "agent_bias.pth"))
+    if "linear" in kinds:
+        layer = load_official(os.path.join(src_dir, "linear_attention.py")).Linear_Attention(Ca, num_heads=Ha)
+        # The official forward casts to float (RMSNorm, and q, k, v for the products, autocast off): those casts
+        # keep float64 here. In float32 the gradients carry its rounding times the conditioning of queries whose
+        # ReLU features nearly vanish (normalizer near its 1e-6 floor): 4e-4 of max |dx| on one draw we tried.
+        def call(mod, x):
+            cast = torch.Tensor.float
+            torch.Tensor.float = lambda t: t
+            try:
+                return mod(x)
+            finally:
+                torch.Tensor.float = cast
+
+        run(layer, (Bd, Nd, Ca), gen, {"heads": Ha}, os.path.join(out_dir, "linear.pth"), call=call)
 
 
 if __name__ == "__main__":

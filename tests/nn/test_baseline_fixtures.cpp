@@ -2,44 +2,24 @@
 // QishuaiWen/MiTA's files with random weights on a random input and saved x, the state dict (official names), the
 // output y and the input gradient dx of <y, g> for a random cotangent g (tests/nn/fixtures/<kind>.pth). Here our
 // layer is built by make_attention, must hold exactly the official tensor names and shapes, and our function of
-// those weights must give y and dx in f64.
+// those weights must give y and dx in f64 (the fixtures' reader: nn/official_fixture.h).
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "test_util.h"
-#include "io/torch_checkpoint.h"
 #include "models/attention.h"
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
 #include "models/mhla_attention.h"
 #include "models/pola_attention.h"
+#include "nn/official_fixture.h"
 #include "ops/ops.h"
 
 namespace vt::test {
 namespace {
 
-struct Fixture {
-  std::map<std::string, Tensor> t;
-  std::map<std::string, Shape> state_shapes;  // "qkv.weight" → shape, the official module's state dict
-  const Tensor& operator[](const std::string& name) const {
-    auto it = t.find(name);
-    if (it == t.end()) throw std::runtime_error("fixture has no tensor '" + name + "'");
-    return it->second;
-  }
-  Tensor state(const std::string& name) const { return (*this)["state." + name]; }
-  int64_t size(const std::string& name) const { return static_cast<int64_t>((*this)["size." + name].to_vector()[0]); }
-};
-
-Fixture load_fixture(const std::string& kind) {
-  Fixture f;
-  const std::string path = std::string(VT_SOURCE_DIR) + "/tests/nn/fixtures/" + kind + ".pth";
-  for (auto& [name, tensor] : io::read_torch_checkpoint(path).tensors) {
-    if (name.rfind("state.", 0) == 0) f.state_shapes[name.substr(6)] = tensor.shape();
-    f.t[name] = tensor;
-  }
-  return f;
-}
+using Fixture = OfficialFixture;
 
 std::map<std::string, Shape> shapes_of(const nn::Module& m) {
   std::map<std::string, Shape> s;
@@ -82,7 +62,7 @@ void expect_matches(const Fixture& f, const std::function<Tensor(const Tensor&)>
 }
 
 TEST(BaselineFixtures, FocusedLinearAttentionMatchesOfficial) {
-  const Fixture f = load_fixture("flatten");
+  const Fixture f = load_official_fixture("flatten");
   expect_official_names(f, "flatten");
   // The official forward runs its products in float32 (it casts q, k, v to float): f32 agreement.
   expect_matches(
@@ -96,7 +76,7 @@ TEST(BaselineFixtures, FocusedLinearAttentionMatchesOfficial) {
 }
 
 TEST(BaselineFixtures, InLineAttentionMatchesOfficial) {
-  const Fixture f = load_fixture("inline");
+  const Fixture f = load_official_fixture("inline");
   expect_official_names(f, "inline");
   expect_matches(
       f,
@@ -110,7 +90,7 @@ TEST(BaselineFixtures, InLineAttentionMatchesOfficial) {
 }
 
 TEST(BaselineFixtures, PolaAttentionMatchesOfficial) {
-  const Fixture f = load_fixture("pola");
+  const Fixture f = load_official_fixture("pola");
   expect_official_names(f, "pola");
   // f64 both sides; ours floors the powers' base at 1e-30 (models/pola_attention.cpp), far below this tolerance.
   expect_matches(
@@ -124,7 +104,7 @@ TEST(BaselineFixtures, PolaAttentionMatchesOfficial) {
 }
 
 TEST(BaselineFixtures, MhlaMatchesOfficial) {
-  const Fixture f = load_fixture("mhla");
+  const Fixture f = load_official_fixture("mhla");
   // The official to_qkv / to_out.0 are our qkv / proj (engine/weight_layouts renames them when weights load).
   expect_official_names(f, "mhla",
                         {{"to_qkv.weight", "qkv.weight"}, {"to_qkv.bias", "qkv.bias"},
