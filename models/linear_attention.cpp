@@ -11,9 +11,15 @@ namespace {
 constexpr double kNormEps = 1e-6;   // RMSNorm eps
 constexpr double kDenomEps = 1e-6;  // added to the normaliser φ(q)·Σφ(k)
 
-// RMSNorm over the last dim: t / sqrt(mean(t²) + eps) · w.
+// bf16 (autocast's dtype) cast up to f32; f32 and f64 (the gradchecks) stay as they are.
+Tensor at_least_f32(const Tensor& t) { return t.dtype() == DType::bf16 ? nn::cast_to(t, DType::f32) : t; }
+
+// RMSNorm over the last dim, t / sqrt(mean(t²) + eps) · w, computed in f32 and returned in t's dtype (the
+// official `(w * norm(t.float())).type_as(t)`).
 Tensor rms_norm(const Tensor& t, const Tensor& w) {
-  return t * ops::rsqrt(ops::mean(ops::square(t), {-1}, true) + kNormEps) * w;
+  const Tensor t32 = at_least_f32(t);
+  const Tensor normed = t32 * ops::rsqrt(ops::mean(ops::square(t32), {-1}, true) + kNormEps) * w;
+  return nn::cast_to(normed, t.dtype());
 }
 
 // Holds the norm weights so their keys read q_norm.weight / k_norm.weight, as the official RMSNorm modules.
@@ -24,6 +30,14 @@ struct NormWeight : nn::Module {
 
 }  // namespace
 
+
+Tensor linear_attention_core(const Tensor& fq, const Tensor& fk, const Tensor& v) {
+  const Tensor q = at_least_f32(fq), k = at_least_f32(fk), vf = at_least_f32(v);
+  Tensor kv = ops::matmul(k.transpose(-2, -1), vf);                                // [B, H, d, d]
+  Tensor k_sum = ops::sum(k, {2}, true);                                            // [B, H, 1, d]
+  Tensor denom = ops::matmul(q, k_sum.transpose(-2, -1)) + kDenomEps;              // [B, H, N, 1]
+  return ops::matmul(q, kv) / denom;
+}
 
 Tensor linear_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b, const Tensor& q_norm_w,
                         const Tensor& k_norm_w, const Tensor& proj_w, const Tensor& proj_b, int64_t heads) {
@@ -37,11 +51,7 @@ Tensor linear_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_
   Tensor k = ops::relu(rms_norm(qkv.slice(2, 1, 2).squeeze(2), k_norm_w));
   Tensor v = qkv.slice(2, 2, 3).squeeze(2);
   auto heads_of = [&](const Tensor& t) { return t.reshape({B, N, heads, d}).transpose(1, 2); };  // [B, H, N, d]
-  Tensor fq = heads_of(q), fk = heads_of(k), vh = heads_of(v);
-  Tensor kv = ops::matmul(fk.transpose(-2, -1), vh);                                    // [B, H, d, d]
-  Tensor k_sum = ops::sum(fk, {2}, true);                                                // [B, H, 1, d]
-  Tensor denom = ops::matmul(fq, k_sum.transpose(-2, -1)) + kDenomEps;                  // [B, H, N, 1]
-  Tensor out = (ops::matmul(fq, kv) / denom).transpose(1, 2).reshape({B, N, C});
+  Tensor out = linear_attention_core(heads_of(q), heads_of(k), heads_of(v)).transpose(1, 2).reshape({B, N, C});
   return proj_w.defined() ? nn::autocast_linear(out, proj_w, proj_b) : out;
 }
 

@@ -14,6 +14,7 @@ void add_viz_command(CLI::App& app) {
   struct Options {
     RunOptions run;
     engine::VizExpertsOptions viz;
+    std::string head = "mean";
   };
   auto opts = std::make_shared<Options>();
   auto* viz = app.add_subcommand("viz", "draw what a model does on one image (PNG)");
@@ -24,10 +25,13 @@ void add_viz_command(CLI::App& app) {
   add_run_options(*experts, opts->run, {.weights = true});
   experts->add_option("-i,--image", opts->viz.image, "image file (JPEG or PNG)")->required()->check(CLI::ExistingFile);
   experts->add_option("-o,--out", opts->viz.out_dir, "output folder")->required();
-  experts->add_option("--head", opts->viz.head, "attention head to draw (default 0)");
+  experts->add_option("--head", opts->head,
+                      "attention head to draw (0, 1, ...), or 'mean': every expert's key and query shares averaged "
+                      "over the heads, as the paper's Figure 3 (default mean)");
   experts->callback([opts] {
     finish_command([&] {
       opts->viz.weights = opts->run.weights;
+      opts->viz.head = engine::parse_head(opts->head);
       for (const auto& f : engine::viz_experts(opts->run.load(), opts->viz)) std::printf("%s\n", f.c_str());
       return 0;
     });

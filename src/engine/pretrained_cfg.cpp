@@ -48,6 +48,7 @@ const std::vector<PretrainedCfg>& pretrained_cfgs() {
       vit("vit_tiny_patch16_224.augreg_in21k", 224, 21843),
       vit("vit_small_patch16_224.augreg_in21k", 224, 21843),
       vit("vit_base_patch16_224.augreg_in21k", 224, 21843),
+      vit("vit_large_patch16_224.augreg_in21k", 224, 21843),
   };
   return table;
 }

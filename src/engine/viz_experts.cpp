@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <opencv2/imgproc.hpp>
@@ -28,7 +29,7 @@ namespace vt::engine {
 namespace {
 
 constexpr figures::Rgb8 kKey{255, 127, 14}, kQuery{31, 119, 180}, kCell{200, 200, 200};
-constexpr int kPad = 10, kGap = 8, kStrip = 18, kTitle = 46, kMinWidth = 470;
+constexpr int kPad = 10, kGap = 8, kStrip = 18, kTitle = 46, kLegendLine = 17, kMinWidth = 470, kMinWidthMean = 560;
 // Fashion-MNIST's normalization, as the trainer's in-memory path uses for 1-channel models.
 constexpr float kFashionMean = 0.2860f, kFashionStd = 0.3530f;
 
@@ -140,6 +141,39 @@ std::vector<int64_t> routed_experts(const ImageRouting& routing, int64_t layer, 
   return std::vector<int64_t>(e, e + routing.tokens);
 }
 
+std::vector<std::vector<double>> mean_selection_counts(const ImageRouting& routing) {
+  std::vector<std::vector<double>> mean(routing.layers.size(), std::vector<double>(static_cast<size_t>(routing.tokens)));
+  for (int64_t h = 0; h < routing.heads; ++h) {
+    const auto counts = selection_counts(routing, h);
+    for (size_t l = 0; l < counts.size(); ++l)
+      for (size_t t = 0; t < counts[l].size(); ++t)
+        mean[l][t] += static_cast<double>(counts[l][t]) / static_cast<double>(routing.heads);
+  }
+  return mean;
+}
+
+ExpertShares expert_shares(const ImageRouting& routing, int64_t layer, std::optional<int64_t> head, int64_t expert) {
+  VT_CHECK(expert >= 0 && expert < routing.m, "[viz] expert ", expert, " is out of range: m = ", routing.m);
+  std::vector<int64_t> heads;
+  if (head) {
+    check_head(routing, *head);
+    heads.push_back(*head);
+  } else {
+    for (int64_t h = 0; h < routing.heads; ++h) heads.push_back(h);
+  }
+  const double w = 1.0 / static_cast<double>(heads.size());
+  ExpertShares s{std::vector<double>(static_cast<size_t>(routing.tokens), 0.0),
+                 std::vector<double>(static_cast<size_t>(routing.tokens), 0.0), 0.0};
+  for (int64_t h : heads) {
+    const int32_t* keys = head_ptr(routing.layers.at(static_cast<size_t>(layer)).expert_keys, h) + expert * routing.k;
+    for (int64_t i = 0; i < routing.k; ++i) s.key[static_cast<size_t>(keys[i])] += w;
+    const std::vector<int64_t> experts = routed_experts(routing, layer, h);
+    for (int64_t n = 0; n < routing.tokens; ++n)
+      if (experts[static_cast<size_t>(n)] == expert) s.query[static_cast<size_t>(n)] += w, s.queries += w;
+  }
+  return s;
+}
+
 std::vector<double> expert_key_query_iou(const ImageRouting& routing) {
   std::vector<double> per_layer;
   for (const auto& layer : routing.layers) {
@@ -161,63 +195,86 @@ std::vector<double> expert_key_query_iou(const ImageRouting& routing) {
   return per_layer;
 }
 
-std::pair<int, int> expert_grid_size(int64_t m, int picture_size) {
+std::pair<int, int> expert_grid_size(int64_t m, int picture_size, bool mean_over_heads) {
   const int panel = picture_size * panel_scale(picture_size);
   const int cols = static_cast<int>(grid_columns(m)), rows = static_cast<int>((m + cols - 1) / cols);
   const int w = 2 * kPad + cols * panel + (cols - 1) * kGap;
-  return {std::max(w, kMinWidth), kTitle + rows * (kStrip + panel) + (rows - 1) * kGap + kPad};
+  const int title = kTitle + (mean_over_heads ? kLegendLine : 0);
+  return {std::max(w, mean_over_heads ? kMinWidthMean : kMinWidth),
+          title + rows * (kStrip + panel) + (rows - 1) * kGap + kPad};
 }
 
-void draw_expert_grid(const ImageRouting& routing, int64_t layer, int64_t head, const figures::RgbImage& picture,
-                      const std::string& path) {
+std::optional<int64_t> parse_head(const std::string& text) {
+  if (text == "mean") return std::nullopt;
+  size_t used = 0;
+  int64_t head = -1;
+  try {
+    head = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  VT_CHECK(used == text.size() && !text.empty() && head >= 0, "[viz] --head '", text,
+           "': a head number (0, 1, ...) or 'mean' (averaged over the heads)");
+  return head;
+}
+
+void draw_expert_grid(const ImageRouting& routing, int64_t layer, std::optional<int64_t> head,
+                      const figures::RgbImage& picture, const std::string& path) {
   using figures::Align, figures::Font, figures::VAlign;
-  check_head(routing, head);
+  if (head) check_head(routing, *head);
   VT_CHECK(picture.width() == picture.height() && picture.width() % routing.grid == 0, "[viz] a ", picture.width(),
            "x", picture.height(), " picture does not split into the ", routing.grid, "x", routing.grid, " patch grid");
   const int f = panel_scale(picture.width()), panel = picture.width() * f;
   const int cell = panel / static_cast<int>(routing.grid);
   const int cols = static_cast<int>(grid_columns(routing.m));
-  const auto [w, h] = expert_grid_size(routing.m, picture.width());
+  const auto [w, h] = expert_grid_size(routing.m, picture.width(), !head);
+  const std::string heads = std::to_string(routing.heads), k = std::to_string(routing.k);
   figures::Figure fig(w, h);
-  fig.text(w / 2.0, 6, "Layer " + std::to_string(layer + 1) + ", head " + std::to_string(head) + ": what each of the " +
-                           std::to_string(routing.m) + " experts collects",
-           Font{14, true}, figures::kInk, Align::centre, VAlign::top);
-  fig.text(w / 2.0, 26, "orange: its k = " + std::to_string(routing.k) + " keys;  blue: the queries routed to it (q);"
-                        "  square: CLS",
-           Font{11.5}, figures::kInk, Align::centre, VAlign::top);
-  const int32_t* keys = head_ptr(routing.layers.at(static_cast<size_t>(layer)).expert_keys, head);
-  const std::vector<int64_t> experts = routed_experts(routing, layer, head);
-  const figures::Colour key = figures::rgb(kKey.r, kKey.g, kKey.b), query = figures::rgb(kQuery.r, kQuery.g, kQuery.b);
+  std::string title_text = "Layer " + std::to_string(layer + 1);
+  title_text += head ? ", head " + std::to_string(*head) : ", mean over " + heads + " heads";
+  title_text += ": what each of the " + std::to_string(routing.m) + " experts collects";
+  fig.text(w / 2.0, 6, title_text, Font{14, true}, figures::kInk, Align::centre, VAlign::top);
+  if (head) {
+    fig.text(w / 2.0, 26, "orange: its k = " + k + " keys;  blue: the queries routed to it (q);  square: CLS",
+             Font{11.5}, figures::kInk, Align::centre, VAlign::top);
+  } else {
+    fig.text(w / 2.0, 26, "shade: share of the " + heads + " heads;  orange: among its k = " + k +
+                          " keys (framed: in half or more)",
+             Font{11.5}, figures::kInk, Align::centre, VAlign::top);
+    fig.text(w / 2.0, 26 + kLegendLine, "blue: queries routed to it;  q: routed queries per head;  square: CLS",
+             Font{11.5}, figures::kInk, Align::centre, VAlign::top);
+  }
+  const int title = kTitle + (head ? 0 : kLegendLine);
+  const figures::Colour key = figures::rgb(kKey.r, kKey.g, kKey.b);
   for (int64_t j = 0; j < routing.m; ++j) {
     const int x0 = kPad + static_cast<int>(j % cols) * (panel + kGap);
-    const int y0 = kTitle + static_cast<int>(j / cols) * (kStrip + panel + kGap);
-    std::vector<int> role(static_cast<size_t>(routing.tokens), 0);  // bit 1: key of j, bit 2: routed to j
-    for (int64_t i = 0; i < routing.k; ++i) role[static_cast<size_t>(keys[j * routing.k + i])] |= 1;
-    int64_t queries = 0;
-    for (int64_t n = 0; n < routing.tokens; ++n)
-      if (experts[static_cast<size_t>(n)] == j) role[static_cast<size_t>(n)] |= 2, ++queries;
-    // Label strip: the expert's number, its query count, and the CLS marker at the right.
-    fig.text(x0, y0 + kStrip / 2.0, "E" + std::to_string(j) + "  q " + std::to_string(queries), Font{11.5},
-             figures::kInk, Align::left, VAlign::middle);
+    const int y0 = title + static_cast<int>(j / cols) * (kStrip + panel + kGap);
+    const ExpertShares s = expert_shares(routing, layer, head, j);
+    // Label strip: the expert's number, its queries (per head), and the CLS marker at the right.
+    char label[48];
+    std::snprintf(label, sizeof label, head ? "E%lld  q %.0f" : "E%lld  q %.1f", static_cast<long long>(j), s.queries);
+    fig.text(x0, y0 + kStrip / 2.0, label, Font{11.5}, figures::kInk, Align::left, VAlign::middle);
     const int cls_x = x0 + panel - 12, cls_y = y0 + 2;
-    if (role[0] & 2) fig.fill_rect(cls_x, cls_y, 11, 11, query);
-    fig.frame_rect(cls_x, cls_y, 11, 11, (role[0] & 1) ? key : figures::rgb(kCell.r, kCell.g, kCell.b),
-                   (role[0] & 1) ? 2.5 : 1);
+    if (s.query[0] > 0) fig.fill_rect(cls_x, cls_y, 11, 11, figures::rgb(kQuery.r, kQuery.g, kQuery.b, s.query[0]));
+    if (s.key[0] > 0) fig.frame_rect(cls_x, cls_y, 11, 11, figures::rgb(kKey.r, kKey.g, kKey.b, s.key[0]), 2.5);
+    else fig.frame_rect(cls_x, cls_y, 11, 11, figures::rgb(kCell.r, kCell.g, kCell.b), 1);
+    // A token neither collected nor routed here is dimmed to 30%; the tints grow with the shares (for one head
+    // the shares are 0 or 1, and a routed query's blue covers its orange).
     figures::RgbImage tinted(picture.width(), picture.height());
     for (int y = 0; y < picture.height(); ++y)
       for (int x = 0; x < picture.width(); ++x) {
         const figures::Rgb8 p = picture.get(x, y);
-        const int t = 1 + (y * f / cell) * static_cast<int>(routing.grid) + x * f / cell;
-        const int r = role[static_cast<size_t>(t)];
-        tinted.set(x, y, r ? p : figures::Rgb8{static_cast<uint8_t>(p.r * 0.3), static_cast<uint8_t>(p.g * 0.3),
-                                               static_cast<uint8_t>(p.b * 0.3)});
-        if (r & 2) tinted.blend(x, y, kQuery, 0.55);
-        else if (r & 1) tinted.blend(x, y, kKey, 0.55);
+        const auto t = static_cast<size_t>(1 + (y * f / cell) * static_cast<int>(routing.grid) + x * f / cell);
+        const double kf = s.key[t], qf = s.query[t], lit = 0.3 + 0.7 * std::max(kf, qf);
+        tinted.set(x, y, {static_cast<uint8_t>(p.r * lit), static_cast<uint8_t>(p.g * lit),
+                          static_cast<uint8_t>(p.b * lit)});
+        if (kf * (1 - qf) > 0) tinted.blend(x, y, kKey, 0.55 * kf * (1 - qf));
+        if (qf > 0) tinted.blend(x, y, kQuery, 0.55 * qf);
       }
     const int py = y0 + kStrip;
     fig.image(tinted, x0, py, f);
     for (int64_t t = 1; t < routing.tokens; ++t)
-      if (role[static_cast<size_t>(t)] & 1)
+      if (s.key[static_cast<size_t>(t)] >= 0.5)
         fig.frame_rect(x0 + static_cast<int>((t - 1) % routing.grid) * cell,
                        py + static_cast<int>((t - 1) / routing.grid) * cell, cell, cell, key,
                        std::max(1.0, cell / 8.0));
@@ -238,7 +295,7 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
   model.eval();
   const VizInput in = load_viz_input(c, options.image);
   const ImageRouting routing = record_image_routing(model, in.image, device.is_cuda() ? amp_dtype(c) : std::nullopt);
-  check_head(routing, options.head);
+  if (options.head) check_head(routing, *options.head);
 
   namespace fs = std::filesystem;
   fs::create_directories(options.out_dir);
@@ -249,20 +306,33 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
     draw_expert_grid(routing, static_cast<int64_t>(l), options.head, in.picture, p);
     written.push_back(p);
   }
-  const auto counts = selection_counts(routing, options.head);
+  // The counts of the drawn head, or of every head (their mean drawn).
+  std::vector<int64_t> heads;
+  if (options.head) heads.push_back(*options.head);
+  else for (int64_t h = 0; h < routing.heads; ++h) heads.push_back(h);
+  std::vector<std::vector<double>> drawn;
+  if (options.head) {
+    for (const auto& layer : selection_counts(routing, *options.head)) drawn.emplace_back(layer.begin(), layer.end());
+  } else {
+    drawn = mean_selection_counts(routing);
+  }
   const std::string map = (fs::path(options.out_dir) / "selection_map.png").string();
-  figures::draw_selection_map(counts, routing.grid, options.head, routing.m, map);
+  figures::draw_selection_map(drawn, routing.grid, figures::selection_heads_label(options.head.value_or(-1), routing.heads),
+                              routing.m, map);
   written.push_back(map);
   const std::string csv = (fs::path(options.out_dir) / "selection_counts.csv").string();
   std::ofstream out(csv);
   VT_CHECK(out, "[viz] cannot write '", csv, "'");
   out << "layer,head,token,row,col,count\n";
-  for (size_t l = 0; l < counts.size(); ++l)
-    for (int64_t t = 0; t < routing.tokens; ++t) {
-      const int64_t row = t == 0 ? -1 : (t - 1) / routing.grid, col = t == 0 ? -1 : (t - 1) % routing.grid;
-      out << l + 1 << ',' << options.head << ',' << t << ',' << row << ',' << col << ','
-          << counts[l][static_cast<size_t>(t)] << '\n';
-    }
+  for (int64_t head : heads) {
+    const auto counts = selection_counts(routing, head);
+    for (size_t l = 0; l < counts.size(); ++l)
+      for (int64_t t = 0; t < routing.tokens; ++t) {
+        const int64_t row = t == 0 ? -1 : (t - 1) / routing.grid, col = t == 0 ? -1 : (t - 1) % routing.grid;
+        out << l + 1 << ',' << head << ',' << t << ',' << row << ',' << col << ','
+            << counts[l][static_cast<size_t>(t)] << '\n';
+      }
+  }
   VT_CHECK(out.flush(), "[viz] failed writing '", csv, "'");
   written.push_back(csv);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 #include "figures/figure.h"
@@ -36,19 +37,30 @@ SelectionMapLayout selection_map_layout(int64_t layers, int64_t grid) {
   return l;
 }
 
-void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t grid, int64_t head, int64_t experts,
-                        const std::string& path) {
+std::string selection_heads_label(int64_t head, int64_t heads) {
+  return head >= 0 ? "head " + std::to_string(head) : "mean over " + std::to_string(heads) + " heads";
+}
+
+void draw_selection_map(const std::vector<std::vector<double>>& counts, int64_t grid, const std::string& heads,
+                        int64_t experts, const std::string& path) {
   VT_CHECK(!counts.empty(), "[viz] no layers to draw");
-  int64_t hi = 0;
+  double hi = 0;
+  bool whole = true;  // one head's counts: integer ticks and CLS label; a mean over heads: one decimal
   for (const auto& layer : counts) {
     VT_CHECK(static_cast<int64_t>(layer.size()) == grid * grid + 1, "[viz] ", layer.size(), " counts for a ", grid,
              "x", grid, " grid + CLS");
     for (size_t t = 1; t < layer.size(); ++t) hi = std::max(hi, layer[t]);
+    for (double c : layer) whole = whole && c == std::floor(c);
   }
+  auto count_text = [whole](double c) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, whole ? "%.0f" : "%.1f", c);
+    return std::string(buf);
+  };
   const SelectionMapLayout lay = selection_map_layout(static_cast<int64_t>(counts.size()), grid);
   Figure f(lay.width, lay.height);
-  f.text(lay.width / 2.0, 8, "Token selection per layer (head " + std::to_string(head) + ")", Font{15, true}, kInk,
-         Align::centre, VAlign::top);
+  f.text(lay.width / 2.0, 8, "Token selection per layer (" + heads + ")", Font{15, true}, kInk, Align::centre,
+         VAlign::top);
   const int side = static_cast<int>(grid) * lay.cell;
   for (size_t l = 0; l < counts.size(); ++l) {
     const auto [x0, y0] = lay.cell_origin(static_cast<int64_t>(l), 1, grid);
@@ -56,12 +68,12 @@ void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t
            VAlign::bottom);
     RgbImage map(static_cast<int>(grid), static_cast<int>(grid));  // one pixel per token, scaled up square
     for (int64_t t = 1; t <= grid * grid; ++t) {
-      const double v = hi > 0 ? static_cast<double>(counts[l][static_cast<size_t>(t)]) / static_cast<double>(hi) : 0;
+      const double v = hi > 0 ? counts[l][static_cast<size_t>(t)] / hi : 0;
       map.set(static_cast<int>((t - 1) % grid), static_cast<int>((t - 1) / grid), colour_scale(v));
     }
     f.image(map, x0, y0, lay.cell);
     f.frame_rect(x0 - 1, y0 - 1, side + 2, side + 2, kAxisColour);
-    f.text(x0 + side / 2.0, y0 + side + 3, "CLS: " + std::to_string(counts[l][0]), Font{12}, kInk, Align::centre,
+    f.text(x0 + side / 2.0, y0 + side + 3, "CLS: " + count_text(counts[l][0]), Font{12}, kInk, Align::centre,
            VAlign::top);
   }
   // The shared colour bar along the bottom: 0 … the largest count.
@@ -72,12 +84,15 @@ void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t
   f.gradient_rect(bx, by, bw, kBarH, stops, /*upward=*/false);
   f.frame_rect(bx, by, bw, kBarH, kAxisColour);
   if (hi > 0) {
-    const auto ticks = linear_ticks(0, static_cast<double>(hi), 6);
-    for (double t : ticks) {
-      if (t != std::floor(t)) continue;  // counts are whole numbers
-      const double x = bx + t / static_cast<double>(hi) * bw;
+    std::vector<double> ticks;
+    for (double t : linear_ticks(0, hi, 6))
+      if (!whole || t == std::floor(t)) ticks.push_back(t);  // one head's counts are whole numbers
+    const std::vector<std::string> labels = whole ? std::vector<std::string>() : tick_labels(ticks);
+    for (size_t i = 0; i < ticks.size(); ++i) {
+      const double x = bx + ticks[i] / hi * bw;
       f.line(x, by + kBarH, x, by + kBarH + 4, kAxisColour);
-      f.text(x, by + kBarH + 5, tick_labels({t})[0], Font{11.5}, kInk, Align::centre, VAlign::top);
+      f.text(x, by + kBarH + 5, whole ? tick_labels({ticks[i]})[0] : labels[i], Font{11.5}, kInk, Align::centre,
+             VAlign::top);
     }
   }
   f.text(lay.width / 2.0, lay.height - kPad, "experts (of m = " + std::to_string(experts) + ") that selected the token",

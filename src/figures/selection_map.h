@@ -20,9 +20,14 @@ struct SelectionMapLayout {
 /// The layout draw_selection_map uses for `layers` maps of side `grid`.
 SelectionMapLayout selection_map_layout(int64_t layers, int64_t grid);
 
-/// counts[layer][token] (token 0 = CLS, then G² patches): writes the figure at `path` (.png) and as .svg beside
-/// it. `experts`: m, for the colour bar's title. Throws naming the sizes when a layer has not G² + 1 counts.
-void draw_selection_map(const std::vector<std::vector<int64_t>>& counts, int64_t grid, int64_t head, int64_t experts,
-                        const std::string& path);
+/// counts[layer][token] (token 0 = CLS, then G² patches; one head's whole counts or their mean over heads): writes
+/// the figure at `path` (.png) and as .svg beside it. `heads` names what was counted in the title ("head 0", "mean
+/// over 6 heads"); `experts`: m, for the colour bar's title. Throws naming the sizes when a layer has not G² + 1
+/// counts.
+void draw_selection_map(const std::vector<std::vector<double>>& counts, int64_t grid, const std::string& heads,
+                        int64_t experts, const std::string& path);
+
+/// The title words for one head ("head 2") or the mean over `heads` heads (head < 0: "mean over 6 heads").
+std::string selection_heads_label(int64_t head, int64_t heads);
 
 }  // namespace vt::figures

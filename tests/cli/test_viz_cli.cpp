@@ -122,6 +122,33 @@ TEST_F(VizCli, ExpertsWritesPicturesOfTheDocumentedSizeAndTheTapsCounts) {
   }
 }
 
+// Without --head the panels average over the heads (the paper's Figure 3): the taller mean-over-heads grids, and
+// selection_counts.csv holds every head's counts (m·k = 16 per layer and head).
+TEST_F(VizCli, ExpertsDefaultsToTheMeanOverHeads) {
+  write_model("mita", "mita", 1);
+  const std::string out = path("viz");
+  CliRun r = run_vitrain("viz experts --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
+                         " --image " + write_image() + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* f : {"layer1_experts.png", "layer2_experts.png"})
+    EXPECT_EQ(png_size(out + "/" + f), engine::expert_grid_size(4, 28, true)) << f;
+  const auto rows = lines(out + "/selection_counts.csv");
+  ASSERT_EQ(rows.size(), 1u + 2 * 2 * 17);  // 2 heads × 2 layers × 17 tokens
+  std::map<std::pair<int, int>, int64_t> per_head_layer;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    int layer = 0, head = 0, token = 0, row = 0, col = 0;
+    long long count = 0;
+    ASSERT_EQ(std::sscanf(rows[i].c_str(), "%d,%d,%d,%d,%d,%lld", &layer, &head, &token, &row, &col, &count), 6);
+    per_head_layer[{head, layer}] += count;
+  }
+  EXPECT_EQ(per_head_layer, (std::map<std::pair<int, int>, int64_t>{{{0, 1}, 16}, {{0, 2}, 16}, {{1, 1}, 16},
+                                                                     {{1, 2}, 16}}));
+  r = run_vitrain("viz experts --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
+                  " --image " + path("image.png") + " --out " + out + " --head avg");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--head 'avg'"), std::string::npos) << r.output;
+}
+
 TEST_F(VizCli, ExpertsRefusesAModelWithoutMitaNamingItsAttention) {
   write_model("dense", "dense", 1);
   CliRun r = run_vitrain("viz experts --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "cuda/device_test_util.h"
+#include "models/linear_attention.h"
 #include "models/registry.h"
 #include "models/vit.h"
 #include "nn/autocast.h"
@@ -81,6 +82,42 @@ TEST(AttentionKindsCuda, LinearBaselinesMatchCpu) {  // the Table 2 linear-atten
   check_kind("inline");
   check_kind("mhla");
   check_kind("pola");
+}
+
+// Linear attention's core under bf16 autocast runs in f32, as the official module's autocast-off block: on bf16
+// φ(Q), φ(K), V it returns f32 equal to the f32 core on the same values without autocast, which a bf16 core does
+// not; inside the layer, the projections alone are bf16 (its output) and the result is close to the f32 layer.
+TEST(AttentionKindsCuda, LinearAttentionCoreIsF32UnderAutocast) {
+  VT_REQUIRE_DEVICE();
+  const Shape s{2, 3, 17, 8};
+  const Tensor q = ops::relu(randn_cpu(s, 70)).to(kGpu).to(DType::bf16);
+  const Tensor k = ops::relu(randn_cpu(s, 71)).to(kGpu).to(DType::bf16);
+  const Tensor v = randn_cpu(s, 72).to(kGpu).to(DType::bf16);
+  const Tensor want = models::linear_attention_core(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32));
+  Tensor got, bf16_core;
+  {
+    nn::AutocastGuard autocast(DType::bf16);
+    got = models::linear_attention_core(q, k, v);
+    bf16_core = ops::matmul(q, ops::matmul(k.transpose(-2, -1), v)) /
+                (ops::matmul(q, ops::sum(k, {2}, true).transpose(-2, -1)) + 1e-6);
+  }
+  EXPECT_EQ(got.dtype(), DType::f32);
+  EXPECT_EQ(max_abs_diff(got, want), 0.0);
+  ASSERT_EQ(bf16_core.dtype(), DType::bf16);
+  EXPECT_GT(max_abs_diff(bf16_core, want), 0.0);
+
+  Generator gen(8);
+  models::LinearAttention layer(24, 3, 0.0, gen);
+  layer.to(kGpu);
+  const Tensor x = randn_cpu({2, 17, 24}, 73).to(kGpu);
+  const Tensor f32_out = layer.forward(x);
+  Tensor amp_out;
+  {
+    nn::AutocastGuard autocast(DType::bf16);
+    amp_out = layer.forward(x);
+  }
+  EXPECT_EQ(amp_out.dtype(), DType::bf16);
+  EXPECT_LE(max_abs_diff(amp_out, f32_out), 2e-2 * max_abs(f32_out));
 }
 
 }  // namespace

@@ -315,6 +315,20 @@ TEST(LinearAttention, MatchesBruteForce) {
   expect_close(layer.forward(x).to_vector(), want, 2e-5, "module");
 }
 
+// The official core runs with autocast off on f32 copies of its inputs: given bf16 φ(Q), φ(K), V the core returns
+// f32, equal to the core on the same values held in f32 (a bf16 core would round every product and sum). The CUDA
+// side, under autocast: tests/cuda/test_attention_kinds_cuda.cpp.
+TEST(LinearAttention, CoreRunsInF32OnBf16Inputs) {
+  const Shape s{kB, kH, kN, kC / kH};
+  const Tensor q = ops::relu(randn_t(s, 60, 1.0, DType::f32)).to(DType::bf16);
+  const Tensor k = ops::relu(randn_t(s, 61, 1.0, DType::f32)).to(DType::bf16);
+  const Tensor v = randn_t(s, 62, 1.0, DType::f32).to(DType::bf16);
+  const Tensor got = models::linear_attention_core(q, k, v);
+  EXPECT_EQ(got.dtype(), DType::f32);
+  const Tensor want = models::linear_attention_core(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32));
+  EXPECT_EQ(got.to_vector(), want.to_vector());
+}
+
 TEST(LinearAttention, ReluMasksNegativesAndTheirGradient) {
   Tensor x = Tensor::from_vector({-2, -0.5, 0, 0.5, 3}, {5}, DType::f64).set_requires_grad(true);
   Tensor y = ops::relu(x);

@@ -99,6 +99,79 @@ TEST(VizExperts, KeyQueryIouIsTheMeanOverExpertsAndHeads) {
   EXPECT_NEAR(iou[0], (2.0 / 3 + 1.0 + 0.0 + 2.0 / 5) / 4, 1e-12);
 }
 
+// The same hand-made routing averaged over its two heads (Figure 3 as the paper draws it).
+engine::ImageRouting two_head_routing() {
+  engine::ImageRouting r;
+  r.tokens = 5, r.grid = 2, r.m = 2, r.k = 2, r.heads = 2;
+  ops::MitaRouting layer;
+  layer.expert_keys = Tensor::from_vector({1, 2, 0, 4, 3, 4, 0, 1}, {1, 2, 2, 2}, DType::i32);
+  layer.experts = Tensor::from_vector({1, 0, 0, 0, 1, 1, 1, 1, 1, 1}, {1, 2, 5}, DType::i32);
+  r.layers.push_back(layer);
+  return r;
+}
+
+TEST(VizExperts, SharesAndCountsAreAveragedOverTheHeads) {
+  const engine::ImageRouting r = two_head_routing();
+  // Expert 0: keys {1, 2} in head 0 and {3, 4} in head 1; queries {1, 2, 3} in head 0, none in head 1.
+  engine::ExpertShares s = engine::expert_shares(r, 0, std::nullopt, 0);
+  EXPECT_EQ(s.key, (std::vector<double>{0, 0.5, 0.5, 0.5, 0.5}));
+  EXPECT_EQ(s.query, (std::vector<double>{0, 0.5, 0.5, 0.5, 0}));
+  EXPECT_DOUBLE_EQ(s.queries, 1.5);
+  // Expert 1: keys {0, 4} and {0, 1}; queries {0, 4} and all five tokens.
+  s = engine::expert_shares(r, 0, std::nullopt, 1);
+  EXPECT_EQ(s.key, (std::vector<double>{1, 0.5, 0, 0, 0.5}));
+  EXPECT_EQ(s.query, (std::vector<double>{1, 0.5, 0.5, 0.5, 1}));
+  EXPECT_DOUBLE_EQ(s.queries, 3.5);
+  // One head: 0 or 1.
+  s = engine::expert_shares(r, 0, 0, 0);
+  EXPECT_EQ(s.key, (std::vector<double>{0, 1, 1, 0, 0}));
+  EXPECT_EQ(s.query, (std::vector<double>{0, 1, 1, 1, 0}));
+  EXPECT_DOUBLE_EQ(s.queries, 3);
+  // Figure 4 over heads: head 0 selects {1, 2, 0, 4}, head 1 {3, 4, 0, 1}.
+  const auto mean = engine::mean_selection_counts(r);
+  ASSERT_EQ(mean.size(), 1u);
+  EXPECT_EQ(mean[0], (std::vector<double>{1, 1, 0.5, 0.5, 1}));
+  EXPECT_THROW(engine::expert_shares(r, 0, 2, 0), Error);
+  EXPECT_THROW(engine::expert_shares(r, 0, std::nullopt, 2), Error);
+}
+
+TEST(VizExperts, MeanOverHeadsShadesATokenByItsShare) {
+  TempDir dir;
+  const engine::ImageRouting r = two_head_routing();
+  figures::RgbImage grey(28, 28);
+  for (int y = 0; y < 28; ++y)
+    for (int x = 0; x < 28; ++x) grey.set(x, y, {128, 128, 128});
+  engine::draw_expert_grid(r, 0, std::nullopt, grey, dir.file("mean.png"));
+  engine::draw_expert_grid(r, 0, 0, grey, dir.file("head0.png"));
+  engine::draw_expert_grid(r, 0, 1, grey, dir.file("head1.png"));
+  const cv::Mat mean = data::load_rgb(dir.file("mean.png")), h0 = data::load_rgb(dir.file("head0.png")),
+                h1 = data::load_rgb(dir.file("head1.png"));
+  // The mean has a second legend line: a 63 px title, one row of 18 + 112 px panels, 10 px padding; and a wider
+  // minimum (560 px) for the longer legend.
+  EXPECT_EQ(engine::expert_grid_size(2, 28, true), std::make_pair(560, 63 + 18 + 112 + 10));
+  EXPECT_EQ(mean.cols, 560);
+  EXPECT_EQ(mean.rows, engine::expert_grid_size(2, 28, true).second);
+  EXPECT_EQ(h0.cols, engine::expert_grid_size(2, 28).first);
+  // Expert 0's panel (10 px padding, under the title and an 18 px strip), token 4 = patch (1, 1), a 56 px cell:
+  // not a key in head 0 (dimmed grey), a key in head 1 (orange), a key in half the heads in the mean: orange, but
+  // less than head 1's and on a darker base.
+  auto centre = [](const cv::Mat& img, int title) { return img.at<cv::Vec3b>(title + 18 + 56 + 28, 10 + 56 + 28); };
+  const cv::Vec3b none = centre(h0, 46), full = centre(h1, 46), half = centre(mean, 63);
+  auto orange = [](const cv::Vec3b& p) { return static_cast<int>(p[0]) - static_cast<int>(p[2]); };  // r − b
+  EXPECT_EQ(orange(none), 0);
+  EXPECT_GT(orange(half), 20);
+  EXPECT_LT(orange(half), orange(full) - 20);
+  EXPECT_GT(half[0], none[0]);
+  EXPECT_LT(half[0], full[0]);
+}
+
+TEST(VizExperts, HeadOptionIsANumberOrMean) {
+  EXPECT_EQ(engine::parse_head("mean"), std::nullopt);
+  EXPECT_EQ(engine::parse_head("0"), std::optional<int64_t>(0));
+  EXPECT_EQ(engine::parse_head("3"), std::optional<int64_t>(3));
+  for (const char* bad : {"", "-1", "two", "1x", "avg"}) expect_error([&] { engine::parse_head(bad); }, "--head");
+}
+
 TEST(VizExperts, NonMitaModelIsRefusedNamingTheAttentionType) {
   models::VisionTransformer dense(engine::vit_config(micro_mita("dense")));
   try {
@@ -125,22 +198,23 @@ TEST(VizExperts, PicturesHaveTheDocumentedSizesAndTheMapShowsTheCounts) {
   EXPECT_EQ(grid.rows, 324);
   EXPECT_TRUE(std::filesystem::exists(dir.file("grid.svg")));
 
-  const auto counts = engine::selection_counts(r, 1);
-  figures::draw_selection_map(counts, r.grid, 1, r.m, dir.file("map.png"));
+  const auto whole = engine::selection_counts(r, 1);
+  std::vector<std::vector<double>> counts;
+  for (const auto& layer : whole) counts.emplace_back(layer.begin(), layer.end());
+  figures::draw_selection_map(counts, r.grid, "head 1", r.m, dir.file("map.png"));
   const cv::Mat map = data::load_rgb(dir.file("map.png"));
   const figures::SelectionMapLayout lay = figures::selection_map_layout(2, 4);
   EXPECT_EQ(lay.columns, 2);
   EXPECT_EQ(lay.cell, 44);  // 176 px maps
   ASSERT_EQ(map.cols, lay.width);
   ASSERT_EQ(map.rows, lay.height);
-  int64_t hi = 0;
+  double hi = 0;
   for (const auto& layer : counts)
     for (size_t t = 1; t < layer.size(); ++t) hi = std::max(hi, layer[t]);
   for (int l = 0; l < 2; ++l)
     for (int t = 1; t <= 16; ++t) {
       const auto [x, y] = lay.cell_origin(l, t, 4);
-      const double v = static_cast<double>(counts[static_cast<size_t>(l)][static_cast<size_t>(t)]) /
-                       static_cast<double>(hi);
+      const double v = counts[static_cast<size_t>(l)][static_cast<size_t>(t)] / hi;
       EXPECT_TRUE(same(figures::colour_scale(v), map.at<cv::Vec3b>(y + lay.cell / 2, x + lay.cell / 2)))
           << "layer " << l << " token " << t;
     }
@@ -148,7 +222,7 @@ TEST(VizExperts, PicturesHaveTheDocumentedSizesAndTheMapShowsTheCounts) {
   const figures::SelectionMapLayout proxy = figures::selection_map_layout(12, 14);
   EXPECT_EQ(proxy.columns, 4);
   EXPECT_LE(proxy.width, 800);
-  expect_error([&] { figures::draw_selection_map({{1, 2}}, 4, 0, 4, dir.file("bad.png")); }, "2 counts for a 4x4");
+  expect_error([&] { figures::draw_selection_map({{1, 2}}, 4, "head 0", 4, dir.file("bad.png")); }, "2 counts for a 4x4");
 }
 
 TEST(Heatmap, CellsAreColouredByValueAndTheSizeIsDocumented) {
