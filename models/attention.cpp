@@ -117,10 +117,6 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N, int64_t regist
 
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double drop,
                                           Generator& gen, int64_t num_tokens, const Vit5Attention& vit5) {
-  if (num_tokens > 0) check_attention_shape(cfg, num_tokens, vit5.enabled ? vit5.registers : 0);
-  const bool mita = cfg.is_mita();
-  if (!mita && (cfg.dwc || cfg.gate))
-    spdlog::warn("model.attention.dwc/gate apply to the mita types only: ignored for type '{}'", cfg.type);
   if (vit5.enabled) {
     VT_CHECK(cfg.type == "dense" || cfg.type == "mita", "[model] a ViT-5 model takes model.attention.type 'dense' ",
              "or 'mita' (as the official MiTA-ViT-5 code), got '", cfg.type, "'");
@@ -128,6 +124,10 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t di
              "[model] a ViT-5 model pools MiTA's landmarks from the patch tokens alone (registers excluded): it "
              "needs model.attention.landmark_pool 'patches' (got '", cfg.landmark_pool, "') and no gate");
   }
+  if (num_tokens > 0) check_attention_shape(cfg, num_tokens, vit5.enabled ? vit5.registers : 0);
+  const bool mita = cfg.is_mita();
+  if (!mita && (cfg.dwc || cfg.gate))
+    spdlog::warn("model.attention.dwc/gate apply to the mita types only: ignored for type '{}'", cfg.type);
   if (cfg.type == "dense") return std::make_shared<DenseAttention>(dim, heads, 0.0, drop, gen, vit5);
   if (mita) return make_mita_attention(cfg, dim, heads, drop, gen, vit5);
   if (cfg.type == "agent" || cfg.type == "agent_bias") {
