@@ -11,22 +11,50 @@
 #include "models/mhla_attention.h"
 #include "models/mita_attention.h"
 #include "models/pola_attention.h"
+#include "models/rope.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
 namespace vt::models {
 
-DenseAttention::DenseAttention(int64_t dim, int64_t heads, double attn_drop, double proj_drop, Generator& gen)
+void Attention::init_vit5(const Vit5Attention& v, int64_t dim, int64_t heads) {
+  if (!v.enabled) return;
+  VT_CHECK(heads > 0 && dim % heads == 0, "[model] embed_dim ", dim, " is not divisible by num_heads ", heads);
+  const int64_t d = dim / heads;
+  vit5_heads_ = heads;
+  q_norm = register_module("q_norm", std::make_shared<nn::RMSNorm>(d, 1e-6));
+  k_norm = register_module("k_norm", std::make_shared<nn::RMSNorm>(d, 1e-6));
+  auto [cos, sin] = rotary_tables(v.grid, v.registers, d, v.register_theta);
+  rope_cos_ = register_buffer("rope_cos", cos);
+  rope_sin_ = register_buffer("rope_sin", sin);
+}
+
+Tensor Attention::vit5_qk(const Tensor& packed) const {
+  if (!q_norm) return packed;
+  const int64_t B = packed.size(0), N = packed.size(1), C = rope_cos_.size(2) * 2 * vit5_heads_;
+  VT_CHECK(packed.dim() == 3 && packed.size(2) % C == 0 && packed.size(2) >= 3 * C && N == rope_cos_.size(0),
+           "[vit5] expected the packed projection [B, ", rope_cos_.size(0), ", 3x", C, "], got ", packed.describe(),
+           " (the token count is fixed by the image size the model was built for)");
+  auto heads = [&](const Tensor& t) { return t.reshape({B, N, vit5_heads_, C / vit5_heads_}); };
+  auto rotate = [&](const nn::RMSNorm& norm, int64_t at) {
+    return apply_rotary(norm.forward(heads(packed.slice(2, at, at + C))), rope_cos_, rope_sin_).reshape({B, N, C});
+  };
+  return ops::concat({rotate(*q_norm, 0), rotate(*k_norm, C), packed.slice(2, 2 * C, packed.size(2))}, 2);
+}
+
+DenseAttention::DenseAttention(int64_t dim, int64_t heads, double attn_drop, double proj_drop, Generator& gen,
+                               const Vit5Attention& vit5)
     : heads_(heads), attn_drop_(attn_drop), proj_drop_(proj_drop) {
   VT_CHECK(heads > 0 && dim % heads == 0, "[model] embed_dim ", dim, " is not divisible by num_heads ", heads);
-  qkv = register_module("qkv", std::make_shared<nn::Linear>(dim, 3 * dim, true, gen));
+  qkv = register_module("qkv", std::make_shared<nn::Linear>(dim, 3 * dim, !vit5.enabled, gen));
+  init_vit5(vit5, dim, heads);
   proj = register_module("proj", std::make_shared<nn::Linear>(dim, dim, true, gen));
 }
 
 Tensor DenseAttention::forward(const Tensor& x) const {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), d = C / heads_;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  Tensor qkv_out = qkv->forward(x);  // [B, N, 3C]: [q; k; v], head h takes columns h·d..(h+1)·d of each
+  Tensor qkv_out = vit5_qk(qkv->forward(x));  // [B, N, 3C]: [q; k; v], head h takes columns h·d..(h+1)·d of each
   Tensor out;
   if (attn_drop_ > 0 && training()) {  // dropout on the probabilities needs them materialised
     Tensor t = qkv_out.reshape({B, N, 3, heads_, d}).permute({2, 0, 3, 1, 4});
@@ -57,22 +85,22 @@ namespace {
 bool is_square(int64_t n) { return square_side(n) >= 0; }
 }  // namespace
 
-int64_t square_grid(int64_t num_tokens) {
-  const int64_t L = num_tokens - 1;
+int64_t square_grid(int64_t num_tokens, int64_t registers) {
+  const int64_t L = num_tokens - 1 - registers;
   return L >= 1 ? std::max<int64_t>(square_side(L), 0) : 0;
 }
 
-void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
-  VT_CHECK(N >= 2, "[model] attention needs at least 2 tokens (CLS + patches), got N = ", N);
-  const int64_t G = square_grid(N);
+void check_attention_shape(const AttentionConfig& cfg, int64_t N, int64_t registers) {
+  VT_CHECK(N >= 2 + registers, "[model] attention needs at least 2 tokens (CLS + patches), got N = ", N);
+  const int64_t G = square_grid(N, registers);
   if (cfg.is_mita()) {
     // The layout the forward will pool by (models/mita.h): checked here, when the model is built.
-    if (cfg.landmark_pool != "random") landmark_layout(N, cfg.m, cfg.landmark_pool);
+    if (cfg.landmark_pool != "random") landmark_layout(N, cfg.m, cfg.landmark_pool, registers);
     const int64_t k = cfg.k > 0 ? cfg.k : (cfg.type == "mita" ? cfg.m : 2 * cfg.m);
     const char* which = cfg.k > 0 ? "" : cfg.type == "mita" ? ", the default m" : ", the default 2m";
     VT_CHECK(k <= N, "[model] model.attention.k (", k, which, ") must be <= the number of tokens N = ", N);
     VT_CHECK(G > 0 || !(cfg.dwc || cfg.gate), "[model] model.attention.", cfg.gate ? "gate" : "dwc",
-             " needs a square patch grid, but N - 1 = ", N - 1, " patch tokens are not a perfect square");
+             " needs a square patch grid, but N - 1 = ", N - 1 - registers, " patch tokens are not a perfect square");
   } else if (cfg.type == "agent" && cfg.landmark_pool == "sequence") {
     VT_CHECK(cfg.agent_num <= N, "[model] model.attention.agent_num (", cfg.agent_num,
              ") must be <= the number of tokens N = ", N, " (landmark_pool 'sequence' pools them 1-D)");
@@ -88,13 +116,20 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N) {
 }
 
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double drop,
-                                          Generator& gen, int64_t num_tokens) {
-  if (num_tokens > 0) check_attention_shape(cfg, num_tokens);
+                                          Generator& gen, int64_t num_tokens, const Vit5Attention& vit5) {
+  if (vit5.enabled) {
+    VT_CHECK(cfg.type == "dense" || cfg.type == "mita", "[model] a ViT-5 model takes model.attention.type 'dense' ",
+             "or 'mita' (as the official MiTA-ViT-5 code), got '", cfg.type, "'");
+    VT_CHECK(cfg.type != "mita" || (cfg.landmark_pool == "patches" && !cfg.gate),
+             "[model] a ViT-5 model pools MiTA's landmarks from the patch tokens alone (registers excluded): it "
+             "needs model.attention.landmark_pool 'patches' (got '", cfg.landmark_pool, "') and no gate");
+  }
+  if (num_tokens > 0) check_attention_shape(cfg, num_tokens, vit5.enabled ? vit5.registers : 0);
   const bool mita = cfg.is_mita();
   if (!mita && (cfg.dwc || cfg.gate))
     spdlog::warn("model.attention.dwc/gate apply to the mita types only: ignored for type '{}'", cfg.type);
-  if (cfg.type == "dense") return std::make_shared<DenseAttention>(dim, heads, 0.0, drop, gen);
-  if (mita) return make_mita_attention(cfg, dim, heads, drop, gen);
+  if (cfg.type == "dense") return std::make_shared<DenseAttention>(dim, heads, 0.0, drop, gen, vit5);
+  if (mita) return make_mita_attention(cfg, dim, heads, drop, gen, vit5);
   if (cfg.type == "agent" || cfg.type == "agent_bias") {
     const bool bias = cfg.type == "agent_bias";
     VT_CHECK(!bias || num_tokens > 0, "[model] model.attention.type 'agent_bias' needs the token count: its ",

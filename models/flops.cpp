@@ -25,6 +25,7 @@ std::string block_row_of(const std::string& name) {
   if (starts("attn.proj.")) return "attn.proj";
   if (starts("attn.dwc.")) return "attn.dwc";
   if (starts("attn.")) return "attn.core";  // agent biases, q/k norms, scales, encodings, InLine's kernel predictor
+  if (name == "gamma_1" || name == "gamma_2") return "layer_scale";
   VT_CHECK(false, "[flops] parameter '", name, "' of a block belongs to no known module");
   return {};
 }
@@ -41,9 +42,9 @@ void add_macs(FlopsRow& r, int64_t macs) {
   r.macs_fvcore += macs;
 }
 
-std::string describe_attention(const AttentionConfig& a, int64_t heads) {
+std::string describe_attention(const AttentionConfig& a, int64_t heads, int64_t registers) {
   if (a.is_mita()) {
-    const MitaOptions o = mita_options(a, heads);
+    const MitaOptions o = mita_options(a, heads, registers);
     std::string s = a.type + " m=" + std::to_string(o.m) + " k=" + std::to_string(o.k);
     if (o.s != 1) s += " s=" + std::to_string(o.s);
     if (a.dwc) s += " +dwc";
@@ -65,13 +66,13 @@ const FlopsRow& FlopsReport::row(const std::string& name) const {
 }
 
 std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int64_t tokens, int64_t dim,
-                                                int64_t heads) {
+                                                int64_t heads, int64_t registers) {
   const int64_t N = tokens, C = dim;
   VT_CHECK(heads > 0 && C % heads == 0, "[flops] embed_dim ", C, " is not divisible by num_heads ", heads);
   if (cfg.type == "dense") return {2 * N * N * C, 2 * N * N * C};  // q kᵀ and p v; timm 0.4.12: explicit matmuls
   if (cfg.is_mita()) {
-    const MitaOptions o = mita_options(cfg, heads);
-    const int64_t pooled = o.landmark_pool == "sequence" ? N : N - 1;
+    const MitaOptions o = mita_options(cfg, heads, registers);
+    const int64_t pooled = o.landmark_pool == "sequence" ? N : N - 1 - registers;
     if (o.compress_only)  // pooling; V̂ = SDPA(R, K, V) and the shared attention, both fused
       return {pooled * C + 2 * o.m * N * C + 2 * N * o.m * C, pooled * C};
     const int64_t routing = 2 * o.m * N * C + pooled * C;  // R Kᵀ, R Qᵀ (explicit matmuls), pooling
@@ -119,18 +120,19 @@ std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int6
 FlopsReport count_flops(const VisionTransformer& model) {
   const ViTConfig& cfg = model.config();
   FlopsReport rep;
-  rep.attention = describe_attention(cfg.attention, cfg.num_heads);
+  rep.attention = describe_attention(cfg.attention, cfg.num_heads, cfg.vit5 ? cfg.num_registers : 0);
   rep.image_size = cfg.img_size;
   rep.patch_size = cfg.patch_size;
   rep.depth = static_cast<int64_t>(model.blocks.size());
-  // pos_embed covers every token: prefix (CLS, dist_token; none with MHLA) and patches.
-  const int64_t patches = model.patch_embed->num_patches(), N = model.pos_embed.size(1), C = cfg.embed_dim;
+  // Every token: prefix (CLS, dist_token; none with MHLA), patches, ViT-5's registers.
+  const int64_t patches = model.patch_embed->num_patches(), N = cfg.num_tokens(), C = cfg.embed_dim;
+  const int64_t registers = cfg.vit5 ? cfg.num_registers : 0;
   rep.tokens = N;
 
   // ---- parameters, from the tensors ----
   rep.rows = {{"patch_embed"}, {"cls_token, pos_embed"}, {"blocks"}, {"norm"}, {"head"}};
   for (const char* name : {"norm1", "attn.qkv", "attn.core", "attn.proj", "attn.dwc", "attn.gate", "norm2",
-                           "mlp.fc1", "mlp.fc2"})
+                           "mlp.fc1", "mlp.fc2", "layer_scale"})
     rep.block_rows.push_back({name});
   const auto& block0 = *model.blocks.front();
   for (const auto& [name, t] : block0.named_parameters()) {
@@ -143,7 +145,8 @@ FlopsReport count_flops(const VisionTransformer& model) {
   }
   for (const auto& [name, t] : model.named_parameters()) {
     if (name.rfind("patch_embed.", 0) == 0) find_row(rep.rows, "patch_embed").params += t.numel();
-    else if (name == "cls_token" || name == "pos_embed") find_row(rep.rows, "cls_token, pos_embed").params += t.numel();
+    else if (name == "cls_token" || name == "pos_embed" || name == "reg_token")
+      find_row(rep.rows, "cls_token, pos_embed").params += t.numel();
     else if (name.rfind("blocks.", 0) == 0) find_row(rep.rows, "blocks").params += t.numel();
     else if (name.rfind("norm.", 0) == 0) find_row(rep.rows, "norm").params += t.numel();
     else if (name.rfind("head.", 0) == 0) find_row(rep.rows, "head").params += t.numel();
@@ -152,11 +155,13 @@ FlopsReport count_flops(const VisionTransformer& model) {
 
   // ---- MACs: linears and convs from the weight shapes, the attention core from the settings ----
   add_macs(find_row(rep.rows, "patch_embed"), patches * model.patch_embed->proj->weight.numel());
-  add_macs(find_row(rep.rows, "norm"), kLayerNormMacsPerElement * N * C);
+  // RMSNorm (ViT-5) is element-wise ops in the official code: fvcore counts none of it, nor do we.
+  const int64_t norm_macs = cfg.vit5 ? 0 : kLayerNormMacsPerElement * N * C;
+  add_macs(find_row(rep.rows, "norm"), norm_macs);
   if (model.head) add_macs(find_row(rep.rows, "head"), model.head->weight.numel());  // the CLS token only
 
-  add_macs(find_row(rep.block_rows, "norm1"), kLayerNormMacsPerElement * N * C);
-  add_macs(find_row(rep.block_rows, "norm2"), kLayerNormMacsPerElement * N * C);
+  add_macs(find_row(rep.block_rows, "norm1"), norm_macs);
+  add_macs(find_row(rep.block_rows, "norm2"), norm_macs);
   add_macs(find_row(rep.block_rows, "mlp.fc1"), N * block0.mlp->fc1->weight.numel());
   add_macs(find_row(rep.block_rows, "mlp.fc2"), N * block0.mlp->fc2->weight.numel());
   // Every attention kind names its projections qkv (or qkvg) and proj; the linear kind has no proj with 1 head.
@@ -169,7 +174,7 @@ FlopsReport count_flops(const VisionTransformer& model) {
     }
     if (name == "attn.dwc.weight") add_macs(find_row(rep.block_rows, "attn.dwc"), patches * t.numel());
   }
-  const auto [core_all, core_fvcore] = attention_core_macs(cfg.attention, N, C, cfg.num_heads);
+  const auto [core_all, core_fvcore] = attention_core_macs(cfg.attention, N, C, cfg.num_heads, registers);
   FlopsRow& core = find_row(rep.block_rows, "attn.core");
   core.macs += core_all;
   core.macs_fvcore += core_fvcore;

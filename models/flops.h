@@ -8,7 +8,8 @@
 // Shared rules (fvcore's handles): Linear / conv = output elements × input features (bias free), so linears are
 // counted from the built model's weight shapes; LayerNorm = 5·numel; adaptive average pooling (landmarks, agents)
 // = 1 per pooled input element; GELU, softmax, SiLU, the gate product, residual adds, RMSNorm (linear attention's
-// q/k norms) and the input-independent agent bias tables are not counted. Patch embedding and head are included
+// q/k norms; all of ViT-5's norms), ViT-5's rotary embedding and LayerScale products and the input-independent
+// agent bias tables are not counted. Patch embedding and head are included
 // (the head sees the CLS token only). These reproduce every number of spec §6 at its printed precision.
 // A Segmenter (Table 4) is its encoder (no head) plus its decoder, counted with the same rules; the decoder's
 // products are explicit matmuls in the official code, so both conventions count them: CBT per layer LN, proj,
@@ -35,7 +36,8 @@ struct FlopsRow {
 };
 
 /// The whole count. `rows` are the top-level modules (the "blocks" row sums all blocks); `block_rows` is one block
-/// (norm1, attn.qkv, attn.core, attn.proj, attn.dwc, attn.gate, norm2, mlp.fc1, mlp.fc2): every block is the same.
+/// (norm1, attn.qkv, attn.core, attn.proj, attn.dwc, attn.gate, norm2, mlp.fc1, mlp.fc2, layer_scale): every block
+/// is the same.
 struct FlopsReport {
   std::string attention;  ///< a short description of the attention kind and its settings
   std::string decoder;    ///< segmentation decoder type (cbt | linear); empty for a classifier
@@ -55,8 +57,9 @@ FlopsReport count_flops(const Segmenter& model);
 /// The attention core of one layer (from q, k, v to the input of proj; DWC and gate excluded) for N tokens of
 /// width C with `heads` heads: {all-matmul MACs, fvcore-style MACs}. For MiTA (C = H·d): RKᵀ m·N·C, RQᵀ m·N·C,
 /// V̂ 2·m·N·C, shared 2·N·m·C, routed 2·N·s·k·C, landmark pooling L·C (spec §2.7).
+/// `registers` (ViT-5) are tokens after the patches that the MiTA landmarks do not pool.
 std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int64_t tokens, int64_t dim,
-                                                int64_t heads);
+                                                int64_t heads, int64_t registers = 0);
 
 /// `n` with an SI suffix and two decimals as fvcore/timm print it: 4.43G, 22.05M, 768.00K, 12.
 std::string si_count(int64_t n);

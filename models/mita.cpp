@@ -129,14 +129,17 @@ MitaRoutingTap::MitaRoutingTap(Mode m) : mode(m) {
 }
 MitaRoutingTap::~MitaRoutingTap() { active_tap = nullptr; }
 
-ops::MitaLandmarkLayout landmark_layout(int64_t N, int64_t m, const std::string& landmark_pool) {
+ops::MitaLandmarkLayout landmark_layout(int64_t N, int64_t m, const std::string& landmark_pool, int64_t registers) {
   VT_CHECK(landmark_pool == "shifted" || landmark_pool == "patches" || landmark_pool == "sequence",
            "[mita] model.attention.landmark_pool '", landmark_pool, "' has no pooling layout");
   const bool sequence = landmark_pool == "sequence";
-  VT_CHECK(sequence || N >= 2, "[mita] landmark pooling needs at least 2 tokens (CLS + patches), got N = ", N);
+  VT_CHECK(registers == 0 || landmark_pool == "patches", "[mita] register tokens need model.attention.landmark_pool ",
+           "'patches' (got '", landmark_pool, "')");
+  VT_CHECK(registers >= 0 && (sequence || N >= 2 + registers),
+           "[mita] landmark pooling needs at least 2 tokens (CLS + patches), got N = ", N - registers);
   VT_CHECK(!sequence || N >= m, "[mita] landmark_pool 'sequence' pools the ", N, " tokens to model.attention.m = ", m,
            " landmarks: needs N >= m");
-  const int64_t first = landmark_pool == "patches" ? 1 : 0, tokens = sequence ? N : N - 1;
+  const int64_t first = landmark_pool == "patches" ? 1 : 0, tokens = sequence ? N : N - 1 - registers;
   // A square number of pooled tokens is a G×G grid, pooled 2-D; other counts 1-D.
   const int64_t grid = sequence ? 0 : std::max<int64_t>(square_side(tokens), 0);
   try {
@@ -153,14 +156,12 @@ Tensor mita_landmarks(const Tensor& q, const MitaOptions& o) {
   const int64_t B = q.size(0), N = q.size(1), C = q.size(2);
   check_strings(o);
   if (o.landmark_pool == "random") return random_landmarks(q, o.m);
-  const ops::MitaLandmarkLayout lay = landmark_layout(N, o.m, o.landmark_pool);
+  const ops::MitaLandmarkLayout lay = landmark_layout(N, o.m, o.landmark_pool, o.registers);
   // One op reading q in place: no transposed copies.
   if (o.impl == "fused" && ops::mita_fused_supports(q.dtype(), q.device(), 0)) return ops::mita_landmark_pool(q, lay);
   // shifted: tokens 0..N-2 (CLS in, last patch out, so every patch sits one cell right of its true place);
-  // patches: tokens 1..N-1; sequence: all.
-  Tensor tokens = o.landmark_pool == "sequence" ? q
-                  : o.landmark_pool == "shifted" ? q.slice(1, 0, N - 1)
-                                                 : q.slice(1, 1, N);
+  // patches: tokens 1..N-1 (before the registers); sequence: all.
+  Tensor tokens = q.slice(1, lay.first(), lay.first() + lay.tokens());
   Tensor chan = tokens.transpose(1, 2);  // [B, C, L]
   Tensor pooled;
   if (lay.grid() > 0) {
@@ -183,7 +184,7 @@ Tensor mita_core_packed(const Tensor& qkv, const MitaOptions& o, const Tensor& d
     return {};
   ops::MitaQkvOptions po;
   po.heads = o.heads;
-  po.landmarks = landmark_layout(N, o.m, o.landmark_pool);
+  po.landmarks = landmark_layout(N, o.m, o.landmark_pool, o.registers);
   po.topk = o.k;
   po.attention = attention_options(d, o);
   po.gate = gate;

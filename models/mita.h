@@ -27,6 +27,7 @@ struct MitaOptions {
   bool route_only = false;   // no shared branch: softmax over the s·k routed logits alone
   bool compress_only = false;  // no routed branch: softmax over the m shared logits alone (Appendix A)
   std::string landmark_pool = "shifted";  // shifted | patches | sequence | random
+  int64_t registers = 0;     // tokens after the patches (ViT-5's registers): never pooled; "patches" only
   std::string shared_scale = "official";  // official: 1/d on shared logits | paper: 1/√d
   // fused: ops::mita_route + ops::mita_attention (s = 1; otherwise, and with a MitaDebug, the reference runs);
   // reference: the op-by-op composite below, the oracle.
@@ -62,8 +63,10 @@ class MitaRoutingTap {
 
 /// The landmark layout of `landmark_pool` (shifted | patches | sequence; "random" pools nothing) over N tokens with
 /// m landmarks: the one place the rule above is decided and checked; throws naming model.attention.m /
-/// landmark_pool when it is impossible.
-ops::MitaLandmarkLayout landmark_layout(int64_t N, int64_t m, const std::string& landmark_pool);
+/// landmark_pool when it is impossible. With `registers` (landmark_pool "patches" only) the last ones are left out:
+/// tokens 1..N-1-registers are pooled.
+ops::MitaLandmarkLayout landmark_layout(int64_t N, int64_t m, const std::string& landmark_pool,
+                                        int64_t registers = 0);
 
 /// R0 [B, m, C]: adaptive average pooling of the full-width queries q [B, N, C] (see the rule above).
 Tensor mita_landmarks(const Tensor& q, const MitaOptions& o);

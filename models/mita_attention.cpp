@@ -28,7 +28,7 @@ Tensor DepthwiseConv3x3::forward(const Tensor& x) const {
   return ops::depthwise_conv3x3(x, w, b);
 }
 
-MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
+MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads, int64_t registers) {
   VT_CHECK(cfg.is_mita(), "[model] model.attention.type '", cfg.type,
            "' is not a MiTA kind (mita | mita_route | mita_compress)");
   MitaOptions o;
@@ -39,6 +39,7 @@ MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
   o.k = cfg.k != 0 ? cfg.k : (o.route_only ? 2 * cfg.m : cfg.m);
   o.s = cfg.s;
   o.landmark_pool = cfg.landmark_pool;
+  o.registers = registers;
   o.shared_scale = cfg.shared_scale;
   o.impl = cfg.impl;
   o.deterministic = cfg.deterministic;
@@ -58,15 +59,20 @@ MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads) {
 }
 
 MitaAttention::MitaAttention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double proj_drop,
-                             Generator& gen)
-    : opt_(mita_options(cfg, heads)), dim_(dim), gate_(cfg.gate), proj_drop_(proj_drop) {
+                             Generator& gen, const Vit5Attention& vit5)
+    : opt_(mita_options(cfg, heads, vit5.enabled ? vit5.registers : 0)), dim_(dim), gate_(cfg.gate),
+      proj_drop_(proj_drop) {
   VT_CHECK(heads > 0 && dim % heads == 0, "[model] embed_dim ", dim, " is not divisible by num_heads ", heads);
   if (gate_) qkvg = register_module("qkvg", std::make_shared<nn::Linear>(dim, 4 * dim, true, gen));
-  else qkv = register_module("qkv", std::make_shared<nn::Linear>(dim, 3 * dim, true, gen));
+  else qkv = register_module("qkv", std::make_shared<nn::Linear>(dim, 3 * dim, !vit5.enabled, gen));
+  init_vit5(vit5, dim, heads);
   proj = register_module("proj", std::make_shared<nn::Linear>(dim, dim, true, gen));
-  // The official code swaps MiTA in after timm initialised the ViT, so qkv(g)/proj keep PyTorch's default init.
-  init_linear_pytorch_default(gate_ ? *qkvg : *qkv, gen);
-  init_linear_pytorch_default(*proj, gen);
+  // The official DeiT code swaps MiTA in after timm initialised the ViT, so qkv(g)/proj keep PyTorch's default
+  // init; ViT-5 builds it inside the model, whose init (trunc_normal(0.02)) they keep.
+  if (!vit5.enabled) {
+    init_linear_pytorch_default(gate_ ? *qkvg : *qkv, gen);
+    init_linear_pytorch_default(*proj, gen);
+  }
   if (cfg.dwc) dwc = register_module("dwc", std::make_shared<DepthwiseConv3x3>(dim, gen));
 }
 
@@ -74,34 +80,40 @@ Tensor MitaAttention::forward(const Tensor& x) const { return forward(x, nullptr
 
 Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
   VT_CHECK(x.dim() == 3 && x.size(2) == dim_, "[mita] expected input [B, N, ", dim_, "], got ", x.describe());
-  const int64_t B = x.size(0), N = x.size(1), C = dim_;
-  const int64_t G = square_grid(N);
-  VT_CHECK(!dwc || G > 0, "[mita] model.attention.dwc needs the ", N - 1,
-           " tokens after CLS to form a square patch grid (N - 1 = G^2), got N = ", N);
+  const int64_t B = x.size(0), N = x.size(1), C = dim_, R = opt_.registers;
+  const int64_t G = square_grid(N, R), P = G * G;
+  VT_CHECK(!dwc || G > 0, "[mita] model.attention.dwc needs the ", N - 1 - R,
+           " patch tokens after CLS to form a square patch grid (G^2), got N = ", N);
   // [B, N, 3C] (or 4C) holds q, k, v (, g) on the last dim: timm's reshape(B, N, 3, C) layout.
-  const Tensor projected = gate_ ? qkvg->forward(x) : qkv->forward(x);
+  const Tensor projected = vit5_qk(gate_ ? qkvg->forward(x) : qkv->forward(x));
   Tensor out;
+  // The packed op's DWC covers tokens 1..N-1: with registers after the patches the DWC is added below instead.
+  const bool packed_dwc = dwc && R == 0;
   if (!debug) {  // training, and short-sequence inference: one op for the core, the DWC and the gate
-    const auto [w, b] = dwc ? dwc->parameters_as(projected.dtype()) : std::pair<Tensor, Tensor>{};
+    const auto [w, b] = packed_dwc ? dwc->parameters_as(projected.dtype()) : std::pair<Tensor, Tensor>{};
     out = mita_core_packed(projected, opt_, w, b, gate_);
   }
+  const Tensor v = projected.slice(2, 2 * C, 3 * C);
+  auto add_dwc = [&](const Tensor& core) {
+    // Patch tokens V[:, 1:1+G²] as (B, C, G, G) in their true places (no shift here), conv, added there.
+    Tensor grid = v.slice(1, 1, 1 + P).transpose(1, 2).reshape({B, C, G, G});
+    Tensor conv = dwc->forward(grid).reshape({B, C, P}).transpose(1, 2);
+    std::vector<Tensor> parts = {core.slice(1, 0, 1), core.slice(1, 1, 1 + P) + conv};
+    if (R > 0) parts.push_back(core.slice(1, 1 + P, N));
+    return ops::concat(parts, 1);
+  };
+  if (out.defined() && dwc && !packed_dwc) out = add_dwc(out);
   if (!out.defined()) {
-    const Tensor v = projected.slice(2, 2 * C, 3 * C);
     out = mita_core(projected.slice(2, 0, C), projected.slice(2, C, 2 * C), v, opt_, debug);
-    if (dwc) {
-      // Patch tokens V[:, 1:] as (B, C, G, G) in their true places (no shift here), conv, added at 1..N-1.
-      Tensor grid = v.slice(1, 1, N).transpose(1, 2).reshape({B, C, G, G});
-      Tensor conv = dwc->forward(grid).reshape({B, C, N - 1}).transpose(1, 2);
-      out = ops::concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv}, 1);
-    }
+    if (dwc) out = add_dwc(out);
     if (gate_) out = out * ops::silu(projected.slice(2, 3 * C, 4 * C));
   }
   return ops::dropout(proj->forward(out), proj_drop_, training());
 }
 
 std::shared_ptr<Attention> make_mita_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads,
-                                               double proj_drop, Generator& gen) {
-  return std::make_shared<MitaAttention>(cfg, dim, heads, proj_drop, gen);
+                                               double proj_drop, Generator& gen, const Vit5Attention& vit5) {
+  return std::make_shared<MitaAttention>(cfg, dim, heads, proj_drop, gen, vit5);
 }
 
 }  // namespace vt::models

@@ -25,7 +25,10 @@ class DepthwiseConv3x3 : public nn::Module {
 /// N-1 tokens after CLS to form a square grid.
 class MitaAttention : public Attention {
  public:
-  MitaAttention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double proj_drop, Generator& gen);
+  /// With `vit5` enabled: ViT-5's qkv (no bias), q/k norms and rotary embedding (Vit5Attention), landmarks and
+  /// DWC over the patch tokens before the registers.
+  MitaAttention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double proj_drop, Generator& gen,
+                const Vit5Attention& vit5 = {});
   Tensor forward(const Tensor& x) const override;
   /// The same, filling `debug` with the selections and joint softmax weights of the core.
   Tensor forward(const Tensor& x, MitaDebug* debug) const;
@@ -43,11 +46,12 @@ class MitaAttention : public Attention {
   double proj_drop_;
 };
 
-/// Resolves cfg (k = 0 → m for mita, 2m for mita_route) and validates it, naming the model.attention key.
-MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads);
+/// Resolves cfg (k = 0 → m for mita, 2m for mita_route) and validates it, naming the model.attention key;
+/// `registers` tokens after the patches are left out of the landmarks.
+MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads, int64_t registers = 0);
 
 /// For make_attention: cfg.type must be a MiTA kind (AttentionConfig::is_mita).
 std::shared_ptr<Attention> make_mita_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads,
-                                               double proj_drop, Generator& gen);
+                                               double proj_drop, Generator& gen, const Vit5Attention& vit5 = {});
 
 }  // namespace vt::models

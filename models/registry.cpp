@@ -11,6 +11,7 @@ struct Preset {
   const char* name;
   int64_t img, patch, dim, depth, heads;
   bool distilled = false;
+  bool vit5 = false;  // ViT-5 (ViTConfig::vit5) with 4 registers
 };
 // name, img_size, patch_size, embed_dim, depth, num_heads
 constexpr Preset kPresets[] = {
@@ -33,6 +34,11 @@ constexpr Preset kPresets[] = {
     {"vit_small_patch16_384", 384, 16, 384, 12, 6},
     {"vit_base_patch16_384", 384, 16, 768, 12, 12},
     {"vit_large_patch16_384", 384, 16, 1024, 24, 16},
+    // ViT-5 (the official MiTA-ViT-5 models_vit5.py's vit5_* names: 16² patches, 4 registers, RMSNorm, RoPE).
+    {"vit5_small", 224, 16, 384, 12, 6, false, true},
+    {"vit5_base", 224, 16, 768, 12, 12, false, true},
+    {"vit5_large", 224, 16, 1024, 24, 16, false, true},
+    {"vit5_xlarge", 224, 16, 1152, 28, 16, false, true},
 };
 }  // namespace
 
@@ -70,6 +76,8 @@ ViTConfig preset(const std::string& tagged_name) {
     c.depth = p.depth;
     c.num_heads = p.heads;
     c.distilled = p.distilled;
+    c.vit5 = p.vit5;
+    c.num_registers = p.vit5 ? 4 : 0;
     if (name == "vit_micro") {
       c.in_chans = 1;
       c.num_classes = 10;

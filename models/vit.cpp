@@ -35,27 +35,49 @@ int64_t ViTConfig::token_grid() const {
   return attention.type == "mhla" ? std::max<int64_t>(8, (G + 3) / 4 * 4) : G;
 }
 
+int64_t ViTConfig::num_tokens() const {
+  const int64_t grid = token_grid();
+  return grid > 0 ? num_prefix_tokens() + grid * grid + (vit5 ? num_registers : 0) : 0;
+}
+
+namespace {
+std::shared_ptr<nn::Norm> make_norm(const ViTConfig& cfg) {
+  if (cfg.vit5) return std::make_shared<nn::RMSNorm>(cfg.embed_dim, cfg.layer_norm_eps);
+  return std::make_shared<nn::LayerNorm>(cfg.embed_dim, cfg.layer_norm_eps);
+}
+
+Tensor scaled(const Tensor& gamma, const Tensor& branch) { return gamma.defined() ? gamma * branch : branch; }
+}  // namespace
+
 Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path_(drop_path) {
   const int64_t D = cfg.embed_dim;
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
+  norm1 = register_module("norm1", make_norm(cfg));
   // The token count lets make_attention check the shape-dependent settings (model.attention.m, k, ...) now;
   // 0 (unknown) without a patch grid (patch_size 0: models/sequence_model's blocks see any N).
-  const int64_t grid = cfg.token_grid();
-  const int64_t tokens = grid > 0 ? cfg.num_prefix_tokens() + grid * grid : 0;
-  attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen, tokens));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
+  Vit5Attention vit5;
+  vit5.enabled = cfg.vit5;
+  vit5.grid = cfg.token_grid();
+  vit5.registers = cfg.num_registers;
+  attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen,
+                                                cfg.num_tokens(), vit5));
+  norm2 = register_module("norm2", make_norm(cfg));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(D, static_cast<int64_t>(D * cfg.mlp_ratio), cfg.drop_rate, gen));
+  if (cfg.vit5) {  // models_vit5.py's Block: init_values 1e-4
+    gamma_1 = register_parameter("gamma_1", Tensor::full({D}, 1e-4));
+    gamma_2 = register_parameter("gamma_2", Tensor::full({D}, 1e-4));
+  }
 }
 
 Tensor Block::forward(const Tensor& x) const {
-  Tensor h = x + ops::drop_path(attn->forward(norm1->forward(x)), drop_path_, training());
-  return h + ops::drop_path(mlp->forward(norm2->forward(h)), drop_path_, training());
+  Tensor h = x + ops::drop_path(scaled(gamma_1, attn->forward(norm1->forward(x))), drop_path_, training());
+  return h + ops::drop_path(scaled(gamma_2, mlp->forward(norm2->forward(h))), drop_path_, training());
 }
 
 std::pair<Tensor, Tensor> Block::forward_normed(const Tensor& x, const Tensor& normed,
-                                                const nn::LayerNorm& next_norm) const {
-  const auto [h, h_normed] = norm2->forward_add(x, ops::drop_path(attn->forward(normed), drop_path_, training()));
-  return next_norm.forward_add(h, ops::drop_path(mlp->forward(h_normed), drop_path_, training()));
+                                                const nn::Norm& next_norm) const {
+  const auto [h, h_normed] =
+      norm2->forward_add(x, ops::drop_path(scaled(gamma_1, attn->forward(normed)), drop_path_, training()));
+  return next_norm.forward_add(h, ops::drop_path(scaled(gamma_2, mlp->forward(h_normed)), drop_path_, training()));
 }
 
 VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
@@ -63,6 +85,8 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
            "[model] embed_dim, depth and num_heads must be positive and num_classes not negative");
   VT_CHECK(!cfg.distilled || cfg.attention.type == "dense", "[model] a distilled DeiT (dist_token) needs dense "
            "attention; model.attention.type is '", cfg.attention.type, "'");
+  VT_CHECK(!cfg.vit5 || !cfg.distilled, "[model] a ViT-5 model has no distillation token");
+  VT_CHECK(cfg.num_registers == 0 || cfg.vit5, "[model] register tokens belong to the ViT-5 models");
   Generator gen(cfg.seed);
   const int64_t D = cfg.embed_dim;
   // The image itself must cut into whole patches (MHLA then pads whole patches around it).
@@ -71,8 +95,9 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
   patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(padded_size(cfg), cfg.patch_size,
                                                                                    cfg.in_chans, D, gen));
   if (!block_layout(cfg)) cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
-  pos_embed = register_parameter("pos_embed",
-                                 Tensor::empty({1, cfg.num_prefix_tokens() + patch_embed->num_patches(), D}));
+  // ViT-5 adds pos_embed to the patches alone (CLS and registers take their place from the rotary embedding).
+  const int64_t positioned = (cfg.vit5 ? 0 : cfg.num_prefix_tokens()) + patch_embed->num_patches();
+  pos_embed = register_parameter("pos_embed", Tensor::empty({1, positioned, D}));
   // timm 0.4.12, which DeiT and MiTA train with: trunc_normal(0.02) for both (newer timm uses std 1e-6 for cls).
   if (cls_token.defined()) nn::init::trunc_normal(cls_token, 0.02, gen);
   nn::init::trunc_normal(pos_embed, 0.02, gen);
@@ -80,14 +105,22 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
     dist_token = register_parameter("dist_token", Tensor::empty({1, 1, D}));
     nn::init::trunc_normal(dist_token, 0.02, gen);
   }
+  if (cfg.num_registers > 0) {
+    VT_CHECK(square_side(cfg.num_registers) > 0, "[model] ViT-5's register count must be a square number, got ",
+             cfg.num_registers);
+    reg_token = register_parameter("reg_token", Tensor::empty({1, cfg.num_registers, D}));
+    nn::init::trunc_normal(reg_token, 0.02, gen);
+  }
   auto list = register_module("blocks", std::make_shared<BlockList>());
   for (int64_t i = 0; i < cfg.depth; ++i) {
-    // Stochastic depth rises linearly from 0 to drop_path_rate over the blocks (timm).
-    double dpr = cfg.depth > 1 ? cfg.drop_path_rate * static_cast<double>(i) / static_cast<double>(cfg.depth - 1) : 0.0;
+    // Stochastic depth rises linearly from 0 to drop_path_rate over the blocks (timm); ViT-5 uses the rate in all.
+    double dpr = cfg.vit5       ? cfg.drop_path_rate
+                 : cfg.depth > 1 ? cfg.drop_path_rate * static_cast<double>(i) / static_cast<double>(cfg.depth - 1)
+                                 : 0.0;
     blocks.push_back(std::make_shared<Block>(cfg, dpr, gen));
     list->add(blocks.back());
   }
-  norm = register_module("norm", std::make_shared<nn::LayerNorm>(D, cfg.layer_norm_eps));
+  norm = register_module("norm", make_norm(cfg));
   // num_classes 0: no classifier (timm's nn.Identity head), e.g. a segmentation backbone.
   if (cfg.num_classes > 0) head = register_module("head", std::make_shared<nn::Linear>(D, cfg.num_classes, true, gen));
   if (cfg.num_classes > 0 && cfg.distilled)
@@ -106,12 +139,18 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
   if (x.dtype() != pos_embed.dtype()) x = x.to(pos_embed.dtype());
   if (cfg_.distilled)
     x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), dist_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
-  else if (cls_token.defined())  // MHLA's layout has no prefix tokens
+  else if (cls_token.defined() && !cfg_.vit5)  // MHLA's layout has no prefix tokens
     x = ops::concat({cls_token.expand({B, 1, cfg_.embed_dim}), x}, 1);
-  x = ops::dropout(x + pos_embed, cfg_.drop_rate, training());
+  if (cfg_.vit5) {  // [CLS, patches + pos_embed, registers]; models_vit5.py has no dropout here
+    std::vector<Tensor> parts = {cls_token.expand({B, 1, cfg_.embed_dim}), x + pos_embed};
+    if (reg_token.defined()) parts.push_back(reg_token.expand({B, cfg_.num_registers, cfg_.embed_dim}));
+    x = ops::concat(parts, 1);
+  } else {
+    x = ops::dropout(x + pos_embed, cfg_.drop_rate, training());
+  }
   Tensor normed = blocks[0]->norm1->forward(x);  // then each block hands on the next norm's input, fused
   for (size_t i = 0; i < blocks.size(); ++i) {
-    const nn::LayerNorm& next = i + 1 < blocks.size() ? *blocks[i + 1]->norm1 : *norm;
+    const nn::Norm& next = i + 1 < blocks.size() ? *blocks[i + 1]->norm1 : *norm;
     std::tie(x, normed) = blocks[i]->forward_normed(x, normed, next);
   }
   return normed;

@@ -7,7 +7,8 @@
 # config, for `vitrain flops`; configs/imagenet/<config>.yaml without a run) and OUT_DIR/<config>/bench.json (the `vitrain bench` line reproduce_table2.sh
 # saved). Runs work alone on finished (or unfinished) runs; a configuration without a run says "not run".
 # Env: VITRAIN (the binary; default `vitrain` on PATH, else build/bin/vitrain), PAPER_TSV (the paper's numbers;
-#      default configs/imagenet/paper_table2.tsv).
+#      default configs/imagenet/paper_table2.tsv), TABLE (the table's number in the file name and title, default 2;
+#      scripts/reproduce_table3.sh sets 3).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,9 +23,10 @@ source "$ROOT/scripts/reproduce_lib.sh"  # metric_stats, flops_of, two_decimals,
 has_flops=0
 if "$VITRAIN" flops --help 2>/dev/null | grep -q 'Usage:.* flops'; then has_flops=1; fi
 
-md=$OUT/table2.md
+TABLE=${TABLE:-2}
+md=$OUT/table$TABLE.md
 {
-  echo "# Table 2 (ImageNet-1K top-1 %): our runs beside the paper"
+  echo "# Table $TABLE (ImageNet-1K top-1 %): our runs beside the paper"
   echo
   echo "Runs in \`$OUT\`. Ours: the best raw-model top-1 over the evaluated epochs (the paper's \"max accuracy\");"
   echo "EMA: the best EMA top-1. Δ = ours − paper. img/s: \`vitrain bench\` training throughput on one device."

@@ -58,6 +58,7 @@ for name in $CONFIGS; do
   args=(--model "${BENCH_MODEL:-$model}" --attention "$attn")
   if [[ $attn == mita* ]]; then
     args+=(--m "${BENCH_M:-$(yaml_get "$yaml" model.attention.m)}" --k "${BENCH_K:-$(yaml_get "$yaml" model.attention.k)}")
+    args+=(--landmark-pool "$(yaml_get "$yaml" model.attention.landmark_pool)")
     [[ $kind == *+dwc* ]] && args+=(--dwc)
     [[ $kind == *+gate ]] && args+=(--gate)
   fi
@@ -106,4 +107,4 @@ done
 
 # ---- 3. the table ----
 "$ROOT/scripts/collect_table2.sh" "$OUT"
-cat "$OUT/table2.md"
+cat "$OUT/table${TABLE:-2}.md"

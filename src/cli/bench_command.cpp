@@ -50,6 +50,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
       ->capture_default_str();
   b->add_option("--m", o.attention.m, "MiTA landmarks")->capture_default_str();
   b->add_option("--k", o.attention.k, "MiTA keys per landmark (0: default)")->capture_default_str();
+  b->add_option("--landmark-pool", o.attention.landmark_pool,
+                "MiTA landmarks: shifted | patches | sequence | random (model.attention.landmark_pool; ViT-5 takes "
+                "patches)")
+      ->capture_default_str();
   b->add_flag("--dwc", o.attention.dwc, "MiTA + DWC");
   b->add_flag("--gate", o.attention.gate, "MiTA + DWC + gate");
   b->add_option("--threads", o.threads, "CPU threads (0: all cores)")->capture_default_str();

@@ -29,6 +29,19 @@ std::pair<Tensor, Tensor> LayerNorm::forward_add(const Tensor& x, const Tensor& 
   return ops::add_layer_norm(x, y, weight, bias, eps, autocast_dtype_for(x));
 }
 
+RMSNorm::RMSNorm(int64_t dim, double eps_) : eps(eps_) { weight = register_parameter("weight", Tensor::ones({dim})); }
+
+Tensor RMSNorm::forward(const Tensor& x) const {
+  const Tensor x32 = x.dtype() == DType::bf16 ? x.to(DType::f32) : x;
+  const Tensor normed = x32 * ops::rsqrt(ops::mean(ops::square(x32), {-1}, true) + eps);
+  return (normed.dtype() == x.dtype() ? normed : normed.to(x.dtype())) * cast_to(weight, x.dtype());
+}
+
+std::pair<Tensor, Tensor> RMSNorm::forward_add(const Tensor& x, const Tensor& y) const {
+  Tensor h = x + y;
+  return {h, forward(h)};
+}
+
 Conv2dPatch::Conv2dPatch(int64_t in_chans, int64_t out, int64_t patch, Generator& gen) {
   weight = register_parameter("weight", Tensor::empty({out, in_chans, patch, patch}));
   bias = register_parameter("bias", Tensor::empty({out}));

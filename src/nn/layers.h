@@ -1,4 +1,4 @@
-// Basic layers: Linear, LayerNorm, PatchEmbed, Mlp. Parameter names follow timm/PyTorch. Linear, Conv2dPatch and
+// Basic layers: Linear, LayerNorm, RMSNorm, PatchEmbed, Mlp. Parameter names follow timm/PyTorch. Linear, Conv2dPatch and
 // LayerNorm follow the autocast policy (nn/autocast.h) on CUDA inputs.
 #pragma once
 #include <utility>
@@ -17,15 +17,34 @@ class Linear : public Module {
   Tensor weight, bias;
 };
 
+/// A normalisation over the last dim with a weight [dim]: the ViT block's norm1, norm2 and final norm.
+class Norm : public Module {
+ public:
+  virtual Tensor forward(const Tensor& x) const = 0;
+  /// {h = x + y, forward(h)}: a residual add and this norm after it.
+  virtual std::pair<Tensor, Tensor> forward_add(const Tensor& x, const Tensor& y) const = 0;
+  Tensor weight;
+};
+
 /// LayerNorm over the last dim with f32 weight [dim] and bias [dim].
-class LayerNorm : public Module {
+class LayerNorm : public Norm {
  public:
   LayerNorm(int64_t dim, double eps);
   /// Output in x's dtype, or in the autocast dtype under autocast (CUDA x); statistics are f32 either way.
-  Tensor forward(const Tensor& x) const;
-  /// {h = x + y, forward(h)}: a residual add and this norm after it, fused on CUDA (ops::add_layer_norm).
-  std::pair<Tensor, Tensor> forward_add(const Tensor& x, const Tensor& y) const;
-  Tensor weight, bias;
+  Tensor forward(const Tensor& x) const override;
+  /// Fused on CUDA (ops::add_layer_norm).
+  std::pair<Tensor, Tensor> forward_add(const Tensor& x, const Tensor& y) const override;
+  Tensor bias;
+  double eps;
+};
+
+/// RMSNorm over the last dim (ViT-5): weight · x / sqrt(mean(x²) + eps), weight [dim] initialised to ones, no
+/// bias. Statistics in f32 for a bf16 x (as the official module's float32 upcast); output in x's dtype.
+class RMSNorm : public Norm {
+ public:
+  RMSNorm(int64_t dim, double eps);
+  Tensor forward(const Tensor& x) const override;
+  std::pair<Tensor, Tensor> forward_add(const Tensor& x, const Tensor& y) const override;
   double eps;
 };
 

@@ -46,11 +46,11 @@ std::vector<Tensor*> parameter_slots(LraClassifier& m) {
   auto linear = [&](nn::Linear& l) { s.push_back(&l.weight), s.push_back(&l.bias); };
   auto norm = [&](nn::LayerNorm& n) { s.push_back(&n.weight), s.push_back(&n.bias); };
   for (auto& b : m.encoder->blocks) {
-    norm(*b->norm1);
+    norm(dynamic_cast<nn::LayerNorm&>(*b->norm1));
     if (auto* d = dynamic_cast<models::DenseAttention*>(b->attn.get())) linear(*d->qkv), linear(*d->proj);
     if (auto* x = dynamic_cast<models::MitaAttention*>(b->attn.get())) linear(*x->qkv), linear(*x->proj);
     if (auto* a = dynamic_cast<models::AgentAttention*>(b->attn.get())) linear(*a->qkv), linear(*a->proj);
-    norm(*b->norm2);
+    norm(dynamic_cast<nn::LayerNorm&>(*b->norm2));
     linear(*b->mlp->fc1), linear(*b->mlp->fc2);
   }
   norm(*m.encoder->norm);

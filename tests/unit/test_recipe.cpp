@@ -116,6 +116,19 @@ TEST(Configs, EveryConfigParsesAndBuildsItsModel) {
     models::VisionTransformer model(arch);
     EXPECT_GT(model.num_parameters(), 0);
     if (p.parent_path().filename() != "imagenet") continue;
+    if (p.stem().string().rfind("vit5_", 0) == 0) {
+      // Table 3: the MiTA-ViT-5 README's global batch 2048 and unscaled lr 4e-3, 800 epochs, drop path 0.05.
+      for (const int world : {1, 8}) {
+        const io::Config r = engine::resolve_for_world(c, world);
+        EXPECT_EQ(engine::global_batch(r, world), 2048);
+        EXPECT_DOUBLE_EQ(engine::resolved_lr(r, world), 4e-3);
+      }
+      EXPECT_EQ(c.train.epochs, 800);
+      EXPECT_EQ(c.model.drop_path_rate, 0.05);
+      EXPECT_TRUE(arch.vit5);
+      EXPECT_NO_THROW(engine::check_supported(c));
+      continue;
+    }
     // The Table 2 recipe: global batch 1024 and lr 1e-3 on one GPU and under `vitrain launch -n 8` alike.
     for (const int world : {1, 8}) {
       const io::Config r = engine::resolve_for_world(c, world);
