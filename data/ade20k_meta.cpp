@@ -4,6 +4,7 @@
 namespace vt::data {
 
 const std::vector<std::string>& ade20k_class_names() {
+  // clang-format off
   static const std::vector<std::string> names = {
       "wall", "building", "sky", "floor", "tree", "ceiling", "road", "bed", "windowpane", "grass", "cabinet",
       "sidewalk", "person", "earth", "door", "table", "mountain", "plant", "curtain", "chair", "car", "water",
@@ -20,6 +21,7 @@ const std::vector<std::string>& ade20k_class_names() {
       "trade name", "microwave", "pot", "animal", "bicycle", "lake", "dishwasher", "screen", "blanket", "sculpture",
       "hood", "sconce", "vase", "traffic light", "tray", "ashcan", "fan", "pier", "crt screen", "plate", "monitor",
       "bulletin board", "shower", "radiator", "glass", "clock", "flag"};
+  // clang-format on
   return names;
 }
 

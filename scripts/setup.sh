@@ -16,6 +16,7 @@ packages=(
   libopenblas-openmp-dev
   dataset-fashion-mnist
   xz-utils python3
+  clang-format
 )
 
 if [[ "${1:-}" == --list ]]; then

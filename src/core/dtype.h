@@ -34,6 +34,7 @@ size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 bool is_floating(DType t);
 
+// clang-format off
 template <typename T> struct dtype_of;
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
 template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
@@ -41,9 +42,11 @@ template <> struct dtype_of<bf16> { static constexpr DType value = DType::bf16; 
 template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
+// clang-format on
 
 }  // namespace vt
 
+// clang-format off
 // Runs the body with `scalar_t` bound to the C++ type of a floating dtype (f32/f64 compute types).
 #define VT_DISPATCH_FLOAT(dtype, opname, ...)                                                   \
   [&] {                                                                                         \
@@ -67,3 +70,4 @@ template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8;
     }                                                                                           \
     VT_FAIL("[", opname, "] unknown dtype");                                                    \
   }()
+// clang-format on

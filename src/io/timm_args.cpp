@@ -23,6 +23,7 @@ struct TimmIgnored {
 };
 
 const std::vector<TimmIgnored>& timm_ignored() {
+  // clang-format off
   static const std::vector<TimmIgnored> keys = {
       {"config", {"*"}}, {"dataset", {"''", "~"}}, {"train_split", {"train"}},
       {"val_split", {"validation", "val"}}, {"dataset_download", {"false"}}, {"class_map", {"''"}},
@@ -50,6 +51,7 @@ const std::vector<TimmIgnored>& timm_ignored() {
       {"resume_opt", {"*"}}, {"train_crop_mode", {"~"}}, {"color_jitter_prob", {"~"}},
       {"grayscale_prob", {"~"}}, {"gaussian_blur_prob", {"~"}},
   };
+  // clang-format on
   return keys;
 }
 

@@ -75,13 +75,15 @@ bool valid_utf8(std::string_view s) {
 
 // Modules whose globals can run code or reach the system: refused wherever they appear, even unused.
 bool dangerous_module(const std::string& m) {
+  // clang-format off
   static const char* const kModules[] = {
       "os", "posix", "nt", "subprocess", "sys", "builtins", "__builtin__", "shutil", "socket", "importlib",
       "runpy", "pickle", "_pickle", "marshal", "code", "codeop", "pty", "ctypes", "multiprocessing", "signal",
       "types", "functools", "operator", "io", "_io", "webbrowser", "pdb", "timeit", "platform", "asyncio",
       "threading", "_thread", "commands", "popen2", "tempfile", "pathlib", "glob", "urllib", "http", "requests",
-      "inspect", "gc", "weakref", "dill", "cloudpickle", "joblib", "torch.hub", "torch.jit", "numpy.lib", "zipimport", "site",
-      "ssl", "ftplib", "smtplib", "telnetlib", "xmlrpc", "sqlite3", "select", "selectors", "mmap", "resource"};
+      "inspect", "gc", "weakref", "dill", "cloudpickle", "joblib", "torch.hub", "torch.jit", "numpy.lib", "zipimport",
+      "site", "ssl", "ftplib", "smtplib", "telnetlib", "xmlrpc", "sqlite3", "select", "selectors", "mmap", "resource"};
+  // clang-format on
   for (const char* d : kModules) {
     const size_t n = std::strlen(d);
     if (m.size() >= n && m.compare(0, n, d) == 0 && (m.size() == n || m[n] == '.')) return true;
@@ -111,10 +113,12 @@ bool allowed_global(const std::string& module, const std::string& name) {
   if (module == "torch._utils")
     return name == "_rebuild_tensor_v2" || name == "_rebuild_parameter" || name == "_rebuild_parameter_with_state";
   if (module == "torch") {
+    // clang-format off
     static const char* const kNames[] = {"Size", "device", "float64", "float32", "float16", "bfloat16", "int64",
                                          "int32", "int16", "int8", "uint8", "bool", "double", "float", "half",
                                          "long", "int", "short", "complex64", "complex128", "contiguous_format",
                                          "channels_last", "preserve_format", "strided"};
+    // clang-format on
     for (const char* n : kNames)
       if (name == n) return true;
     return false;

@@ -245,6 +245,7 @@ std::vector<Case> cases() {
   Case c;
   c.M = 197, c.N = 192, c.K = 64;
   c.tb = true;  // Linear forward: x [M, K]·W [N, K]^T
+  // clang-format off
   add("f32_alpha_beta", [c] { auto d = c; d.alpha = -1.5f, d.beta = 0.5f; return d; }());
   add("f32_padded_ld", [c] { auto d = c; d.pad = 3; d.ta = true; return d; }());
   add("f32_batch3_strided", [c] { auto d = c; d.batch = 3, d.pad = 2, d.gap = 5; return d; }());
@@ -268,6 +269,7 @@ std::vector<Case> cases() {
   add("bf16_bf16_bias", [h] { auto d = h; d.epi = GemmEpilogue::bias; return d; }());
   add("bf16_bf16_bias_gelu_beta", [h] { auto d = h; d.epi = GemmEpilogue::bias_gelu_tanh, d.beta = 1.0f; return d; }());
   add("bf16_bf16_7x5x3", [h] { auto d = h; d.M = 7, d.N = 5, d.K = 3; return d; }());
+  // clang-format on
   return v;
 }
 

@@ -50,6 +50,7 @@ std::string write_mini_ade20k(const std::string& root, const MiniAde20kOptions& 
 
 io::Config mini_segmenter_config(const std::string& config, const std::string& data_dir, const std::string& out,
                                  const std::vector<std::string>& extra) {
+  // clang-format off
   std::vector<std::string> sets = {
       "model.img_size=32", "model.patch_size=8", "model.embed_dim=48", "model.depth=2", "model.num_heads=3",
       "model.initial_checkpoint=\"\"", "model.decoder.heads=2", "model.decoder.head_dim=8",
@@ -57,6 +58,7 @@ io::Config mini_segmenter_config(const std::string& config, const std::string& d
       "data.workers=2", "optim.lr=0.05", "train.epochs=3", "train.batch_size=4", "train.threads=2",
       "train.device=cpu", "train.log_interval=1", "train.output=" + out, "eval.batch_size=4",
       "eval.seg_short_side=32", "eval.seg_long_side=128", "eval.seg_stride=16"};
+  // clang-format on
   sets.insert(sets.end(), extra.begin(), extra.end());
   return io::load_config((std::filesystem::path(VT_SOURCE_DIR) / "configs" / "ade20k" / config).string(), sets);
 }

@@ -33,13 +33,16 @@ void write_tree(const fs::path& root) {
 
 io::Config shrunk(const fs::path& data_dir, const std::string& out) {
   const fs::path yaml = fs::path(VT_SOURCE_DIR) / "configs" / "imagenet" / "deit_tiny_mita_dwc.yaml";
+  // clang-format off
   return io::load_config(
       yaml.string(),
       {"data.dataset=imagefolder", "data.data_dir=" + data_dir.string(), "data.workers=1", "model.img_size=32",
        "model.patch_size=8", "model.num_classes=3", "model.embed_dim=48", "model.num_heads=3", "model.depth=1",
-       "model.attention.m=4", "model.attention.k=4", "model.drop_path_rate=0", "train.batch_size=4", "train.global_batch_size=0",
-       "train.epochs=3", "train.device=cpu", "train.threads=1", "train.log_interval=1", "train.model_ema_decay=0.9",
-       "schedule.warmup_epochs=1", "optim.lr_base=0.032", "eval.batch_size=3", "train.output=" + out});
+       "model.attention.m=4", "model.attention.k=4", "model.drop_path_rate=0", "train.batch_size=4",
+       "train.global_batch_size=0", "train.epochs=3", "train.device=cpu", "train.threads=1", "train.log_interval=1",
+       "train.model_ema_decay=0.9", "schedule.warmup_epochs=1", "optim.lr_base=0.032", "eval.batch_size=3",
+       "train.output=" + out});
+  // clang-format on
 }
 
 TEST(ImageFolderDdp, TwoRanksTrainAndEvaluateEveryValImageOnce) {

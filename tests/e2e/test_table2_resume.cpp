@@ -18,13 +18,16 @@ namespace {
 namespace fs = std::filesystem;
 
 io::Config shrunk(const fs::path& yaml, const std::string& out) {
+  // clang-format off
   return io::load_config(
       yaml.string(),
       {"data.dataset=fashion_mnist", "data.data_dir=" + vt::test::fmnist_dir(), "data.mixup=0", "data.cutmix=0",
        "data.aa=\"\"", "data.reprob=0", "data.aug_repeats=0", "data.train_limit=128", "data.test_limit=64",
        "model.img_size=28", "model.patch_size=4", "model.in_chans=1", "model.num_classes=10", "model.depth=1",
-       "train.batch_size=32", "train.global_batch_size=0", "train.epochs=2", "train.device=cpu", "train.threads=2", "train.log_interval=1",
-       "train.model_ema_decay=0.9", "schedule.warmup_epochs=1", "eval.batch_size=64", "train.output=" + out});
+       "train.batch_size=32", "train.global_batch_size=0", "train.epochs=2", "train.device=cpu", "train.threads=2",
+       "train.log_interval=1", "train.model_ema_decay=0.9", "schedule.warmup_epochs=1", "eval.batch_size=64",
+       "train.output=" + out});
+  // clang-format on
 }
 
 TEST(Table2Configs, EachStartsEvaluatesAndResumesExactlyOnTheCpu) {

@@ -141,6 +141,7 @@ workers: 10
 )";
 
 // The same run as --set overrides of our keys (what each timm key means here).
+// clang-format off
 const std::vector<std::string> kTwin = {
     "schedule.deit_epoch_lag=false", "data.aa=rand-m9-mstd0.5-inc1", "train.amp=true", "data.aug_repeats=3",
     "train.batch_size=256", "train.global_batch_size=0", "train.checkpoint_hist=10", "optim.clip_grad=0",
@@ -155,6 +156,7 @@ const std::vector<std::string> kTwin = {
     "optim.smoothing=0.1", "data.std=[]", "data.train_interpolation=bicubic", "schedule.warmup_epochs=5",
     "schedule.warmup_lr=1e-6", "schedule.warmup_prefix=false", "optim.weight_decay=0.05", "data.workers=10",
     "train.output=/runs/deit_s"};
+// clang-format on
 
 io::Config twin() {
   io::Config c;
