@@ -48,8 +48,7 @@ std::string find_split_dir(const std::string& root, const std::string& split) {
   VT_CHECK(fs::is_directory(root), "[data] dataset folder ", root, " does not exist");
   const std::string want = lower(split);
   std::vector<std::string> candidates{want};
-  if (want == "val" || want == "validation")
-    candidates = {"val", "validation", "valid", "eval", "evaluation"};
+  if (want == "val" || want == "validation") candidates = {"val", "validation", "valid", "eval", "evaluation"};
   for (const auto& c : candidates) {
     const std::string hit = child_named(root, c);
     if (!hit.empty()) return hit;
@@ -96,8 +95,8 @@ ClassificationFiles file_list(const std::string& list_path, const std::string& r
     } catch (const std::exception&) {
       used = 0;
     }
-    VT_CHECK(used == label_text.size() && label >= 0, "[data] ", list_path, ":", line_no, ": bad label '",
-             label_text, "'");
+    VT_CHECK(used == label_text.size() && label >= 0, "[data] ", list_path, ":", line_no, ": bad label '", label_text,
+             "'");
     if (fs::path(path).is_relative()) path = (fs::path(root) / path).string();
     out.samples.push_back({path, label});
     max_label = std::max(max_label, label);
@@ -111,7 +110,7 @@ std::vector<SegmentationPair> ade20k(const std::string& root, const std::string&
   fs::path base = root;
   if (fs::is_directory(base / "ADEChallengeData2016")) base /= "ADEChallengeData2016";
   const std::string s = lower(split);
-  const std::string folder = (s == "train" || s == "training") ? "training"
+  const std::string folder = (s == "train" || s == "training")   ? "training"
                              : (s == "val" || s == "validation") ? "validation"
                                                                  : split;
   const fs::path images = base / "images" / folder, labels = base / "annotations" / folder;

@@ -25,7 +25,7 @@ namespace cu = kernels::cuda;
 
 struct DevicePrefetcher::Impl {
   struct InFlight {
-    Batch batch;                          // on the device
+    Batch batch;                            // on the device
     std::vector<cu::PinnedBuffer> staging;  // reuse deferred by record_stream until the copy is done
     cu::CudaEvent copied{false};
   };

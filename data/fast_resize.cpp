@@ -64,7 +64,8 @@ void weighted_rows(const uint8_t* const* rows, const float* weight, int taps, in
 // Rounded and clipped to 8 bits; min/max rather than std::clamp so it compiles without branches and vectorizes.
 VT_DATA_SIMD_CLONES
 void round_to_u8(const float* __restrict acc, int n, uint8_t* __restrict out) {
-  for (int i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(static_cast<int>(std::min(std::max(acc[i] + 0.5f, 0.0f), 255.0f)));
+  for (int i = 0; i < n; ++i)
+    out[i] = static_cast<uint8_t>(static_cast<int>(std::min(std::max(acc[i] + 0.5f, 0.0f), 255.0f)));
 }
 
 // dst[x * dst_step + c] = line[x * C + c]: one transposed row. C is a template parameter so the copy unrolls.
@@ -84,8 +85,8 @@ void scatter(const uint8_t* line, int n, int channels, uint8_t* dst, size_t dst_
 cv::Mat fast_resize(const cv::Mat& src, int out_width, int out_height, PilFilter filter) {
   VT_CHECK(src.depth() == CV_8U && (src.channels() == 1 || src.channels() == 3),
            "[data] fast_resize needs an 8-bit 1- or 3-channel image");
-  VT_CHECK(out_width > 0 && out_height > 0 && !src.empty(), "[data] fast_resize: bad size ", out_width, "x",
-           out_height, " from ", src.cols, "x", src.rows);
+  VT_CHECK(out_width > 0 && out_height > 0 && !src.empty(), "[data] fast_resize: bad size ", out_width, "x", out_height,
+           " from ", src.cols, "x", src.rows);
   const int C = src.channels(), in_w = src.cols;
   const Taps tv = make_taps(src.rows, out_height, filter), th = make_taps(in_w, out_width, filter);
   // Vertical pass: output row yy over the full input width, stored transposed: column x of the input becomes row

@@ -39,8 +39,7 @@ class GzReader {
       if (got < 0) {
         int errnum = 0;
         const char* msg = gzerror(file_, &errnum);
-        VT_FAIL("[idx] ", path_, ": read error: ", msg ? msg : "unknown",
-                " (truncated or corrupt gzip data?)");
+        VT_FAIL("[idx] ", path_, ": read error: ", msg ? msg : "unknown", " (truncated or corrupt gzip data?)");
       }
       if (got == 0) break;
       total += static_cast<size_t>(got);
@@ -102,11 +101,10 @@ std::string pick(const std::string& dir, const std::string& name) {
 
 void check_labels(const std::string& path, const std::vector<uint8_t>& labels, int64_t n_images,
                   const std::string& images_path) {
-  VT_CHECK(static_cast<int64_t>(labels.size()) == n_images, "[idx] ", path, " has ", labels.size(),
-           " labels but ", images_path, " has ", n_images, " images");
+  VT_CHECK(static_cast<int64_t>(labels.size()) == n_images, "[idx] ", path, " has ", labels.size(), " labels but ",
+           images_path, " has ", n_images, " images");
   for (size_t i = 0; i < labels.size(); ++i)
-    VT_CHECK(labels[i] <= 9, "[idx] ", path, ": label ", int{labels[i]}, " at index ", i,
-             " is out of range 0..9");
+    VT_CHECK(labels[i] <= 9, "[idx] ", path, ": label ", int{labels[i]}, " at index ", i, " is out of range 0..9");
 }
 
 }  // namespace
@@ -148,8 +146,8 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
   check_labels(train_labels, ds.train_labels, ds.train_images.n, train_images);
   check_labels(test_labels, ds.test_labels, ds.test_images.n, test_images);
   VT_CHECK(ds.train_images.rows == ds.test_images.rows && ds.train_images.cols == ds.test_images.cols, "[idx] ",
-           train_images, " has ", ds.train_images.rows, "x", ds.train_images.cols, " images but ", test_images,
-           " has ", ds.test_images.rows, "x", ds.test_images.cols);
+           train_images, " has ", ds.train_images.rows, "x", ds.train_images.cols, " images but ", test_images, " has ",
+           ds.test_images.rows, "x", ds.test_images.cols);
   return ds;
 }
 

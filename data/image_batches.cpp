@@ -44,8 +44,9 @@ Batch ImageBatches::build(int64_t epoch, int64_t step) const {
     const int64_t src = order_[begin + i];
     cv::Mat in(static_cast<int>(H), static_cast<int>(W), CV_8UC1, const_cast<uint8_t*>(set_.pixels + src * H * W));
     cv::Mat out(static_cast<int>(H), static_cast<int>(W), CV_32FC1, img + i * H * W);
-    const bool flip = train_ && hflip_ > 0 &&
-                      rng::uniform_at(flip_key, static_cast<uint64_t>(epoch) * static_cast<uint64_t>(set_.n), src) < hflip_;
+    const bool flip =
+        train_ && hflip_ > 0 &&
+        rng::uniform_at(flip_key, static_cast<uint64_t>(epoch) * static_cast<uint64_t>(set_.n), src) < hflip_;
     if (flip) {
       cv::Mat flipped;
       cv::flip(in, flipped, 1);

@@ -11,8 +11,8 @@
 namespace vt::data {
 
 struct Batch {
-  Tensor images;  // f32 [B, 1, H, W], normalised
-  Tensor labels;  // i64 [B]
+  Tensor images;   // f32 [B, 1, H, W], normalised
+  Tensor labels;   // i64 [B]
   Tensor erasing;  // i64 [B, 5] RandomErasing draws when images are u8 pixels (data/normalize_erase.h)
 };
 

@@ -34,8 +34,8 @@ ImageInfo peek_image(const std::vector<uint8_t>& bytes, const std::string& path,
 /// whose result is at least min_width x min_height (0 = full size); PNG is always full size. A truncated JPEG is
 /// an error (as in Pillow); libjpeg's other warnings (extraneous bytes) are tolerated. An image of more than
 /// `max_pixels` (full size; 0: no limit) is an error raised from its header.
-cv::Mat decode_rgb(const std::vector<uint8_t>& bytes, const std::string& path, int min_width = 0,
-                   int min_height = 0, int64_t max_pixels = kDefaultMaxImagePixels);
+cv::Mat decode_rgb(const std::vector<uint8_t>& bytes, const std::string& path, int min_width = 0, int min_height = 0,
+                   int64_t max_pixels = kDefaultMaxImagePixels);
 
 /// read_file_bytes + decode_rgb at full size.
 cv::Mat load_rgb(const std::string& path, int64_t max_pixels = kDefaultMaxImagePixels);

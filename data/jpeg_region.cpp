@@ -81,7 +81,8 @@ JpegRegion decode_jpeg_region(const std::vector<uint8_t>& bytes, const std::stri
   cinfo.scale_num = 1;
   cinfo.scale_denom = static_cast<unsigned>(pick_denominator(width, height, box, min_side));
   jpeg_start_decompress(&cinfo);
-  const double sx = static_cast<double>(cinfo.output_width) / width, sy = static_cast<double>(cinfo.output_height) / height;
+  const double sx = static_cast<double>(cinfo.output_width) / width,
+               sy = static_cast<double>(cinfo.output_height) / height;
   const int ow = static_cast<int>(cinfo.output_width), oh = static_cast<int>(cinfo.output_height);
   const int x0 = std::min(ow - 1, static_cast<int>(std::lround(box.x * sx)));
   const int y0 = std::min(oh - 1, static_cast<int>(std::lround(box.y * sy)));

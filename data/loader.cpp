@@ -49,9 +49,7 @@ void Loader::stop_workers() {
   threads_.clear();
 }
 
-int64_t Loader::rows_in(int64_t batch) const {
-  return std::min(opt_.batch_size, positions_ - batch * opt_.batch_size);
-}
+int64_t Loader::rows_in(int64_t batch) const { return std::min(opt_.batch_size, positions_ - batch * opt_.batch_size); }
 
 void Loader::start_epoch(int64_t epoch) {
   stop_workers();

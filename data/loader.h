@@ -61,7 +61,7 @@ struct LoaderOptions {
   int prefetch_batches = 4;  // the bounded queue: batches being built or waiting
   bool drop_last = true;
   uint64_t seed = 0;
-  uint64_t stream = 0;        // e.g. the rank, so ranks draw different augmentations
+  uint64_t stream = 0;          // e.g. the rank, so ranks draw different augmentations
   int64_t max_bad_files = 100;  // more distinct bad files than this stops the run
   /// true: a bad file is replaced by the next index of the dataset (training: full batches). false: its row is left
   /// out, so a batch can be smaller than batch_size and a batch of bad files only is not handed out (evaluation:

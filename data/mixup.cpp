@@ -62,9 +62,9 @@ MixDraw draw_mix(const MixupConfig& cfg, int height, int width, SampleRng& rng) 
 namespace {
 Tensor apply_mix_cuda(Tensor& images, const Tensor& labels, const MixDraw& draw, const MixupConfig& cfg) {
   const Device dev = images.device();
-  VT_CHECK(labels.device() == dev && labels.dtype() == DType::i64 && labels.is_contiguous(),
-           "[data] mixup on ", dev.str(), " needs contiguous i64 labels on the same device, got ", labels.describe(),
-           " on ", labels.device().str());
+  VT_CHECK(labels.device() == dev && labels.dtype() == DType::i64 && labels.is_contiguous(), "[data] mixup on ",
+           dev.str(), " needs contiguous i64 labels on the same device, got ", labels.describe(), " on ",
+           labels.device().str());
   const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3), K = cfg.num_classes;
   kernels::cuda::DeviceGuard guard(dev.index);
   const kernels::KernelStream stream = kernels::cuda::current_stream();
@@ -79,10 +79,9 @@ Tensor apply_mix_cuda(Tensor& images, const Tensor& labels, const MixDraw& draw,
   // The same float values the CPU version adds, in the same order.
   const double off = cfg.label_smoothing / K, on = 1.0 - cfg.label_smoothing + off;
   Tensor targets = Tensor::empty({B, K}, DType::f32, dev);
-  cuda::mix_targets(targets.data<float>(), labels.data<int64_t>(), B, K,
-                    static_cast<float>(off * draw.lam + off * (1.0 - draw.lam)),
-                    static_cast<float>((on - off) * draw.lam), static_cast<float>((on - off) * (1.0 - draw.lam)),
-                    stream);
+  cuda::mix_targets(
+      targets.data<float>(), labels.data<int64_t>(), B, K, static_cast<float>(off * draw.lam + off * (1.0 - draw.lam)),
+      static_cast<float>((on - off) * draw.lam), static_cast<float>((on - off) * (1.0 - draw.lam)), stream);
   return targets;
 }
 }  // namespace

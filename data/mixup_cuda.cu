@@ -27,8 +27,8 @@ __global__ void blend_kernel(float* x, int64_t batch, int64_t per_image, float l
   }
 }
 
-__global__ void swap_kernel(float* x, int64_t batch, int64_t channels, int64_t height, int64_t width, int y0,
-                            int bh, int x0, int bw) {
+__global__ void swap_kernel(float* x, int64_t batch, int64_t channels, int64_t height, int64_t width, int y0, int bh,
+                            int x0, int bw) {
   const int64_t box = static_cast<int64_t>(bh) * bw, n = batch / 2 * channels * box;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < n;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -65,12 +65,11 @@ void mixup_blend(float* images, int64_t batch, int64_t per_image, float lam, flo
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
-void cutmix_swap(float* images, int64_t batch, int64_t channels, int64_t height, int64_t width, int y0, int y1,
-                 int x0, int x1, cudaStream_t stream) {
+void cutmix_swap(float* images, int64_t batch, int64_t channels, int64_t height, int64_t width, int y0, int y1, int x0,
+                 int x1, cudaStream_t stream) {
   const int64_t n = batch / 2 * channels * (y1 - y0) * static_cast<int64_t>(x1 - x0);
   if (n <= 0) return;
-  swap_kernel<<<blocks_for(n), kThreads, 0, stream>>>(images, batch, channels, height, width, y0, y1 - y0, x0,
-                                                      x1 - x0);
+  swap_kernel<<<blocks_for(n), kThreads, 0, stream>>>(images, batch, channels, height, width, y0, y1 - y0, x0, x1 - x0);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -12,8 +12,8 @@ namespace vt::data::cuda {
 void mixup_blend(float* images, int64_t batch, int64_t per_image, float lam, float rest, cudaStream_t stream);
 
 /// CutMix: swaps the box [y0, y1) x [x0, x1) of every channel between images i and B-1-i, in place.
-void cutmix_swap(float* images, int64_t batch, int64_t channels, int64_t height, int64_t width, int y0, int y1,
-                 int x0, int x1, cudaStream_t stream);
+void cutmix_swap(float* images, int64_t batch, int64_t channels, int64_t height, int64_t width, int y0, int y1, int x0,
+                 int x1, cudaStream_t stream);
 
 /// targets[i, k] = base, + add_own where k = labels[i], + add_other where k = labels[B-1-i] (f32 [B, classes]);
 /// labels outside 0..classes-1 add nothing (the device cannot throw; the CPU version checks).

@@ -19,10 +19,11 @@ void store_erasing(const ErasingDraw& d, int64_t* row) {
 }
 
 Tensor normalize_and_erase(const Tensor& pixels, const Tensor& erasing, const Normalization& norm) {
-  VT_CHECK(pixels.dtype() == DType::u8 && pixels.dim() == 4, "[data] normalize_and_erase: pixels must be u8 [B, H, W, C], got ",
-           pixels.describe());
+  VT_CHECK(pixels.dtype() == DType::u8 && pixels.dim() == 4,
+           "[data] normalize_and_erase: pixels must be u8 [B, H, W, C], got ", pixels.describe());
   const int64_t B = pixels.size(0);
-  const int H = static_cast<int>(pixels.size(1)), W = static_cast<int>(pixels.size(2)), C = static_cast<int>(pixels.size(3));
+  const int H = static_cast<int>(pixels.size(1)), W = static_cast<int>(pixels.size(2)),
+            C = static_cast<int>(pixels.size(3));
   VT_CHECK(C == 1 || C == 3, "[data] normalize_and_erase: ", C, " channels");
   if (erasing.defined()) {
     VT_CHECK(erasing.dtype() == DType::i64 && erasing.dim() == 2 && erasing.size(0) == B &&

@@ -141,8 +141,8 @@ double pil_support(PilFilter filter) { return filter == PilFilter::bicubic ? 2.0
 cv::Mat pil_resize(const cv::Mat& src, int out_width, int out_height, PilFilter filter) {
   VT_CHECK(src.depth() == CV_8U && (src.channels() == 1 || src.channels() == 3),
            "[data] pil_resize needs an 8-bit 1- or 3-channel image");
-  VT_CHECK(out_width > 0 && out_height > 0 && !src.empty(), "[data] pil_resize: bad size ", out_width, "x",
-           out_height, " from ", src.cols, "x", src.rows);
+  VT_CHECK(out_width > 0 && out_height > 0 && !src.empty(), "[data] pil_resize: bad size ", out_width, "x", out_height,
+           " from ", src.cols, "x", src.rows);
   if (out_width == src.cols && out_height == src.rows) return src.clone();
   const bool need_h = out_width != src.cols, need_v = out_height != src.rows;
   const Coeffs cv_ = precompute(src.rows, out_height, filter);

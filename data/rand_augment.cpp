@@ -16,9 +16,15 @@ constexpr double kLevelDenom = 10.0;
 
 bool signed_op(AugOp op) {
   switch (op) {
-    case AugOp::rotate: case AugOp::shear_x: case AugOp::shear_y: case AugOp::translate_x_rel:
+    case AugOp::rotate:
+    case AugOp::shear_x:
+    case AugOp::shear_y:
+    case AugOp::translate_x_rel:
     case AugOp::translate_y_rel: return true;
-    case AugOp::color: case AugOp::contrast: case AugOp::brightness: case AugOp::sharpness: return true;
+    case AugOp::color:
+    case AugOp::contrast:
+    case AugOp::brightness:
+    case AugOp::sharpness: return true;
     default: return false;
   }
 }
@@ -148,8 +154,8 @@ cv::Mat smooth(const cv::Mat& src) {
 // An affine warp whose matrix maps output pixel centres to input ones, with the timm fill colour.
 cv::Mat warp(const cv::Mat& src, const cv::Matx23d& out_to_in, const RandAugmentConfig& cfg) {
   cv::Mat out;
-  cv::warpAffine(src, out, cv::Mat(out_to_in), src.size(), cv::INTER_CUBIC | cv::WARP_INVERSE_MAP,
-                 cv::BORDER_CONSTANT, cv::Scalar(cfg.fill[0], cfg.fill[1], cfg.fill[2]));
+  cv::warpAffine(src, out, cv::Mat(out_to_in), src.size(), cv::INTER_CUBIC | cv::WARP_INVERSE_MAP, cv::BORDER_CONSTANT,
+                 cv::Scalar(cfg.fill[0], cfg.fill[1], cfg.fill[2]));
   return out;
 }
 
@@ -193,15 +199,17 @@ double aug_op_argument(AugOp op, double m, bool negate, const RandAugmentConfig&
   const double level = m / kLevelDenom, sign = negate ? -1.0 : 1.0;
   switch (op) {
     case AugOp::rotate: return sign * level * 30.0;
-    case AugOp::shear_x: case AugOp::shear_y: return sign * level * 0.3;
-    case AugOp::translate_x_rel: case AugOp::translate_y_rel: return sign * level * cfg.translate_pct;
-    case AugOp::posterize:
-      return cfg.increasing ? 4 - static_cast<int>(level * 4) : static_cast<int>(level * 4);
-    case AugOp::solarize:
-      return cfg.increasing ? 256 - static_cast<int>(level * 256) : static_cast<int>(level * 256);
+    case AugOp::shear_x:
+    case AugOp::shear_y: return sign * level * 0.3;
+    case AugOp::translate_x_rel:
+    case AugOp::translate_y_rel: return sign * level * cfg.translate_pct;
+    case AugOp::posterize: return cfg.increasing ? 4 - static_cast<int>(level * 4) : static_cast<int>(level * 4);
+    case AugOp::solarize: return cfg.increasing ? 256 - static_cast<int>(level * 256) : static_cast<int>(level * 256);
     case AugOp::solarize_add: return static_cast<int>(level * 110);
-    case AugOp::color: case AugOp::contrast: case AugOp::brightness: case AugOp::sharpness:
-      return cfg.increasing ? 1.0 + sign * level * 0.9 : level * 1.8 + 0.1;
+    case AugOp::color:
+    case AugOp::contrast:
+    case AugOp::brightness:
+    case AugOp::sharpness: return cfg.increasing ? 1.0 + sign * level * 0.9 : level * 1.8 + 0.1;
     default: return 0.0;
   }
 }
@@ -215,16 +223,20 @@ cv::Mat apply_aug_op(const cv::Mat& rgb, AugOp op, double arg, const RandAugment
     case AugOp::invert: return apply_lut(rgb, same_lut([](int i, double) { return static_cast<uint8_t>(255 - i); }, 0));
     case AugOp::posterize:
       if (arg >= 8) return rgb.clone();
-      return apply_lut(rgb, same_lut([](int i, double bits) {
-                         const int mask = ~((1 << (8 - static_cast<int>(bits))) - 1);
-                         return static_cast<uint8_t>(i & mask);
-                       }, arg));
+      return apply_lut(rgb, same_lut(
+                                [](int i, double bits) {
+                                  const int mask = ~((1 << (8 - static_cast<int>(bits))) - 1);
+                                  return static_cast<uint8_t>(i & mask);
+                                },
+                                arg));
     case AugOp::solarize:
       return apply_lut(rgb, same_lut([](int i, double t) { return static_cast<uint8_t>(i < t ? i : 255 - i); }, arg));
     case AugOp::solarize_add:
-      return apply_lut(rgb, same_lut([](int i, double add) {
-                         return static_cast<uint8_t>(i < 128 ? std::min(255, i + static_cast<int>(add)) : i);
-                       }, arg));
+      return apply_lut(rgb, same_lut(
+                                [](int i, double add) {
+                                  return static_cast<uint8_t>(i < 128 ? std::min(255, i + static_cast<int>(add)) : i);
+                                },
+                                arg));
     case AugOp::color: {
       cv::Mat gray3;
       cv::cvtColor(luma(rgb), gray3, cv::COLOR_GRAY2RGB);

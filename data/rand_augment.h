@@ -13,8 +13,21 @@
 namespace vt::data {
 
 enum class AugOp {
-  auto_contrast, equalize, invert, rotate, posterize, solarize, solarize_add, color, contrast, brightness,
-  sharpness, shear_x, shear_y, translate_x_rel, translate_y_rel
+  auto_contrast,
+  equalize,
+  invert,
+  rotate,
+  posterize,
+  solarize,
+  solarize_add,
+  color,
+  contrast,
+  brightness,
+  sharpness,
+  shear_x,
+  shear_y,
+  translate_x_rel,
+  translate_y_rel
 };
 inline constexpr int kAugOpCount = 15;
 
@@ -22,7 +35,7 @@ inline constexpr int kAugOpCount = 15;
 struct RandAugmentConfig {
   int num_ops = 2;
   double magnitude = 9, magnitude_std = 0.5, magnitude_max = 10, prob = 0.5;
-  bool increasing = true;                  // timm's "inc1" op variants (stronger with magnitude)
+  bool increasing = true;                      // timm's "inc1" op variants (stronger with magnitude)
   std::array<uint8_t, 3> fill{124, 116, 104};  // round(255 * ImageNet mean), as timm's img_mean
   double translate_pct = 0.45;
 };

@@ -95,8 +95,8 @@ void seg_train_augment(cv::Mat& image, cv::Mat& label, const SegTrainConfig& cfg
            label.rows, " must be RGB and 8-bit single-channel of the same size");
   const double ratio = rng.uniform(cfg.ratio_min, cfg.ratio_max);
   // mmseg RandomResize truncates the ratio-scaled target scale to integers before the keep-ratio rescale.
-  const cv::Size size = rescale_size(image.size(), static_cast<int>(cfg.scale_long * ratio),
-                                     static_cast<int>(cfg.scale_short * ratio));
+  const cv::Size size =
+      rescale_size(image.size(), static_cast<int>(cfg.scale_long * ratio), static_cast<int>(cfg.scale_short * ratio));
   cv::Mat img, lab;
   cv::resize(image, img, size, 0, 0, cv::INTER_LINEAR);
   cv::resize(label, lab, size, 0, 0, cv::INTER_NEAREST);

@@ -111,7 +111,8 @@ int64_t ImageFileSource::load_pixels(int64_t index, SampleRng& rng, uint8_t* pix
   VT_CHECK(t_.train, "[data] ", describe(index), ": 8-bit pixels are the training path");
   const cv::Mat img = transformed(index, rng);
   VT_CHECK(img.type() == CV_8UC3 && img.rows == t_.size && img.cols == t_.size, "[data] ", describe(index),
-           ": transformed to ", img.cols, "x", img.rows, "x", img.channels(), ", expected ", t_.size, "x", t_.size, "x3");
+           ": transformed to ", img.cols, "x", img.rows, "x", img.channels(), ", expected ", t_.size, "x", t_.size,
+           "x3");
   cv::Mat dst(t_.size, t_.size, CV_8UC3, pixels);
   img.copyTo(dst);
   // The same draws as load(): erasing comes after every image choice in the sample's stream.
@@ -144,8 +145,7 @@ void SegmentationSource::load_with_label_map(int64_t index, SampleRng& rng, floa
   seg_to_tensors(img, label, cfg_.crop, image, label_map, norm_);
 }
 
-IdxSource::IdxSource(const IdxImages& images, const std::vector<uint8_t>& labels, double hflip, float mean,
-                     float std)
+IdxSource::IdxSource(const IdxImages& images, const std::vector<uint8_t>& labels, double hflip, float mean, float std)
     : images_(images), labels_(labels), hflip_(hflip), mean_(mean), std_(std) {
   VT_CHECK(static_cast<int64_t>(labels.size()) == images.n, "[data] ", images.n, " images but ", labels.size(),
            " labels");

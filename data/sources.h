@@ -19,12 +19,12 @@ namespace vt::data {
 struct ClassificationTransform {
   bool train = true;
   int size = 224;
-  RandomResizedCropParams crop;        // train
-  double hflip = 0.5;                  // train
-  std::string auto_augment;            // train: timm RandAugment spec, e.g. "rand-m9-mstd0.5-inc1"; "" = off
-  double color_jitter = 0.4;           // train, only when auto_augment is off (timm); 0 = off
-  RandomErasingParams erasing;         // train; probability 0 turns it off
-  double crop_pct = 0.875;             // eval: resize short side to floor(size / crop_pct), then center crop
+  RandomResizedCropParams crop;  // train
+  double hflip = 0.5;            // train
+  std::string auto_augment;      // train: timm RandAugment spec, e.g. "rand-m9-mstd0.5-inc1"; "" = off
+  double color_jitter = 0.4;     // train, only when auto_augment is off (timm); 0 = off
+  RandomErasingParams erasing;   // train; probability 0 turns it off
+  double crop_pct = 0.875;       // eval: resize short side to floor(size / crop_pct), then center crop
   PilFilter filter = PilFilter::bicubic;
   Normalization norm;
   /// Decode JPEGs at a DCT scale m/8 that still leaves the crop at least `size` pixels (train by default; off for

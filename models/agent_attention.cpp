@@ -34,7 +34,7 @@ Tensor agent_tokens(const Tensor& q, int64_t agent_num, bool patches_only) {
   VT_CHECK(p > 0, "[agent_attention] model.attention.agent_num (", agent_num, ") must be a perfect square");
   const int64_t first = patches_only ? 1 : 0;
   Tensor grid = q.slice(1, first, first + G * G).reshape({B, G, G, C}).permute({0, 3, 1, 2});  // [B, C, G, G]
-  return ops::adaptive_avg_pool2d(grid, p, p).reshape({B, C, p * p}).transpose(1, 2);       // [B, n, C]
+  return ops::adaptive_avg_pool2d(grid, p, p).reshape({B, C, p * p}).transpose(1, 2);          // [B, n, C]
 }
 
 Tensor bilinear_resize_matrix(int64_t in, int64_t out, DType dtype) {
@@ -77,8 +77,7 @@ std::pair<Tensor, Tensor> agent_bias_terms(const AgentBiases& b, int64_t G) {
   return {pos, tok};
 }
 
-Tensor agent_core(const Tensor& q, const Tensor& k, const Tensor& v, const AgentOptions& o,
-                  const AgentBiases* biases) {
+Tensor agent_core(const Tensor& q, const Tensor& k, const Tensor& v, const AgentOptions& o, const AgentBiases* biases) {
   VT_CHECK(q.dim() == 3 && k.shape() == q.shape() && v.shape() == q.shape(),
            "[agent_attention] q, k, v must be equal [B, N, C], got ", q.describe(), ", ", k.describe(), ", ",
            v.describe());
@@ -88,8 +87,8 @@ Tensor agent_core(const Tensor& q, const Tensor& k, const Tensor& v, const Agent
   VT_CHECK(!o.sequence || !biases, "[agent_attention] the agent biases need a patch grid, not 1-D pooling");
   VT_CHECK(!o.sequence || o.agent_num <= N, "[agent_attention] model.attention.agent_num (", o.agent_num,
            ") must be <= the number of tokens N = ", N, " to pool them 1-D");
-  const Tensor agents = o.sequence ? ops::mita_landmark_pool(q, 0, N, 0, o.agent_num)
-                                   : agent_tokens(q, o.agent_num, o.patches_only);
+  const Tensor agents =
+      o.sequence ? ops::mita_landmark_pool(q, 0, N, 0, o.agent_num) : agent_tokens(q, o.agent_num, o.patches_only);
   Tensor a = split_heads(agents, H);  // [B, H, n, d]
   Tensor qh = split_heads(q, H), kh = split_heads(k, H), vh = split_heads(v, H);
   Tensor agent_logits = ops::matmul(a * scale, kh.transpose(-2, -1));  // [B, H, n, N]
@@ -99,7 +98,7 @@ Tensor agent_core(const Tensor& q, const Tensor& k, const Tensor& v, const Agent
     agent_logits = agent_logits + pos;
     token_logits = token_logits + tok;
   }
-  Tensor agent_v = ops::matmul(ops::softmax(agent_logits, -1), vh);  // [B, H, n, d]
+  Tensor agent_v = ops::matmul(ops::softmax(agent_logits, -1), vh);   // [B, H, n, d]
   Tensor out = ops::matmul(ops::softmax(token_logits, -1), agent_v);  // [B, H, N, d]
   return out.transpose(1, 2).reshape({B, N, C});
 }
@@ -141,8 +140,9 @@ AgentAttention::AgentAttention(int64_t dim, const AgentOptions& o, int64_t grid,
 
 Tensor AgentAttention::forward(const Tensor& x) const {
   if (grid_ > 0)
-    VT_CHECK(x.dim() == 3 && x.size(1) == 1 + grid_ * grid_, "[agent_attention] the biases are sized for N = ",
-             1 + grid_ * grid_, " tokens (CLS + ", grid_, "x", grid_, " patches), got ", x.describe());
+    VT_CHECK(x.dim() == 3 && x.size(1) == 1 + grid_ * grid_,
+             "[agent_attention] the biases are sized for N = ", 1 + grid_ * grid_, " tokens (CLS + ", grid_, "x", grid_,
+             " patches), got ", x.describe());
   Tensor out = agent_attention(x, qkv->weight, qkv->bias, proj->weight, proj->bias, opt_, grid_ > 0 ? &bias : nullptr);
   return ops::dropout(out, proj_drop_, training());
 }

@@ -122,7 +122,8 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t di
              "or 'mita' (as the official MiTA-ViT-5 code), got '", cfg.type, "'");
     VT_CHECK(cfg.type != "mita" || (cfg.landmark_pool == "patches" && !cfg.gate),
              "[model] a ViT-5 model pools MiTA's landmarks from the patch tokens alone (registers excluded): it "
-             "needs model.attention.landmark_pool 'patches' (got '", cfg.landmark_pool, "') and no gate");
+             "needs model.attention.landmark_pool 'patches' (got '",
+             cfg.landmark_pool, "') and no gate");
   }
   if (num_tokens > 0) check_attention_shape(cfg, num_tokens, vit5.enabled ? vit5.registers : 0);
   const bool mita = cfg.is_mita();

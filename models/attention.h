@@ -20,8 +20,8 @@ using AttentionConfig = io::AttentionConfig;
 /// trunc_normal(0.02) init (DeiT's MiTA layers are swapped in afterwards and keep PyTorch's default).
 struct Vit5Attention {
   bool enabled = false;
-  int64_t grid = 0;          ///< G, the patch grid's side
-  int64_t registers = 0;     ///< register tokens after the patches (a perfect square)
+  int64_t grid = 0;       ///< G, the patch grid's side
+  int64_t registers = 0;  ///< register tokens after the patches (a perfect square)
   double register_theta = 100.0;
 };
 

@@ -65,8 +65,8 @@ const FlopsRow& FlopsReport::row(const std::string& name) const {
   return total;
 }
 
-std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int64_t tokens, int64_t dim,
-                                                int64_t heads, int64_t registers) {
+std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int64_t tokens, int64_t dim, int64_t heads,
+                                                int64_t registers) {
   const int64_t N = tokens, C = dim;
   VT_CHECK(heads > 0 && C % heads == 0, "[flops] embed_dim ", C, " is not divisible by num_heads ", heads);
   if (cfg.type == "dense") return {2 * N * N * C, 2 * N * N * C};  // q kᵀ and p v; timm 0.4.12: explicit matmuls
@@ -75,8 +75,8 @@ std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int6
     const int64_t pooled = o.landmark_pool == "sequence" ? N : N - 1 - registers;
     if (o.compress_only)  // pooling; V̂ = SDPA(R, K, V) and the shared attention, both fused
       return {pooled * C + 2 * o.m * N * C + 2 * N * o.m * C, pooled * C};
-    const int64_t routing = 2 * o.m * N * C + pooled * C;  // R Kᵀ, R Qᵀ (explicit matmuls), pooling
-    int64_t fused = 2 * N * o.s * o.k * C;                  // routed attention (FlashAttention varlen)
+    const int64_t routing = 2 * o.m * N * C + pooled * C;           // R Kᵀ, R Qᵀ (explicit matmuls), pooling
+    int64_t fused = 2 * N * o.s * o.k * C;                          // routed attention (FlashAttention varlen)
     if (!o.route_only) fused += 2 * o.m * N * C + 2 * N * o.m * C;  // V̂ = SDPA(R, K, V); shared attention
     return {routing + fused, routing};
   }
@@ -131,8 +131,8 @@ FlopsReport count_flops(const VisionTransformer& model) {
 
   // ---- parameters, from the tensors ----
   rep.rows = {{"patch_embed"}, {"cls_token, pos_embed"}, {"blocks"}, {"norm"}, {"head"}};
-  for (const char* name : {"norm1", "attn.qkv", "attn.core", "attn.proj", "attn.dwc", "attn.gate", "norm2",
-                           "mlp.fc1", "mlp.fc2", "layer_scale"})
+  for (const char* name : {"norm1", "attn.qkv", "attn.core", "attn.proj", "attn.dwc", "attn.gate", "norm2", "mlp.fc1",
+                           "mlp.fc2", "layer_scale"})
     rep.block_rows.push_back({name});
   const auto& block0 = *model.blocks.front();
   for (const auto& [name, t] : block0.named_parameters()) {

@@ -58,8 +58,8 @@ FlopsReport count_flops(const Segmenter& model);
 /// width C with `heads` heads: {all-matmul MACs, fvcore-style MACs}. For MiTA (C = H·d): RKᵀ m·N·C, RQᵀ m·N·C,
 /// V̂ 2·m·N·C, shared 2·N·m·C, routed 2·N·s·k·C, landmark pooling L·C (spec §2.7).
 /// `registers` (ViT-5) are tokens after the patches that the MiTA landmarks do not pool.
-std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int64_t tokens, int64_t dim,
-                                                int64_t heads, int64_t registers = 0);
+std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int64_t tokens, int64_t dim, int64_t heads,
+                                                int64_t registers = 0);
 
 /// `n` with an SI suffix and two decimals as fvcore/timm print it: 4.43G, 22.05M, 768.00K, 12.
 std::string si_count(int64_t n);

@@ -36,7 +36,7 @@ Tensor focused_linear_attention(const Tensor& x, const Tensor& qkv_w, const Tens
   Tensor v = qkv.slice(2, 2, 3).squeeze(2);
   auto heads_of = [&](const Tensor& t) { return t.reshape({B, N, heads, d}).transpose(1, 2); };  // [B, H, N, d]
   Tensor fq = heads_of(q), fk = heads_of(k), vh = heads_of(v);
-  Tensor kv = ops::matmul(fk.transpose(-2, -1), vh);                                     // [B, H, d, d]
+  Tensor kv = ops::matmul(fk.transpose(-2, -1), vh);                                      // [B, H, d, d]
   Tensor denom = ops::matmul(fq, ops::sum(fk, {2}, true).transpose(-2, -1)) + kDenomEps;  // [B, H, N, 1]
   Tensor out = (ops::matmul(fq, kv) / denom).transpose(1, 2).reshape({B, N, C});
   return nn::autocast_linear(out, proj_w, proj_b);
@@ -58,8 +58,8 @@ FocusedLinearAttention::FocusedLinearAttention(int64_t dim, int64_t heads, int64
 }
 
 Tensor FocusedLinearAttention::forward(const Tensor& x) const {
-  Tensor out = focused_linear_attention(x, qkv->weight, qkv->bias, scale, positional_encoding, proj->weight,
-                                        proj->bias, heads_);
+  Tensor out =
+      focused_linear_attention(x, qkv->weight, qkv->bias, scale, positional_encoding, proj->weight, proj->bias, heads_);
   return ops::dropout(out, proj_drop_, training());
 }
 

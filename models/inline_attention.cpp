@@ -52,12 +52,12 @@ Tensor inline_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_
   const int64_t d = C / heads;
   const double sigma = 1.0 / std::sqrt(static_cast<double>(d));
   Tensor qkv = nn::autocast_linear(x, qkv_w, qkv_b).reshape({B, N, 3, C});
-  Tensor v = qkv.slice(2, 2, 3).squeeze(2);  // [B, N, C]
+  Tensor v = qkv.slice(2, 2, 3).squeeze(2);                                                      // [B, N, C]
   auto heads_of = [&](const Tensor& t) { return t.reshape({B, N, heads, d}).transpose(1, 2); };  // [B, H, N, d]
   Tensor qh = heads_of(qkv.slice(2, 0, 1).squeeze(2)), kh = heads_of(qkv.slice(2, 1, 2).squeeze(2)), vh = heads_of(v);
   Tensor kv = ops::matmul(kh.transpose(-2, -1), vh) * (sigma / static_cast<double>(N));  // [B, H, d, d]
-  Tensor k_mean = ops::mean(kh, {2}, true), v_mean = ops::mean(vh, {2}, true);          // [B, H, 1, d]
-  Tensor rest = ops::sub(1.0, ops::matmul(qh, k_mean.transpose(-2, -1)) * sigma);              // [B, H, N, 1]
+  Tensor k_mean = ops::mean(kh, {2}, true), v_mean = ops::mean(vh, {2}, true);           // [B, H, 1, d]
+  Tensor rest = ops::sub(1.0, ops::matmul(qh, k_mean.transpose(-2, -1)) * sigma);        // [B, H, N, 1]
   Tensor out = (ops::matmul(qh, kv) + rest * v_mean).transpose(1, 2).reshape({B, N, C});
 
   // The local residual: per image and channel a 3×3 kernel from the token mean of x, run over V's patch grid.
@@ -83,8 +83,8 @@ InLineAttention::InLineAttention(int64_t dim, int64_t heads, double proj_drop, G
 }
 
 Tensor InLineAttention::forward(const Tensor& x) const {
-  Tensor out = inline_attention(x, qkv->weight, qkv->bias, res0_weight, res0_bias, res2_weight, res2_bias,
-                                proj->weight, proj->bias, heads_);
+  Tensor out = inline_attention(x, qkv->weight, qkv->bias, res0_weight, res0_bias, res2_weight, res2_bias, proj->weight,
+                                proj->bias, heads_);
   return ops::dropout(out, proj_drop_, training());
 }
 

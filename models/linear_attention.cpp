@@ -30,12 +30,11 @@ struct NormWeight : nn::Module {
 
 }  // namespace
 
-
 Tensor linear_attention_core(const Tensor& fq, const Tensor& fk, const Tensor& v) {
   const Tensor q = at_least_f32(fq), k = at_least_f32(fk), vf = at_least_f32(v);
-  Tensor kv = ops::matmul(k.transpose(-2, -1), vf);                                // [B, H, d, d]
-  Tensor k_sum = ops::sum(k, {2}, true);                                            // [B, H, 1, d]
-  Tensor denom = ops::matmul(q, k_sum.transpose(-2, -1)) + kDenomEps;              // [B, H, N, 1]
+  Tensor kv = ops::matmul(k.transpose(-2, -1), vf);                    // [B, H, d, d]
+  Tensor k_sum = ops::sum(k, {2}, true);                               // [B, H, 1, d]
+  Tensor denom = ops::matmul(q, k_sum.transpose(-2, -1)) + kDenomEps;  // [B, H, N, 1]
   return ops::matmul(q, kv) / denom;
 }
 
@@ -69,8 +68,8 @@ LinearAttention::LinearAttention(int64_t dim, int64_t heads, double proj_drop, G
 }
 
 Tensor LinearAttention::forward(const Tensor& x) const {
-  Tensor out = linear_attention(x, qkv->weight, qkv->bias, q_norm_weight, k_norm_weight,
-                                proj ? proj->weight : Tensor(), proj ? proj->bias : Tensor(), heads_);
+  Tensor out = linear_attention(x, qkv->weight, qkv->bias, q_norm_weight, k_norm_weight, proj ? proj->weight : Tensor(),
+                                proj ? proj->bias : Tensor(), heads_);
   return proj ? ops::dropout(out, proj_drop_, training()) : out;
 }
 

@@ -23,7 +23,6 @@ Tensor linear_attention_core(const Tensor& fq, const Tensor& fk, const Tensor& v
 Tensor linear_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b, const Tensor& q_norm_w,
                         const Tensor& k_norm_w, const Tensor& proj_w, const Tensor& proj_b, int64_t heads);
 
-
 class LinearAttention : public Attention {
  public:
   LinearAttention(int64_t dim, int64_t heads, double proj_drop, Generator& gen);

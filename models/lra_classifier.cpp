@@ -19,8 +19,10 @@ LraHead::LraHead(int64_t in, int64_t hidden, int64_t classes, Generator& gen) {
 Tensor LraHead::forward(const Tensor& x) const { return fc2->forward(ops::relu(fc1->forward(x))); }
 
 LraClassifier::LraClassifier(const LraConfig& cfg) : cfg_(cfg) {
-  VT_CHECK(cfg.vocab_size >= 2, "[model] LRA classifier: the vocabulary needs padding and at least one token, got "
-           "vocab_size ", cfg.vocab_size);
+  VT_CHECK(cfg.vocab_size >= 2,
+           "[model] LRA classifier: the vocabulary needs padding and at least one token, got "
+           "vocab_size ",
+           cfg.vocab_size);
   VT_CHECK(cfg.max_length >= 2, "[model] LRA classifier: data.max_length must be >= 2, got ", cfg.max_length);
   VT_CHECK(cfg.num_classes >= 2, "[model] LRA classifier: num_classes must be >= 2, got ", cfg.num_classes);
   VT_CHECK(cfg.head_hidden >= 1, "[model] LRA classifier: head_hidden must be >= 1, got ", cfg.head_hidden);
@@ -45,8 +47,8 @@ LraClassifier::LraClassifier(const LraConfig& cfg) : cfg_(cfg) {
     if (auto b = params.find(name.substr(0, name.size() - 7) + ".bias"); b != params.end())
       nn::init::default_uniform(b->second, t.size(1), gen);
   }
-  head = register_module("head", std::make_shared<LraHead>(cfg.dual ? 4 * D : D, cfg.head_hidden,
-                                                           cfg.num_classes, gen));
+  head =
+      register_module("head", std::make_shared<LraHead>(cfg.dual ? 4 * D : D, cfg.head_hidden, cfg.num_classes, gen));
 }
 
 Tensor masked_mean(const Tensor& h, const Tensor& tokens) {
@@ -56,9 +58,9 @@ Tensor masked_mean(const Tensor& h, const Tensor& tokens) {
   // Ids are integers >= 0, so min(id, 1) = 1 - relu(1 - id) is 1 for a token and 0 for padding.
   const Tensor ids = tokens.to(h.dtype()).reshape({h.size(0), h.size(1), 1});
   const Tensor mask = ops::sub(1.0, ops::relu(ops::sub(1.0, ids)));
-  const Tensor count = ops::sum(mask, {1});                  // [B, 1]
-  const Tensor denom = ops::relu(count - 1.0) + 1.0;         // max(count, 1)
-  return ops::sum(h * mask, {1}) / denom;                    // [B, D]
+  const Tensor count = ops::sum(mask, {1});           // [B, 1]
+  const Tensor denom = ops::relu(count - 1.0) + 1.0;  // max(count, 1)
+  return ops::sum(h * mask, {1}) / denom;             // [B, D]
 }
 
 Tensor dual_features(const Tensor& u, const Tensor& v) {
@@ -68,8 +70,10 @@ Tensor dual_features(const Tensor& u, const Tensor& v) {
 }
 
 Tensor LraClassifier::features(const Tensor& tokens) const {
-  VT_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::i64, "[model] LRA classifier: expected i64 token ids "
-           "[B, N], got ", tokens.describe());
+  VT_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::i64,
+           "[model] LRA classifier: expected i64 token ids "
+           "[B, N], got ",
+           tokens.describe());
   const int64_t B = tokens.size(0), N = tokens.size(1), D = cfg_.encoder.dim;
   VT_CHECK(N >= 1 && N <= cfg_.max_length, "[model] LRA classifier: ", N, " tokens, the position embedding has ",
            cfg_.max_length, " (data.max_length)");
@@ -87,8 +91,10 @@ Tensor LraClassifier::features(const Tensor& tokens) const {
 
 Tensor LraClassifier::forward(const Tensor& tokens) const {
   if (!cfg_.dual) return head->forward(features(tokens));
-  VT_CHECK(tokens.dim() == 3 && tokens.size(1) == 2, "[model] LRA dual classifier: expected token ids [B, 2, N], "
-           "got ", tokens.describe());
+  VT_CHECK(tokens.dim() == 3 && tokens.size(1) == 2,
+           "[model] LRA dual classifier: expected token ids [B, 2, N], "
+           "got ",
+           tokens.describe());
   const int64_t B = tokens.size(0), N = tokens.size(2);
   // Both documents in one pass of the shared encoder: rows 0..B-1 are the first documents, B..2B-1 the second.
   const Tensor both = ops::concat({tokens.slice(1, 0, 1).reshape({B, N}), tokens.slice(1, 1, 2).reshape({B, N})}, 0);

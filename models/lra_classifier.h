@@ -15,13 +15,13 @@
 namespace vt::models {
 
 struct LraConfig {
-  SequenceConfig encoder;       ///< dim, depth, heads, mlp_ratio, layer_norm_eps, drop_rate, attention, seed
-  int64_t vocab_size = 0;       ///< token ids are < vocab_size (0 = padding included)
-  int64_t max_length = 0;       ///< rows of the position embedding: the longest N the model takes
+  SequenceConfig encoder;  ///< dim, depth, heads, mlp_ratio, layer_norm_eps, drop_rate, attention, seed
+  int64_t vocab_size = 0;  ///< token ids are < vocab_size (0 = padding included)
+  int64_t max_length = 0;  ///< rows of the position embedding: the longest N the model takes
   int64_t num_classes = 0;
-  int64_t head_hidden = 0;      ///< the head's hidden width (Nystromformer: transformer_hidden_dim, the MLP's)
+  int64_t head_hidden = 0;       ///< the head's hidden width (Nystromformer: transformer_hidden_dim, the MLP's)
   std::string pooling = "mean";  ///< mean (over the non-padding tokens) | cls
-  bool dual = false;            ///< Retrieval: a pair of documents per example
+  bool dual = false;             ///< Retrieval: a pair of documents per example
 };
 
 /// Linear(in, hidden) → ReLU → Linear(hidden, classes) (Nystromformer's SCHead / SCHeadDual mlpblock).

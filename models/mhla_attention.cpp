@@ -12,8 +12,8 @@ namespace vt::models {
 
 namespace {
 
-constexpr int64_t kBlock = 4;        // tokens per block side (the official piece size)
-constexpr double kNormEps = 1e-5;    // nn.LayerNorm's default
+constexpr int64_t kBlock = 4;      // tokens per block side (the official piece size)
+constexpr double kNormEps = 1e-5;  // nn.LayerNorm's default
 constexpr double kKernelEps = 1e-6;
 
 // The grid side G of N = G² tokens when G is a multiple of kBlock with at least two blocks a side, else 0.
@@ -99,8 +99,8 @@ MhlaAttention::MhlaAttention(int64_t dim, int64_t heads, int64_t tokens, double 
   norm = register_module("norm", std::make_shared<nn::LayerNorm>(dim, kNormEps));
   qkv = register_module("qkv", std::make_shared<nn::Linear>(dim, 3 * dim, true, gen));
   init_linear_pytorch_default(*qkv, gen);
-  piece_weight = register_module("piece_attn", std::make_shared<PieceAttn>(mhla_block_mixing_init(G, DType::f32)))
-                     ->conv->weight;
+  piece_weight =
+      register_module("piece_attn", std::make_shared<PieceAttn>(mhla_block_mixing_init(G, DType::f32)))->conv->weight;
   proj = register_module("proj", std::make_shared<nn::Linear>(dim, dim, true, gen));
   init_linear_pytorch_default(*proj, gen);
 }

@@ -23,8 +23,8 @@ void check_strings(const MitaOptions& o) {
                o.landmark_pool == "random",
            "[mita] model.attention.landmark_pool must be 'shifted', 'patches', 'sequence' or 'random', got '",
            o.landmark_pool, "'");
-  VT_CHECK(o.impl == "fused" || o.impl == "reference", "[mita] model.attention.impl must be 'fused' or 'reference', got '",
-           o.impl, "'");
+  VT_CHECK(o.impl == "fused" || o.impl == "reference",
+           "[mita] model.attention.impl must be 'fused' or 'reference', got '", o.impl, "'");
   VT_CHECK(o.shared_scale == "official" || o.shared_scale == "paper",
            "[mita] model.attention.shared_scale must be 'official' or 'paper', got '", o.shared_scale, "'");
 }
@@ -206,8 +206,8 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
   for (const Tensor* t : {&q, &k, &v, &landmarks})
     VT_CHECK(t->defined() && t->dim() == 3, "[mita] q, k, v and landmarks must be [B, ?, C], got ",
              t->defined() ? t->describe() : std::string("an undefined tensor"));
-  VT_CHECK(q.shape() == k.shape() && q.shape() == v.shape(), "[mita] q ", q.describe(), ", k ", k.describe(),
-           " and v ", v.describe(), " must have the same shape");
+  VT_CHECK(q.shape() == k.shape() && q.shape() == v.shape(), "[mita] q ", q.describe(), ", k ", k.describe(), " and v ",
+           v.describe(), " must have the same shape");
   if (o.compress_only) return compress_only_core(q, k, v, landmarks, o);
   const int64_t d_head = o.heads >= 1 && q.size(2) % o.heads == 0 ? q.size(2) / o.heads : 0;
   if (!debug && d_head > 0 && q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == landmarks.dtype() &&
@@ -223,8 +223,8 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
   // The reference composite runs bf16 activations (autocast on the GPU) in f32.
   if (q.dtype() == DType::bf16 && k.dtype() == DType::bf16 && v.dtype() == DType::bf16 &&
       landmarks.dtype() == DType::bf16)
-    return mita_core_with_landmarks(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32),
-                                    landmarks.to(DType::f32), o, debug);
+    return mita_core_with_landmarks(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32), landmarks.to(DType::f32), o,
+                                    debug);
   VT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == landmarks.dtype() &&
                (q.dtype() == DType::f32 || q.dtype() == DType::f64),
            "[mita] q, k, v and landmarks must all be f32 or all f64, got ", q.describe(), ", ", k.describe(), ", ",
@@ -233,8 +233,8 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
   VT_CHECK(H >= 1 && C % H == 0, "[mita] width ", C, " is not divisible by num_heads ", H);
   VT_CHECK(landmarks.size(0) == B && landmarks.size(1) == o.m && landmarks.size(2) == C, "[mita] landmarks ",
            landmarks.describe(), " should be [", B, ", ", o.m, ", ", C, "] (model.attention.m = ", o.m, ")");
-  VT_CHECK(o.k >= 1 && o.k <= N, "[mita] model.attention.k = ", o.k, " keys per expert must be in [1, N] with N = ",
-           N, " tokens");
+  VT_CHECK(o.k >= 1 && o.k <= N, "[mita] model.attention.k = ", o.k, " keys per expert must be in [1, N] with N = ", N,
+           " tokens");
   VT_CHECK(o.s >= 1 && o.s <= o.m, "[mita] model.attention.s = ", o.s,
            " experts per query must be in [1, m] with model.attention.m = ", o.m);
   const int64_t d = C / H, m = o.m, kk = o.k, s = o.s, P = s * kk;
@@ -249,9 +249,9 @@ Tensor mita_core_with_landmarks(const Tensor& q, const Tensor& k, const Tensor& 
   {
     NoGradGuard no_grad;
     Tensor Rd = R.detach();
-    key_scores = ops::matmul(Rd, K.detach().transpose(-2, -1));   // [B, H, m, N]
-    gate_scores = ops::matmul(Rd, Q.detach().transpose(-2, -1));  // [B, H, m, N]
-    expert_keys = ops::topk(key_scores, kk, -1).second.contiguous();  // [B, H, m, k]
+    key_scores = ops::matmul(Rd, K.detach().transpose(-2, -1));                    // [B, H, m, N]
+    gate_scores = ops::matmul(Rd, Q.detach().transpose(-2, -1));                   // [B, H, m, N]
+    expert_keys = ops::topk(key_scores, kk, -1).second.contiguous();               // [B, H, m, k]
     if (s == 1) experts = ops::argmax(gate_scores, 2).unsqueeze(-1).contiguous();  // first index on ties
     else experts = ops::topk(gate_scores, s, 2).second.permute({0, 1, 3, 2}).contiguous();
   }

@@ -21,13 +21,13 @@ namespace vt::models {
 
 struct MitaOptions {
   int64_t heads = 1;
-  int64_t m = 25;            // landmarks (experts)
-  int64_t k = 25;            // keys per expert (already resolved: no 0 default here)
-  int64_t s = 1;             // experts per query; the joint softmax covers m + s·k slots (no dedup, spec §2.6)
-  bool route_only = false;   // no shared branch: softmax over the s·k routed logits alone
+  int64_t m = 25;              // landmarks (experts)
+  int64_t k = 25;              // keys per expert (already resolved: no 0 default here)
+  int64_t s = 1;               // experts per query; the joint softmax covers m + s·k slots (no dedup, spec §2.6)
+  bool route_only = false;     // no shared branch: softmax over the s·k routed logits alone
   bool compress_only = false;  // no routed branch: softmax over the m shared logits alone (Appendix A)
   std::string landmark_pool = "shifted";  // shifted | patches | sequence | random
-  int64_t registers = 0;     // tokens after the patches (ViT-5's registers): never pooled; "patches" only
+  int64_t registers = 0;                  // tokens after the patches (ViT-5's registers): never pooled; "patches" only
   std::string shared_scale = "official";  // official: 1/d on shared logits | paper: 1/√d
   // fused: ops::mita_route + ops::mita_attention (s = 1; otherwise, and with a MitaDebug, the reference runs);
   // reference: the op-by-op composite below, the oracle.
@@ -37,13 +37,13 @@ struct MitaOptions {
 
 /// Optional side outputs (all detached, for tests and debugging). Shapes with H heads, d = C/H, P = s·k.
 struct MitaDebug {
-  Tensor landmarks;      // [B, m, C]     pooled full-width queries R0
-  Tensor key_scores;     // [B, H, m, N]  S = R Kᵀ (unscaled), the expert-construction scores
-  Tensor gate_scores;    // [B, H, m, N]  R Qᵀ (unscaled), the routing scores
-  Tensor expert_keys;    // [B, H, m, k]  i64: I_j, the top-k key indices of expert j (descending score)
-  Tensor experts;        // [B, H, N, s]  i64: the experts each query is routed to (s = 1: argmax, first on ties)
-  Tensor routed_keys;    // [B, H, N, P]  i64: the key index behind each routed slot
-  Tensor weights;        // [B, H, N, m + P] joint softmax weights ([B, H, N, P] when route_only)
+  Tensor landmarks;    // [B, m, C]     pooled full-width queries R0
+  Tensor key_scores;   // [B, H, m, N]  S = R Kᵀ (unscaled), the expert-construction scores
+  Tensor gate_scores;  // [B, H, m, N]  R Qᵀ (unscaled), the routing scores
+  Tensor expert_keys;  // [B, H, m, k]  i64: I_j, the top-k key indices of expert j (descending score)
+  Tensor experts;      // [B, H, N, s]  i64: the experts each query is routed to (s = 1: argmax, first on ties)
+  Tensor routed_keys;  // [B, H, N, P]  i64: the key index behind each routed slot
+  Tensor weights;      // [B, H, N, m + P] joint softmax weights ([B, H, N, P] when route_only)
 };
 
 /// Test and analysis hook: while one is alive, the fused MiTA calls on this thread append their routing (moved
@@ -65,8 +65,7 @@ class MitaRoutingTap {
 /// m landmarks: the one place the rule above is decided and checked; throws naming model.attention.m /
 /// landmark_pool when it is impossible. With `registers` (landmark_pool "patches" only) the last ones are left out:
 /// tokens 1..N-1-registers are pooled.
-ops::MitaLandmarkLayout landmark_layout(int64_t N, int64_t m, const std::string& landmark_pool,
-                                        int64_t registers = 0);
+ops::MitaLandmarkLayout landmark_layout(int64_t N, int64_t m, const std::string& landmark_pool, int64_t registers = 0);
 
 /// R0 [B, m, C]: adaptive average pooling of the full-width queries q [B, N, C] (see the rule above).
 Tensor mita_landmarks(const Tensor& q, const MitaOptions& o);

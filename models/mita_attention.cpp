@@ -51,16 +51,18 @@ MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads, int64_t regi
                o.landmark_pool == "random",
            "[model] model.attention.landmark_pool must be 'shifted', 'patches', 'sequence' or 'random', got '",
            o.landmark_pool, "'");
-  VT_CHECK(o.impl == "fused" || o.impl == "reference", "[model] model.attention.impl must be 'fused' or 'reference', got '",
-           o.impl, "'");
+  VT_CHECK(o.impl == "fused" || o.impl == "reference",
+           "[model] model.attention.impl must be 'fused' or 'reference', got '", o.impl, "'");
   VT_CHECK(o.shared_scale == "official" || o.shared_scale == "paper",
            "[model] model.attention.shared_scale must be 'official' or 'paper', got '", o.shared_scale, "'");
   return o;
 }
 
-MitaAttention::MitaAttention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double proj_drop,
-                             Generator& gen, const Vit5Attention& vit5)
-    : opt_(mita_options(cfg, heads, vit5.enabled ? vit5.registers : 0)), dim_(dim), gate_(cfg.gate),
+MitaAttention::MitaAttention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double proj_drop, Generator& gen,
+                             const Vit5Attention& vit5)
+    : opt_(mita_options(cfg, heads, vit5.enabled ? vit5.registers : 0)),
+      dim_(dim),
+      gate_(cfg.gate),
       proj_drop_(proj_drop) {
   VT_CHECK(heads > 0 && dim % heads == 0, "[model] embed_dim ", dim, " is not divisible by num_heads ", heads);
   if (gate_) qkvg = register_module("qkvg", std::make_shared<nn::Linear>(dim, 4 * dim, true, gen));
@@ -111,8 +113,8 @@ Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
   return ops::dropout(proj->forward(out), proj_drop_, training());
 }
 
-std::shared_ptr<Attention> make_mita_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads,
-                                               double proj_drop, Generator& gen, const Vit5Attention& vit5) {
+std::shared_ptr<Attention> make_mita_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double proj_drop,
+                                               Generator& gen, const Vit5Attention& vit5) {
   return std::make_shared<MitaAttention>(cfg, dim, heads, proj_drop, gen, vit5);
 }
 

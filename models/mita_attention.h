@@ -51,7 +51,7 @@ class MitaAttention : public Attention {
 MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads, int64_t registers = 0);
 
 /// For make_attention: cfg.type must be a MiTA kind (AttentionConfig::is_mita).
-std::shared_ptr<Attention> make_mita_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads,
-                                               double proj_drop, Generator& gen, const Vit5Attention& vit5 = {});
+std::shared_ptr<Attention> make_mita_attention(const AttentionConfig& cfg, int64_t dim, int64_t heads, double proj_drop,
+                                               Generator& gen, const Vit5Attention& vit5 = {});
 
 }  // namespace vt::models

@@ -9,7 +9,7 @@ namespace vt::models {
 
 namespace {
 
-constexpr double kAlpha = 4.0;      // p = 1 + alpha·sigmoid(power)
+constexpr double kAlpha = 4.0;  // p = 1 + alpha·sigmoid(power)
 constexpr double kDenomEps = 1e-6;
 // t^p for t ≥ 0 as exp(p·log(t + kPowFloor)): the floor keeps log finite at t = 0, where torch's pow gives 0 and a
 // zero gradient; ours gives kPowFloor^p (p ≥ 1: at most 1e-30) and a gradient that vanishes the same way.
@@ -27,10 +27,10 @@ Tensor pola_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b,
   VT_CHECK(heads > 0 && C % heads == 0, "[pola_attention] C = ", C, " is not divisible by ", heads, " heads");
   const int64_t d = C / heads;
   VT_CHECK(d % 2 == 0, "[pola_attention] the head width ", d, " must be even (v is split into two halves)");
-  VT_CHECK(pos.shape() == Shape({1, N, C}), "[pola_attention] positional_encoding ", pos.describe(),
-           " does not fit ", N, " tokens of width ", C, " (it is sized by the token count the model was built for)");
+  VT_CHECK(pos.shape() == Shape({1, N, C}), "[pola_attention] positional_encoding ", pos.describe(), " does not fit ",
+           N, " tokens of width ", C, " (it is sized by the token count the model was built for)");
   Tensor qkv = nn::autocast_linear(x, qkv_w, qkv_b).reshape({B, N, 3, C});
-  Tensor s = ops::log(ops::exp(scale) + 1.0);  // softplus
+  Tensor s = ops::log(ops::exp(scale) + 1.0);                                                    // softplus
   auto heads_of = [&](const Tensor& t) { return t.reshape({B, N, heads, d}).transpose(1, 2); };  // [B, H, N, d]
   Tensor q = heads_of(qkv.slice(2, 0, 1).squeeze(2) / s);
   Tensor k = heads_of((qkv.slice(2, 1, 2).squeeze(2) + pos) / s);
@@ -38,7 +38,7 @@ Tensor pola_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b,
   Tensor p = ops::sigmoid(power) * kAlpha + 1.0;  // [1, H, 1, d]
   Tensor q_pos = pow_nonneg(ops::relu(q), p), q_neg = pow_nonneg(ops::relu(-q), p);
   Tensor kk = ops::concat({pow_nonneg(ops::relu(k), p), pow_nonneg(ops::relu(-k), p)}, 3);  // [B, H, N, 2d]
-  Tensor k_mean_t = ops::mean(kk, {2}, true).transpose(-2, -1);                              // [B, H, 2d, 1]
+  Tensor k_mean_t = ops::mean(kk, {2}, true).transpose(-2, -1);                             // [B, H, 2d, 1]
   Tensor kk_t = kk.transpose(-2, -1) * (1.0 / static_cast<double>(N));
   auto half = [&](const Tensor& qq, const Tensor& vv) {
     return ops::matmul(qq, ops::matmul(kk_t, vv)) / (ops::matmul(qq, k_mean_t) + kDenomEps);
@@ -52,8 +52,7 @@ Tensor pola_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b,
 PolaAttention::PolaAttention(int64_t dim, int64_t heads, int64_t tokens, double proj_drop, Generator& gen)
     : heads_(heads), proj_drop_(proj_drop) {
   VT_CHECK(heads > 0 && dim % heads == 0, "[model] embed_dim ", dim, " is not divisible by num_heads ", heads);
-  VT_CHECK((dim / heads) % 2 == 0, "[model] model.attention.type 'pola' needs an even head width, got ",
-           dim / heads);
+  VT_CHECK((dim / heads) % 2 == 0, "[model] model.attention.type 'pola' needs an even head width, got ", dim / heads);
   VT_CHECK(tokens >= 1, "[model] model.attention.type 'pola' needs the token count: its positional encoding is ",
            "sized by it");
   // In the official state_dict's order: its own tensors (power, scale, positional_encoding), then qkv and proj.
@@ -67,8 +66,8 @@ PolaAttention::PolaAttention(int64_t dim, int64_t heads, int64_t tokens, double 
 }
 
 Tensor PolaAttention::forward(const Tensor& x) const {
-  Tensor out = pola_attention(x, qkv->weight, qkv->bias, power, scale, positional_encoding, proj->weight, proj->bias,
-                              heads_);
+  Tensor out =
+      pola_attention(x, qkv->weight, qkv->bias, power, scale, positional_encoding, proj->weight, proj->bias, heads_);
   return ops::dropout(out, proj_drop_, training());
 }
 

@@ -17,8 +17,8 @@ void grid_angles(int64_t side, double theta, int64_t half, std::vector<double>& 
   const int64_t pairs = half / 2;
   std::vector<float> freq(pairs);
   for (int64_t j = 0; j < pairs; ++j)
-    freq[j] = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(static_cast<float>(2 * j) /
-                                                                           static_cast<float>(half))));
+    freq[j] = static_cast<float>(
+        1.0 / std::pow(theta, static_cast<double>(static_cast<float>(2 * j) / static_cast<float>(half))));
   for (int64_t row = 0; row < side; ++row)
     for (int64_t col = 0; col < side; ++col)
       for (int64_t axis : {row, col}) {

@@ -46,8 +46,10 @@ Segmenter::Segmenter(const SegmenterConfig& cfg) : cfg_(cfg) {
 
 Tensor Segmenter::forward_masks(const Tensor& images) const {
   const ViTConfig& b = cfg_.backbone;
-  VT_CHECK(images.dim() == 4 && images.size(2) == b.img_size && images.size(3) == b.img_size, "[segmenter] images "
-           "must be [B, C, ", b.img_size, ", ", b.img_size, "] (the crop size), got ", to_string(images.shape()));
+  VT_CHECK(images.dim() == 4 && images.size(2) == b.img_size && images.size(3) == b.img_size,
+           "[segmenter] images "
+           "must be [B, C, ",
+           b.img_size, ", ", b.img_size, "] (the crop size), got ", to_string(images.shape()));
   const Tensor tokens = encoder->forward_features(images);  // [B, 1 + G², D] after the final norm
   const int64_t G = b.img_size / b.patch_size;
   return decoder->forward(tokens.slice(1, 1, tokens.size(1)), G, G);  // CLS removed

@@ -40,8 +40,10 @@ SequenceConfig figure5_config(const std::string& kind, int64_t N, const std::str
 }
 
 SequenceTransformer::SequenceTransformer(const SequenceConfig& cfg) : cfg_(cfg) {
-  VT_CHECK(cfg.dim > 0 && cfg.depth > 0 && cfg.heads > 0, "[model] sequence model: dim, depth and heads must be "
-           "positive, got ", cfg.dim, ", ", cfg.depth, ", ", cfg.heads);
+  VT_CHECK(cfg.dim > 0 && cfg.depth > 0 && cfg.heads > 0,
+           "[model] sequence model: dim, depth and heads must be "
+           "positive, got ",
+           cfg.dim, ", ", cfg.depth, ", ", cfg.heads);
   ViTConfig block_cfg;  // patch_size 0: no patch grid, so the blocks accept any N
   block_cfg.patch_size = 0;
   block_cfg.embed_dim = cfg.dim, block_cfg.num_heads = cfg.heads;
@@ -72,8 +74,6 @@ SequenceClassifier::SequenceClassifier(const SequenceConfig& cfg, int64_t num_cl
   head = register_module("head", std::make_shared<nn::Linear>(cfg.dim, num_classes, true, gen));
 }
 
-Tensor SequenceClassifier::forward(const Tensor& x) const {
-  return head->forward(ops::mean(encoder->forward(x), {1}));
-}
+Tensor SequenceClassifier::forward(const Tensor& x) const { return head->forward(ops::mean(encoder->forward(x), {1})); }
 
 }  // namespace vt::models

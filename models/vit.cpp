@@ -58,10 +58,11 @@ Block::Block(const ViTConfig& cfg, double drop_path, Generator& gen) : drop_path
   vit5.enabled = cfg.vit5;
   vit5.grid = cfg.token_grid();
   vit5.registers = cfg.num_registers;
-  attn = register_module("attn", make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen,
-                                                cfg.num_tokens(), vit5));
+  attn = register_module("attn",
+                         make_attention(cfg.attention, D, cfg.num_heads, cfg.drop_rate, gen, cfg.num_tokens(), vit5));
   norm2 = register_module("norm2", make_norm(cfg));
-  mlp = register_module("mlp", std::make_shared<nn::Mlp>(D, static_cast<int64_t>(D * cfg.mlp_ratio), cfg.drop_rate, gen));
+  mlp =
+      register_module("mlp", std::make_shared<nn::Mlp>(D, static_cast<int64_t>(D * cfg.mlp_ratio), cfg.drop_rate, gen));
   if (cfg.vit5) {  // models_vit5.py's Block: init_values 1e-4
     gamma_1 = register_parameter("gamma_1", Tensor::full({D}, 1e-4));
     gamma_2 = register_parameter("gamma_2", Tensor::full({D}, 1e-4));
@@ -83,8 +84,10 @@ std::pair<Tensor, Tensor> Block::forward_normed(const Tensor& x, const Tensor& n
 VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
   VT_CHECK(cfg.embed_dim > 0 && cfg.depth > 0 && cfg.num_heads > 0 && cfg.num_classes >= 0,
            "[model] embed_dim, depth and num_heads must be positive and num_classes not negative");
-  VT_CHECK(!cfg.distilled || cfg.attention.type == "dense", "[model] a distilled DeiT (dist_token) needs dense "
-           "attention; model.attention.type is '", cfg.attention.type, "'");
+  VT_CHECK(!cfg.distilled || cfg.attention.type == "dense",
+           "[model] a distilled DeiT (dist_token) needs dense "
+           "attention; model.attention.type is '",
+           cfg.attention.type, "'");
   VT_CHECK(!cfg.vit5 || !cfg.distilled, "[model] a ViT-5 model has no distillation token");
   VT_CHECK(cfg.num_registers == 0 || cfg.vit5, "[model] register tokens belong to the ViT-5 models");
   Generator gen(cfg.seed);
@@ -92,8 +95,8 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
   // The image itself must cut into whole patches (MHLA then pads whole patches around it).
   VT_CHECK(cfg.patch_size > 0 && cfg.img_size % cfg.patch_size == 0, "[model] img_size ", cfg.img_size,
            " is not a multiple of patch_size ", cfg.patch_size);
-  patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(padded_size(cfg), cfg.patch_size,
-                                                                                   cfg.in_chans, D, gen));
+  patch_embed = register_module(
+      "patch_embed", std::make_shared<nn::PatchEmbed>(padded_size(cfg), cfg.patch_size, cfg.in_chans, D, gen));
   if (!block_layout(cfg)) cls_token = register_parameter("cls_token", Tensor::empty({1, 1, D}));
   // ViT-5 adds pos_embed to the patches alone (CLS and registers take their place from the rotary embedding).
   const int64_t positioned = (cfg.vit5 ? 0 : cfg.num_prefix_tokens()) + patch_embed->num_patches();
@@ -114,7 +117,7 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg) : cfg_(cfg) {
   auto list = register_module("blocks", std::make_shared<BlockList>());
   for (int64_t i = 0; i < cfg.depth; ++i) {
     // Stochastic depth rises linearly from 0 to drop_path_rate over the blocks (timm); ViT-5 uses the rate in all.
-    double dpr = cfg.vit5       ? cfg.drop_path_rate
+    double dpr = cfg.vit5        ? cfg.drop_path_rate
                  : cfg.depth > 1 ? cfg.drop_path_rate * static_cast<double>(i) / static_cast<double>(cfg.depth - 1)
                                  : 0.0;
     blocks.push_back(std::make_shared<Block>(cfg, dpr, gen));
@@ -163,7 +166,8 @@ Tensor VisionTransformer::forward(const Tensor& images) const {
     Tensor dist = x.slice(1, 1, 2).squeeze(1);
     if (!head) return (cls + dist) * 0.5;  // timm's pre-logits of the distilled model
     return (head->forward(ops::dropout(cls, cfg_.drop_rate, training())) +
-            head_dist->forward(ops::dropout(dist, cfg_.drop_rate, training()))) * 0.5;
+            head_dist->forward(ops::dropout(dist, cfg_.drop_rate, training()))) *
+           0.5;
   }
   if (!head) return cls;  // pre-logits features [B, D]
   return head->forward(ops::dropout(cls, cfg_.drop_rate, training()));

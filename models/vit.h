@@ -63,8 +63,8 @@ class VisionTransformer : public nn::Module {
   const ViTConfig& config() const { return cfg_; }
 
   Tensor cls_token, pos_embed;  ///< cls_token undefined with MHLA attention (no CLS token)
-  Tensor dist_token;  ///< undefined unless distilled
-  Tensor reg_token;   ///< ViT-5's registers [1, R, D]; undefined without
+  Tensor dist_token;            ///< undefined unless distilled
+  Tensor reg_token;             ///< ViT-5's registers [1, R, D]; undefined without
   std::shared_ptr<nn::PatchEmbed> patch_embed;
   std::vector<std::shared_ptr<Block>> blocks;
   std::shared_ptr<nn::Norm> norm;

@@ -61,11 +61,14 @@ double images_per_second(const std::vector<data::LabeledFile>& files, const data
   o.threads = threads;
   o.prefetch_batches = 2 * threads + 2;
   o.pixels = pixels;
-  data::Loader loader(src, [n, images](int64_t epoch) {
-    std::vector<int64_t> idx;
-    for (int64_t i = 0; i < images; ++i) idx.push_back((i + epoch) % n);
-    return idx;
-  }, o);
+  data::Loader loader(
+      src,
+      [n, images](int64_t epoch) {
+        std::vector<int64_t> idx;
+        for (int64_t i = 0; i < images; ++i) idx.push_back((i + epoch) % n);
+        return idx;
+      },
+      o);
   loader.start_epoch(0);  // warm-up epoch: page cache, thread-local decoders
   data::Batch b;
   while (loader.next(b)) {
@@ -86,8 +89,8 @@ double images_per_second(const std::vector<data::LabeledFile>& files, const data
 int main(int argc, char** argv) {
   std::string folder;
   bool train_only = false;  // one thread, the Pillow script's steps only (tools/bench_data_compare.sh)
-  std::string write_dir;     // --write: only write the synthetic JPEGs there
-  bool deit_only = false;    // --deit-only: one thread, the DeiT transform only (for a profiler)
+  std::string write_dir;    // --write: only write the synthetic JPEGs there
+  bool deit_only = false;   // --deit-only: one thread, the DeiT transform only (for a profiler)
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -123,10 +126,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (deit_only) {
-      std::printf("DeiT (+RandAugment)    1 thread: %7.1f img/cpu-s, pixels out (normalize + erase on the device) "
-                  "%7.1f img/cpu-s\n",
-                  images_per_second(files, data::deit_train_transform(224), 1, 4 * images),
-                  images_per_second(files, data::deit_train_transform(224), 1, 4 * images, true));
+      std::printf(
+          "DeiT (+RandAugment)    1 thread: %7.1f img/cpu-s, pixels out (normalize + erase on the device) "
+          "%7.1f img/cpu-s\n",
+          images_per_second(files, data::deit_train_transform(224), 1, 4 * images),
+          images_per_second(files, data::deit_train_transform(224), 1, 4 * images, true));
       if (!tmp.empty()) fs::remove_all(tmp);
       return 0;
     }
@@ -147,11 +151,12 @@ int main(int argc, char** argv) {
     no_crop.crop_decode = old.crop_decode = false;
     no_dct.dct_downscale = old.dct_downscale = false;
     exact.exact_train_resize = old.exact_train_resize = true;
-    std::printf("RRC+flip+erase, 1 thread, img/cpu-s: all on %.1f | whole-image decode %.1f | no DCT scaling %.1f | "
-                "Pillow-exact resize %.1f | all off %.1f\n",
-                images_per_second(files, base, 1, images), images_per_second(files, no_crop, 1, images),
-                images_per_second(files, no_dct, 1, images), images_per_second(files, exact, 1, images),
-                images_per_second(files, old, 1, images));
+    std::printf(
+        "RRC+flip+erase, 1 thread, img/cpu-s: all on %.1f | whole-image decode %.1f | no DCT scaling %.1f | "
+        "Pillow-exact resize %.1f | all off %.1f\n",
+        images_per_second(files, base, 1, images), images_per_second(files, no_crop, 1, images),
+        images_per_second(files, no_dct, 1, images), images_per_second(files, exact, 1, images),
+        images_per_second(files, old, 1, images));
     if (!tmp.empty()) fs::remove_all(tmp);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

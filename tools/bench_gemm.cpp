@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
 
   size_t max_elems = 0;
   for (const auto& s : shapes)
-    max_elems = std::max({max_elems, size_t(s.batch * s.M * s.K), size_t(s.batch * s.K * s.N),
-                          size_t(s.batch * s.M * s.N)});
+    max_elems =
+        std::max({max_elems, size_t(s.batch * s.M * s.K), size_t(s.batch * s.K * s.N), size_t(s.batch * s.M * s.N)});
   // Random values (zeros run unrealistically fast): one host buffer, uploaded to A, B and C.
   std::vector<uint16_t> host_bf16;
   std::vector<float> host_f32;

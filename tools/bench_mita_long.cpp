@@ -97,8 +97,8 @@ class Report {
       std::snprintf(buf, sizeof buf, "%s%.6g", runs.empty() ? "" : ";", v);
       runs += buf;
     }
-    csv_ << "vitrain," << r.mode << ',' << r.kind << ',' << r.shape << ',' << nums << ',' << csv_safe(r.error)
-         << ",," << runs << '\n';
+    csv_ << "vitrain," << r.mode << ',' << r.kind << ',' << r.shape << ',' << nums << ',' << csv_safe(r.error) << ",,"
+         << runs << '\n';
     csv_.flush();
   }
 
@@ -151,7 +151,11 @@ void time_calls(const Options& o, Device dev, const std::function<void()>& fn, R
     }
 #endif
     if (!dev.is_cuda())
-      total_ms = host_ms([&] { for (int64_t i = 0; i < r.iters; ++i) fn(); }, dev);
+      total_ms = host_ms(
+          [&] {
+            for (int64_t i = 0; i < r.iters; ++i) fn();
+          },
+          dev);
     r.runs_ms.push_back(total_ms / static_cast<double>(r.iters));
   }
   r.ms_per_batch = median(r.runs_ms);
@@ -274,12 +278,14 @@ int main(int argc, char** argv) {
   app.add_option("--batch-dense", o.batch_dense, "batch per N for dense (last value repeats)")->delimiter(',');
   app.add_option("--batch-mita", o.batch_mita, "batch per N for MiTA (last value repeats)")->delimiter(',');
   app.add_option("--iters", o.iters, "most timed calls per measurement")->capture_default_str();
-  app.add_option("--warmup", o.warmup, "untimed calls first (fewer when one is slower than --target-s; "
+  app.add_option("--warmup", o.warmup,
+                 "untimed calls first (fewer when one is slower than --target-s; "
                  "one slower than 4x --target-s is the measurement)")
       ->capture_default_str();
   app.add_option("--target-s", o.target_s, "seconds of timed calls to aim for per measurement")->capture_default_str();
   app.add_option("--repeats", o.repeats, "timed windows per measurement (the figure is their median)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--impl", o.impl, "MiTA implementation: fused | reference")->capture_default_str();
   app.add_flag("--deterministic", o.deterministic, "MiTA backward without float atomics");
   app.add_option("--csv", o.csv, "write the rows to this CSV file");

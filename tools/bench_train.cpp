@@ -59,8 +59,10 @@ int main(int argc, char** argv) {
     }
   }
   const double total = fwd + bwd + upd;
-  std::printf("model %s (%s) batch %d threads %d: %.1f img/s (per step: forward %.1f ms, backward %.1f ms, optimizer %.1f ms)\n",
-              model_name.c_str(), attention.type.c_str(), batch, omp_get_max_threads(), batch * steps / total, 1e3 * fwd / steps,
-              1e3 * bwd / steps, 1e3 * upd / steps);
+  std::printf(
+      "model %s (%s) batch %d threads %d: %.1f img/s (per step: forward %.1f ms, backward %.1f ms, optimizer %.1f "
+      "ms)\n",
+      model_name.c_str(), attention.type.c_str(), batch, omp_get_max_threads(), batch * steps / total,
+      1e3 * fwd / steps, 1e3 * bwd / steps, 1e3 * upd / steps);
   return 0;
 }

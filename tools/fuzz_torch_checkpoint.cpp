@@ -39,7 +39,7 @@ void check_records(const uint8_t* data, size_t size) {
       std::vector<unsigned char> out;
       for (const auto& r : records.tensors) {
         if (r.storage.data() < bytes.data() || r.storage.data() + r.storage.size() > bytes.data() + size)
-          __builtin_trap();  // a storage outside the input
+          __builtin_trap();                          // a storage outside the input
         if (r.numel > (int64_t{1} << 20)) continue;  // valid but large (a repeated storage): skip the copy
         // Copy every element the reader would copy: one outside its storage is an ASan report.
         out.assign(static_cast<size_t>(r.numel) * vt::dtype_size(vt::io::torch_read_dtype(r.dtype)), 0);
@@ -61,8 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #else
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE...  (replays fuzzer inputs through the PyTorch checkpoint reader)\n",
-                 argv[0]);
+    std::fprintf(stderr, "usage: %s FILE...  (replays fuzzer inputs through the PyTorch checkpoint reader)\n", argv[0]);
     return 2;
   }
   for (int i = 1; i < argc; ++i) {

@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
   try {
     const auto rows = read_rows(in, label, value, error);
     const auto fig = vt::figures::draw_dots(rows, title, x_title, reference, out);
-    for (const auto& p : vt::figures::save_figure(*fig, out)) std::printf("wrote %s (%zu rows)\n", p.c_str(), rows.size());
+    for (const auto& p : vt::figures::save_figure(*fig, out))
+      std::printf("wrote %s (%zu rows)\n", p.c_str(), rows.size());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "plot_dots: %s\n", e.what());
     return 1;

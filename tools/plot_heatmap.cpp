@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
     };
     std::vector<Cell> cells;
     for (const auto& row : vt::tools::read_csv_columns(in, {row_col, col_col, value_col}, "plot_heatmap"))
-      cells.push_back({index_of(spec.row_labels, row[0]), index_of(spec.col_labels, row[1]),
-                       vt::tools::csv_number(row[2])});
+      cells.push_back(
+          {index_of(spec.row_labels, row[0]), index_of(spec.col_labels, row[1]), vt::tools::csv_number(row[2])});
     std::vector<std::vector<double>> values(spec.row_labels.size(),
                                             std::vector<double>(spec.col_labels.size(), std::nan("")));
     for (const Cell& c : cells) values[c.r][c.c] = c.v;

@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
     std::vector<std::vector<double>> counts;
     std::set<int64_t> heads;
     int64_t grid = 0;
-    for (const auto& row : vt::tools::read_csv_columns(in, {"layer", "head", "token", "row", "count"},
-                                                       "plot_selection_map")) {
+    for (const auto& row :
+         vt::tools::read_csv_columns(in, {"layer", "head", "token", "row", "count"}, "plot_selection_map")) {
       const auto layer = static_cast<size_t>(vt::tools::csv_number(row[0]));
       const auto token = static_cast<size_t>(vt::tools::csv_number(row[2]));
       VT_CHECK(layer >= 1, "[plot_selection_map] ", in, ": layer numbers start at 1");
@@ -40,9 +40,8 @@ int main(int argc, char** argv) {
     for (auto& layer : counts)
       for (double& c : layer) c /= static_cast<double>(heads.size());
     const int64_t head = heads.size() == 1 ? *heads.begin() : -1;
-    vt::figures::draw_selection_map(counts, grid,
-                                    vt::figures::selection_heads_label(head, static_cast<int64_t>(heads.size())),
-                                    experts, out);
+    vt::figures::draw_selection_map(
+        counts, grid, vt::figures::selection_heads_label(head, static_cast<int64_t>(heads.size())), experts, out);
     std::printf("wrote %s (%zu layers, %lld x %lld tokens)\n", out.c_str(), counts.size(), static_cast<long long>(grid),
                 static_cast<long long>(grid));
   } catch (const std::exception& e) {

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   try {
     const auto series = read_series(in, series_col, x_col, y_col);
     const auto fig = vt::figures::draw_chart(series, spec, out);
-    for (const auto& p : vt::figures::save_figure(*fig, out)) std::printf("wrote %s (%zu series)\n", p.c_str(), series.size());
+    for (const auto& p : vt::figures::save_figure(*fig, out))
+      std::printf("wrote %s (%zu series)\n", p.c_str(), series.size());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "plot_xy: %s\n", e.what());
     return 1;

@@ -20,10 +20,8 @@ constexpr std::array<const char*, 4> kOperators = {"[MIN", "[MAX", "[MED", "[SM"
 int32_t apply_operator(int op, std::vector<int32_t>& args) {
   if (args.empty()) return 0;  // drawing stopped early: the tree is thrown away
   switch (op) {
-    case 0:
-      return *std::min_element(args.begin(), args.end());
-    case 1:
-      return *std::max_element(args.begin(), args.end());
+    case 0: return *std::min_element(args.begin(), args.end());
+    case 1: return *std::max_element(args.begin(), args.end());
     case 2: {  // numpy's median (the mean of the middle two for an even count), then int() rounds down
       std::sort(args.begin(), args.end());
       const size_t n = args.size();

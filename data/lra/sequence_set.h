@@ -17,9 +17,9 @@ struct SequenceExample {
 struct SequenceSet {
   std::string task;  ///< "listops", "text", "retrieval", "image" or "pathfinder"
   std::vector<SequenceExample> examples;
-  int64_t vocab_size = 0;   ///< tokens are < vocab_size (0 = padding included)
+  int64_t vocab_size = 0;  ///< tokens are < vocab_size (0 = padding included)
   int64_t num_classes = 0;
-  int64_t max_length = 0;   ///< sequences are truncated to it; the model pads to it
+  int64_t max_length = 0;  ///< sequences are truncated to it; the model pads to it
   bool pairs() const { return task == "retrieval"; }
 };
 

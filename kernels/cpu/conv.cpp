@@ -118,23 +118,23 @@ void dw_backward_impl(T* dx, T* dw, T* db, const T* g, const T* x, const T* w, i
 
 void im2col_patch(DType dtype, void* cols, const void* x, int64_t B, int64_t C, int64_t Gh, int64_t Gw, int64_t p) {
   VT_DISPATCH_FLOAT(dtype, "conv2d_patch", [&] {
-    patch_copy(static_cast<scalar_t*>(cols), const_cast<scalar_t*>(static_cast<const scalar_t*>(x)), B, C, Gh, Gw,
-               p, true);
+    patch_copy(static_cast<scalar_t*>(cols), const_cast<scalar_t*>(static_cast<const scalar_t*>(x)), B, C, Gh, Gw, p,
+               true);
   });
 }
 
 void col2im_patch(DType dtype, void* dx, const void* cols, int64_t B, int64_t C, int64_t Gh, int64_t Gw, int64_t p) {
   VT_DISPATCH_FLOAT(dtype, "conv2d_patch", [&] {
-    patch_copy(const_cast<scalar_t*>(static_cast<const scalar_t*>(cols)), static_cast<scalar_t*>(dx), B, C, Gh, Gw,
-               p, false);
+    patch_copy(const_cast<scalar_t*>(static_cast<const scalar_t*>(cols)), static_cast<scalar_t*>(dx), B, C, Gh, Gw, p,
+               false);
   });
 }
 
 void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
                           int64_t C, int64_t H, int64_t W) {
   VT_DISPATCH_FLOAT(dtype, "depthwise_conv3x3", [&] {
-    dw_forward_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x),
-                    static_cast<const scalar_t*>(weight), static_cast<const scalar_t*>(bias), B, C, H, W);
+    dw_forward_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x), static_cast<const scalar_t*>(weight),
+                    static_cast<const scalar_t*>(bias), B, C, H, W);
   });
 }
 

@@ -16,8 +16,8 @@ D convert(S v) {
 }
 }  // namespace
 
-void copy_strided(void* dst, DType dst_dtype, const std::vector<int64_t>& dst_strides, const void* src,
-                  DType src_dtype, const std::vector<int64_t>& src_strides, const std::vector<int64_t>& shape) {
+void copy_strided(void* dst, DType dst_dtype, const std::vector<int64_t>& dst_strides, const void* src, DType src_dtype,
+                  const std::vector<int64_t>& src_strides, const std::vector<int64_t>& shape) {
   auto layout = coalesce<2>(shape, {dst_strides, src_strides});
   VT_DISPATCH_ALL(dst_dtype, "copy", [&] {
     using D = scalar_t;

@@ -7,8 +7,8 @@
 
 namespace vt::kernels::cpu {
 
-void copy_strided(void* dst, DType dst_dtype, const std::vector<int64_t>& dst_strides, const void* src,
-                  DType src_dtype, const std::vector<int64_t>& src_strides, const std::vector<int64_t>& shape);
+void copy_strided(void* dst, DType dst_dtype, const std::vector<int64_t>& dst_strides, const void* src, DType src_dtype,
+                  const std::vector<int64_t>& src_strides, const std::vector<int64_t>& shape);
 
 void fill(void* dst, DType dtype, int64_t n, double value);
 

@@ -96,8 +96,8 @@ void index_add_rows(DType dtype, void* out, const void* src, const int64_t* idx,
   });
 }
 
-void gather_strided(DType dtype, void* out, const void* x, const std::vector<int64_t>& x_strides,
-                    const int64_t* index, const std::vector<int64_t>& shape, int64_t dim) {
+void gather_strided(DType dtype, void* out, const void* x, const std::vector<int64_t>& x_strides, const int64_t* index,
+                    const std::vector<int64_t>& shape, int64_t dim) {
   if (vt::numel(shape) == 0) return;
   VT_DISPATCH_ALL(dtype, "gather", [&] {
     gather_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x), x_strides, index, shape, dim);

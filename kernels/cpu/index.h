@@ -18,8 +18,8 @@ void index_add_rows(DType dtype, void* out, const void* src, const int64_t* idx,
 /// Over every position i of `shape` (the index's shape), row-major:
 ///   out[i] = x[i with coordinate `dim` replaced by index[i]].
 /// x is described by its strides; out and index are contiguous with `shape`. Any dtype.
-void gather_strided(DType dtype, void* out, const void* x, const std::vector<int64_t>& x_strides,
-                    const int64_t* index, const std::vector<int64_t>& shape, int64_t dim);
+void gather_strided(DType dtype, void* out, const void* x, const std::vector<int64_t>& x_strides, const int64_t* index,
+                    const std::vector<int64_t>& shape, int64_t dim);
 /// Over every position i of `shape`: out[i with coordinate `dim` replaced by index[i]] += src[i].
 /// out and src are described by their strides; index is contiguous with `shape`. f32/f64.
 void scatter_add_strided(DType dtype, void* out, const std::vector<int64_t>& out_strides, const void* src,

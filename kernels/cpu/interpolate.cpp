@@ -74,15 +74,13 @@ void backward_impl(T* dx, const T* dout, const BilinearShape& s) {
 }  // namespace
 
 void bilinear_forward(DType dtype, void* out, const void* x, const BilinearShape& s) {
-  VT_DISPATCH_FLOAT(dtype, "interpolate_bilinear", [&] {
-    forward_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x), s);
-  });
+  VT_DISPATCH_FLOAT(dtype, "interpolate_bilinear",
+                    [&] { forward_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x), s); });
 }
 
 void bilinear_backward(DType dtype, void* dx, const void* dout, const BilinearShape& s) {
-  VT_DISPATCH_FLOAT(dtype, "interpolate_bilinear_backward", [&] {
-    backward_impl(static_cast<scalar_t*>(dx), static_cast<const scalar_t*>(dout), s);
-  });
+  VT_DISPATCH_FLOAT(dtype, "interpolate_bilinear_backward",
+                    [&] { backward_impl(static_cast<scalar_t*>(dx), static_cast<const scalar_t*>(dout), s); });
 }
 
 }  // namespace vt::kernels::cpu

@@ -80,15 +80,13 @@ void backward_impl(T* dx, const T* dout, const LandmarkPoolShape& s) {
 }  // namespace
 
 void landmark_pool_forward(DType dtype, void* out, const void* x, const LandmarkPoolShape& s) {
-  VT_DISPATCH_FLOAT(dtype, "mita_landmark_pool", [&] {
-    forward_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x), s);
-  });
+  VT_DISPATCH_FLOAT(dtype, "mita_landmark_pool",
+                    [&] { forward_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x), s); });
 }
 
 void landmark_pool_backward(DType dtype, void* dx, const void* dout, const LandmarkPoolShape& s) {
-  VT_DISPATCH_FLOAT(dtype, "mita_landmark_pool", [&] {
-    backward_impl(static_cast<scalar_t*>(dx), static_cast<const scalar_t*>(dout), s);
-  });
+  VT_DISPATCH_FLOAT(dtype, "mita_landmark_pool",
+                    [&] { backward_impl(static_cast<scalar_t*>(dx), static_cast<const scalar_t*>(dout), s); });
 }
 
 }  // namespace vt::kernels::cpu

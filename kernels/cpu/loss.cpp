@@ -43,8 +43,7 @@ double ce_forward(T* lse, const T* x, const int64_t* target, int64_t B, int64_t 
 }
 
 template <typename T>
-void ce_backward(T* dx, const T* x, const T* lse, const int64_t* target, int64_t B, int64_t C, double s,
-                 double scale) {
+void ce_backward(T* dx, const T* x, const T* lse, const int64_t* target, int64_t B, int64_t C, double s, double scale) {
   const T off = static_cast<T>(s / static_cast<double>(C) * scale);
   const T on = static_cast<T>((1.0 - s) * scale);
   const T sc = static_cast<T>(scale);

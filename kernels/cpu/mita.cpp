@@ -44,9 +44,8 @@ void route(const AttentionView& q, const AttentionView& k, const AttentionView& 
       for (int64_t n = 0; n < N; ++n) score[n] = dot(rj, row_of<T>(k, b, h, n), d);
       std::iota(idx.begin(), idx.end(), 0);
       // The k largest, ties to the lower index; then the set in ascending key order.
-      std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(), [&](int32_t a, int32_t c) {
-        return score[a] > score[c] || (score[a] == score[c] && a < c);
-      });
+      std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(),
+                        [&](int32_t a, int32_t c) { return score[a] > score[c] || (score[a] == score[c] && a < c); });
       std::sort(idx.begin(), idx.begin() + kk);
       std::copy(idx.begin(), idx.begin() + kk, expert_keys + (bh * m + j) * kk);
     }

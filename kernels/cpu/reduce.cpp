@@ -50,15 +50,13 @@ void max_rows_impl(T* v, int64_t* indices, const T* x, int64_t outer, int64_t R)
 }  // namespace
 
 void sum_rows(DType dtype, void* out, const void* in, int64_t outer, int64_t R) {
-  VT_DISPATCH_FLOAT(dtype, "sum", [&] {
-    sum_rows_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(in), outer, R);
-  });
+  VT_DISPATCH_FLOAT(dtype, "sum",
+                    [&] { sum_rows_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(in), outer, R); });
 }
 
 void sum_leading(DType dtype, void* out, const void* in, int64_t R, int64_t inner) {
-  VT_DISPATCH_FLOAT(dtype, "sum", [&] {
-    sum_leading_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(in), R, inner);
-  });
+  VT_DISPATCH_FLOAT(dtype, "sum",
+                    [&] { sum_leading_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(in), R, inner); });
 }
 
 void max_rows(DType dtype, void* values, int64_t* indices, const void* in, int64_t outer, int64_t R) {

@@ -17,8 +17,6 @@ namespace vt::kernels::cpu {
 
 namespace {
 
-
-
 template <typename T>
 void softmax_rows(T* y, const T* x, int64_t rows, int64_t R, bool log) {
 #pragma omp parallel for if (rows * R > 16384) schedule(static)

@@ -50,7 +50,9 @@ template <>
 struct Vec<float> {
   static constexpr int n = 4;
   using type = float4;
-  __device__ static void add(float* acc, const float4& v) { acc[0] += v.x, acc[1] += v.y, acc[2] += v.z, acc[3] += v.w; }
+  __device__ static void add(float* acc, const float4& v) {
+    acc[0] += v.x, acc[1] += v.y, acc[2] += v.z, acc[3] += v.w;
+  }
 };
 template <>
 struct Vec<__nv_bfloat16> {
@@ -68,7 +70,8 @@ struct Vec<__nv_bfloat16> {
 
 // partial[slice][m] = Σ over the slice's rows k of in[k·ld + m]; M % Vec::n == 0 and 16-byte aligned rows.
 template <typename In>
-__global__ void column_partials_kernel(float* partial, const In* in, int64_t M, int64_t K, int64_t ld, int64_t rows_per_slice) {
+__global__ void column_partials_kernel(float* partial, const In* in, int64_t M, int64_t K, int64_t ld,
+                                       int64_t rows_per_slice) {
   constexpr int V = Vec<In>::n;
   __shared__ float lanes[kRowLanes][kLanesX * V];
   const int64_t m0 = (int64_t(blockIdx.x) * kLanesX + threadIdx.x) * V;
@@ -125,9 +128,9 @@ bool launch_sliced(void* out, const void* in, int64_t M, int64_t K, int64_t ld, 
   const int64_t rows_per_slice = (K + slices - 1) / slices;
   const int used = static_cast<int>((K + rows_per_slice - 1) / rows_per_slice);
   auto* partial = static_cast<float*>(BlasContext::get(device).workspace(s));  // stream-ordered after any GEMM
-  column_partials_kernel<In><<<dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>(used)),
-                               dim3(kLanesX, kRowLanes), 0, s>>>(partial, static_cast<const In*>(in), M, K, ld,
-                                                                 rows_per_slice);
+  column_partials_kernel<In>
+      <<<dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>(used)), dim3(kLanesX, kRowLanes), 0, s>>>(
+          partial, static_cast<const In*>(in), M, K, ld, rows_per_slice);
   VT_CUDA_CHECK(cudaGetLastError());
   sum_partials_kernel<Out><<<static_cast<unsigned>((M + kTile - 1) / kTile), dim3(kTile, kTile), 0, s>>>(
       static_cast<Out*>(out), partial, M, used);
@@ -139,8 +142,8 @@ template <typename In, typename Out>
 void launch(void* out, const void* in, int64_t M, int64_t K, int64_t stride_m, int64_t stride_k, cudaStream_t s) {
   if (stride_m == 1 && launch_sliced<In, Out>(out, in, M, K, stride_k, s)) return;
   const dim3 block(kTile, kTile), grid(static_cast<unsigned>((M + kTile - 1) / kTile));
-  sum_rows_kernel<In, Out><<<grid, block, 0, s>>>(static_cast<Out*>(out), static_cast<const In*>(in), M, K, stride_m,
-                                                  stride_k);
+  sum_rows_kernel<In, Out>
+      <<<grid, block, 0, s>>>(static_cast<Out*>(out), static_cast<const In*>(in), M, K, stride_m, stride_k);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 

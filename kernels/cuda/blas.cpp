@@ -53,7 +53,8 @@ struct MatmulDesc {
   ~MatmulDesc() { cublasLtMatmulDescDestroy(desc); }
   MatmulDesc(const MatmulDesc&) = delete;
   MatmulDesc& operator=(const MatmulDesc&) = delete;
-  template <typename T> void set(cublasLtMatmulDescAttributes_t attr, const T& value) {
+  template <typename T>
+  void set(cublasLtMatmulDescAttributes_t attr, const T& value) {
     VT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(T)));
   }
 };
@@ -61,12 +62,14 @@ struct MatmulDesc {
 struct Layout {
   cublasLtMatrixLayout_t desc = nullptr;
   Layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
-    VT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&desc, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
+    VT_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(&desc, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
     if (batch > 1) {
       const int32_t count = static_cast<int32_t>(batch);
-      VT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(desc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
-      VT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(desc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                       sizeof(stride)));
+      VT_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(desc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      VT_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(desc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
     }
   }
   ~Layout() { cublasLtMatrixLayoutDestroy(desc); }
@@ -80,7 +83,8 @@ struct Preference {
   ~Preference() { cublasLtMatmulPreferenceDestroy(desc); }
   Preference(const Preference&) = delete;
   Preference& operator=(const Preference&) = delete;
-  template <typename T> void set(cublasLtMatmulPreferenceAttributes_t attr, const T& value) {
+  template <typename T>
+  void set(cublasLtMatmulPreferenceAttributes_t attr, const T& value) {
     VT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(desc, attr, &value, sizeof(T)));
   }
 };
@@ -140,8 +144,8 @@ bool eligible(const cublasLtMatmulHeuristicResult_t& result, DType out_dtype) {
   if (result.state != CUBLAS_STATUS_SUCCESS || result.workspaceSize > BlasContext::kWorkspaceBytes) return false;
   uint32_t scheme = 0;
   size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
-                                           sizeof(scheme), &written) != CUBLAS_STATUS_SUCCESS)
+  if (cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof(scheme),
+                                           &written) != CUBLAS_STATUS_SUCCESS)
     return false;
   if (scheme == CUBLASLT_REDUCTION_SCHEME_NONE || scheme == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) return true;
   return out_dtype == DType::f32 &&
@@ -199,8 +203,8 @@ void validate(const GemmLtArgs& g) {
   VT_CHECK(g.out_dtype == DType::f32 || (g.in_dtype == DType::bf16 && g.out_dtype == DType::bf16),
            "[gemm_lt] unsupported dtypes: ", dtype_name(g.in_dtype), " inputs with ", dtype_name(g.out_dtype),
            " output (f32->f32, bf16->f32, bf16->bf16)");
-  VT_CHECK(g.M >= 0 && g.N >= 0 && g.K >= 0 && g.batch >= 0, "[gemm_lt] negative size: batch=", g.batch,
-           " M=", g.M, " N=", g.N, " K=", g.K);
+  VT_CHECK(g.M >= 0 && g.N >= 0 && g.K >= 0 && g.batch >= 0, "[gemm_lt] negative size: batch=", g.batch, " M=", g.M,
+           " N=", g.N, " K=", g.K);
   VT_CHECK(g.batch <= std::numeric_limits<int32_t>::max(), "[gemm_lt] batch ", g.batch, " exceeds int32");
   const int64_t a_cols = g.A.trans ? g.M : g.K, b_cols = g.B.trans ? g.K : g.N;
   VT_CHECK(g.A.ld >= std::max<int64_t>(1, a_cols), "[gemm_lt] lda=", g.A.ld, " < ", a_cols, " (A ",
@@ -246,17 +250,26 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
   const uint32_t al_c = alignment(g.C, g.stride_c, g.batch, out_sz);
   const uint32_t al_bias = bias_ptr ? alignment(bias_ptr, 0, 1, out_sz) : 256;
 
-  const Key key = {device,        static_cast<int64_t>(g.in_dtype), static_cast<int64_t>(g.out_dtype),
-                   g.A.trans,     g.B.trans,
-                   g.M,           g.N,
-                   g.K,           g.A.ld,
-                   g.B.ld,        g.ldc,
-                   g.batch,       g.batch > 1 ? g.A.stride : 0,
+  const Key key = {device,
+                   static_cast<int64_t>(g.in_dtype),
+                   static_cast<int64_t>(g.out_dtype),
+                   g.A.trans,
+                   g.B.trans,
+                   g.M,
+                   g.N,
+                   g.K,
+                   g.A.ld,
+                   g.B.ld,
+                   g.ldc,
+                   g.batch,
+                   g.batch > 1 ? g.A.stride : 0,
                    g.batch > 1 ? g.B.stride : 0,
                    g.batch > 1 ? g.stride_c : 0,
                    static_cast<int64_t>(g.epilogue),
-                   al_a,          al_b,
-                   al_c,          al_bias,
+                   al_a,
+                   al_b,
+                   al_c,
+                   al_bias,
                    g.beta != 0.0f};
 
   void* const workspace = ctx.workspace(g.stream);
@@ -333,7 +346,8 @@ bool run(const GemmLtArgs& g, int device, BlasContext& ctx) {
 
 void gemm_lt(const GemmLtArgs& args) {
   validate(args);
-  const bool bias_grad = args.epilogue == GemmEpilogue::bias_grad_a || args.epilogue == GemmEpilogue::bias_grad_a_cublaslt;
+  const bool bias_grad =
+      args.epilogue == GemmEpilogue::bias_grad_a || args.epilogue == GemmEpilogue::bias_grad_a_cublaslt;
   if (bias_grad && args.N == 0 && args.M > 0 && args.K > 0 && args.batch > 0) {
     const int64_t stride_m = args.A.trans ? 1 : args.A.ld, stride_k = args.A.trans ? args.A.ld : 1;
     return sum_rows_strided(args.bias_grad, args.out_dtype, args.A.data, args.in_dtype, args.M, args.K, stride_m,

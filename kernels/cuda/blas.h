@@ -42,10 +42,10 @@
 namespace vt::kernels::cuda {
 
 enum class GemmEpilogue : uint8_t {
-  none,            // D = alpha·AB + beta·C (also the dgrad/wgrad case)
-  bias,            // D = alpha·AB + beta·C + bias
-  bias_gelu_tanh,  // D = gelu_tanh(alpha·AB + beta·C + bias)
-  bias_grad_a,     // D = alpha·AB + beta·C, and bias_grad [M] = Σ_k op(A)[m, k] (batch 1, alpha 1)
+  none,                  // D = alpha·AB + beta·C (also the dgrad/wgrad case)
+  bias,                  // D = alpha·AB + beta·C + bias
+  bias_gelu_tanh,        // D = gelu_tanh(alpha·AB + beta·C + bias)
+  bias_grad_a,           // D = alpha·AB + beta·C, and bias_grad [M] = Σ_k op(A)[m, k] (batch 1, alpha 1)
   bias_grad_a_cublaslt,  // the same by cuBLASLt's BGRADB epilogue
 };
 

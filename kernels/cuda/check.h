@@ -9,11 +9,11 @@
 #include "core/error.h"
 
 // VT_GPU_STATUS_CHECK("lib", expr, status type, success value, status -> const char*)
-#define VT_GPU_STATUS_CHECK(lib, expr, status_t, ok, decode)                                      \
-  do {                                                                                            \
-    status_t vt_status_ = (expr);                                                                 \
+#define VT_GPU_STATUS_CHECK(lib, expr, status_t, ok, decode)                                        \
+  do {                                                                                              \
+    status_t vt_status_ = (expr);                                                                   \
     VT_CHECK(vt_status_ == (ok), "[" lib "] ", #expr, " failed: ", decode(vt_status_), " (status ", \
-             static_cast<int>(vt_status_), ")");                                                  \
+             static_cast<int>(vt_status_), ")");                                                    \
   } while (0)
 
 #define VT_CUDA_CHECK(expr) VT_GPU_STATUS_CHECK("cuda", expr, cudaError_t, cudaSuccess, cudaGetErrorString)

@@ -73,8 +73,8 @@ __global__ void dw_dx_kernel(T* dx, const T* g, const T* w, I C, I H, I W, I tot
 constexpr int kWeightBlock = 1024;
 
 template <typename T, typename I>
-__global__ void __launch_bounds__(kWeightBlock) dw_dweight_kernel(T* dw, T* db, const T* g, const T* x, I B, I C,
-                                                                  I H, I W) {
+__global__ void __launch_bounds__(kWeightBlock)
+    dw_dweight_kernel(T* dw, T* db, const T* g, const T* x, I B, I C, I H, I W) {
   const I c = blockIdx.x, HW = H * W, n = B * HW;
   float part[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   for (I j = threadIdx.x; j < n; j += blockDim.x) {
@@ -113,7 +113,9 @@ __global__ void __launch_bounds__(kWeightBlock) dw_dweight_kernel(T* dw, T* db, 
 
 // ---- adaptive average pooling ----
 __device__ __forceinline__ int64_t bin_start(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
-__device__ __forceinline__ int64_t bin_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+__device__ __forceinline__ int64_t bin_end(int64_t i, int64_t in, int64_t out) {
+  return ((i + 1) * in + out - 1) / out;
+}
 
 template <typename T>
 __global__ void pool_forward_kernel(T* out, const T* x, int64_t H, int64_t W, int64_t oh, int64_t ow, int64_t total) {
@@ -183,9 +185,8 @@ void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, co
     auto launch = [&](auto index) {
       using I = decltype(index);
       if (dx && total > 0)
-        dw_dx_kernel<T, I><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g),
-                                                                   static_cast<const T*>(weight), I(C), I(H), I(W),
-                                                                   I(total));
+        dw_dx_kernel<T, I><<<grid_for(total), kBlock, 0, stream>>>(
+            static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(weight), I(C), I(H), I(W), I(total));
       if ((dweight || dbias) && C > 0)
         dw_dweight_kernel<T, I><<<static_cast<unsigned>(C), kWeightBlock, 0, stream>>>(
             static_cast<T*>(dweight), static_cast<T*>(dbias), static_cast<const T*>(g), static_cast<const T*>(x), I(B),
@@ -202,8 +203,8 @@ void adaptive_avg_pool2d_forward(DType dtype, void* out, const void* x, int64_t 
   if (total == 0) return;
   device::dispatch_f32_bf16(dtype, "adaptive_avg_pool", [&](auto t) {
     using T = decltype(t);
-    pool_forward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x), H,
-                                                                   W, oh, ow, total);
+    pool_forward_kernel<T>
+        <<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x), H, W, oh, ow, total);
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -214,8 +215,8 @@ void adaptive_avg_pool2d_backward(DType dtype, void* dx, const void* g, int64_t 
   if (total == 0) return;
   device::dispatch_f32_bf16(dtype, "adaptive_avg_pool", [&](auto t) {
     using T = decltype(t);
-    pool_backward_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g), H,
-                                                                    W, oh, ow, total);
+    pool_backward_kernel<T>
+        <<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g), H, W, oh, ow, total);
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }

@@ -188,10 +188,11 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
     using D = decltype(dtag);
     using S = decltype(stag);
     if (narrow)
-      copy_strided_kernel<D, S, int32_t><<<grid_for(n), kBlock, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), g,
-                                                                   static_cast<int32_t>(n));
+      copy_strided_kernel<D, S, int32_t><<<grid_for(n), kBlock, 0, stream>>>(
+          static_cast<D*>(dst), static_cast<const S*>(src), g, static_cast<int32_t>(n));
     else
-      copy_strided_kernel<D, S, int64_t><<<grid_for(n), kBlock, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), g, n);
+      copy_strided_kernel<D, S, int64_t>
+          <<<grid_for(n), kBlock, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), g, n);
   };
   if (vectorize) {
     strided(Vec16{}, Vec16{});
@@ -204,10 +205,11 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
           VT_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * elem, cudaMemcpyDeviceToDevice, stream));
         } else if (contiguous && n % 4 == 0 && reinterpret_cast<uintptr_t>(dst) % sizeof(Four<D>) == 0 &&
                    reinterpret_cast<uintptr_t>(src) % sizeof(Four<S>) == 0) {
-          copy_contiguous4_kernel<D, S><<<grid_for(n / 4), kBlock, 0, stream>>>(static_cast<Four<D>*>(dst),
-                                                                     static_cast<const Four<S>*>(src), n / 4);
+          copy_contiguous4_kernel<D, S><<<grid_for(n / 4), kBlock, 0, stream>>>(
+              static_cast<Four<D>*>(dst), static_cast<const Four<S>*>(src), n / 4);
         } else if (contiguous) {
-          copy_contiguous_kernel<D, S><<<grid_for(n), kBlock, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+          copy_contiguous_kernel<D, S>
+              <<<grid_for(n), kBlock, 0, stream>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
         } else {
           strided(D{}, S{});
         }

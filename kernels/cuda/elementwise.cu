@@ -180,8 +180,7 @@ void launch_map1(TO* out, const TA* a, int64_t n, F f, cudaStream_t stream) {
   constexpr int V = pack_of<TO, TA>();
   if (device::aligned_to(out, sizeof(TO) * V) && device::aligned_to(a, sizeof(TA) * V))
     map1_kernel<V><<<device::grid_for((n + V - 1) / V, kBlock), kBlock, 0, stream>>>(out, a, n, f);
-  else
-    map1_kernel<1><<<device::grid_for(n, kBlock), kBlock, 0, stream>>>(out, a, n, f);
+  else map1_kernel<1><<<device::grid_for(n, kBlock), kBlock, 0, stream>>>(out, a, n, f);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -191,8 +190,7 @@ void launch_map2(TO* out, const TA* a, const TB* b, int64_t n, F f, cudaStream_t
   if (device::aligned_to(out, sizeof(TO) * V) && device::aligned_to(a, sizeof(TA) * V) &&
       device::aligned_to(b, sizeof(TB) * V))
     map2_kernel<V><<<device::grid_for((n + V - 1) / V, kBlock), kBlock, 0, stream>>>(out, a, b, n, f);
-  else
-    map2_kernel<1><<<device::grid_for(n, kBlock), kBlock, 0, stream>>>(out, a, b, n, f);
+  else map2_kernel<1><<<device::grid_for(n, kBlock), kBlock, 0, stream>>>(out, a, b, n, f);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -231,8 +229,8 @@ void dispatch_binary_types(DType out, DType a, DType b, F&& f) {
     return;
   }
   auto f32_or_bf16 = [](DType d) { return d == DType::f32 || d == DType::bf16; };
-  VT_CHECK(out == DType::f32 && f32_or_bf16(a) && f32_or_bf16(b), "[binary] CUDA kernel has no ", dtype_name(a),
-           " op ", dtype_name(b), " -> ", dtype_name(out), " variant");
+  VT_CHECK(out == DType::f32 && f32_or_bf16(a) && f32_or_bf16(b), "[binary] CUDA kernel has no ", dtype_name(a), " op ",
+           dtype_name(b), " -> ", dtype_name(out), " variant");
   device::dispatch_float(a, "binary", [&](auto ta) {
     device::dispatch_float(b, "binary", [&](auto tb) {
       if constexpr (!std::is_same_v<decltype(ta), double> && !std::is_same_v<decltype(tb), double>) f(float{}, ta, tb);

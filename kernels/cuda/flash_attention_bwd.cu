@@ -56,9 +56,9 @@ constexpr int bwd_smem_bytes() {
 
 // One group of D/8 lanes per row: 16-byte loads of dO and O, shuffle reduction within the group.
 template <int D>
-__global__ void flash_attention_row_dot_kernel(float* dsum, const bf16* dout, int64_t do_b, int64_t do_h,
-                                               int64_t do_n, const bf16* out, int64_t o_b, int64_t o_h,
-                                               int64_t o_n, int H, int N, int64_t rows) {
+__global__ void flash_attention_row_dot_kernel(float* dsum, const bf16* dout, int64_t do_b, int64_t do_h, int64_t do_n,
+                                               const bf16* out, int64_t o_b, int64_t o_h, int64_t o_n, int H, int N,
+                                               int64_t rows) {
   constexpr int kLanes = D / 8;
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
   const int part = threadIdx.x % kLanes;
@@ -84,13 +84,13 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
   using namespace flash;
   constexpr int LD = D + kPad, LDS = kBlockM + kPad;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sK = reinterpret_cast<bf16*>(smem_raw);  // [kBlockN][LD]
-  bf16* sV = sK + kBlockN * LD;                  // [kBlockN][LD]
-  bf16* sQ = sV + kBlockN * LD;                  // [2][kBlockM][LD]
-  bf16* sdO = sQ + 2 * kBlockM * LD;             // [2][kBlockM][LD]
-  bf16* sdS = sdO + 2 * kBlockM * LD;            // [kBlockN][LDS]: dSᵀ, keys × queries
+  bf16* sK = reinterpret_cast<bf16*>(smem_raw);               // [kBlockN][LD]
+  bf16* sV = sK + kBlockN * LD;                               // [kBlockN][LD]
+  bf16* sQ = sV + kBlockN * LD;                               // [2][kBlockM][LD]
+  bf16* sdO = sQ + 2 * kBlockM * LD;                          // [2][kBlockM][LD]
+  bf16* sdS = sdO + 2 * kBlockM * LD;                         // [kBlockN][LDS]: dSᵀ, keys × queries
   float* sL = reinterpret_cast<float*>(sdS + kBlockN * LDS);  // [2][kBlockM]: lse·log2 e (+inf past N)
-  float* sDs = sL + 2 * kBlockM;                               // [2][kBlockM]: Dsum (0 past N)
+  float* sDs = sL + 2 * kBlockM;                              // [2][kBlockM]: Dsum (0 past N)
 
   const int64_t bh = blockIdx.x / p.k_blocks;
   const int n0 = static_cast<int>(blockIdx.x % p.k_blocks) * kBlockN;
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
     }
 
     add_dv_dk<D, kBlockM>(dv, dk, st, dpt, dot, qt, LD, lane);  // dV += Pᵀ dO and dK += dSᵀ Q
-    if constexpr (kAtomicDq) {  // dSᵀ (bf16) to shared memory for dQ
+    if constexpr (kAtomicDq) {                                  // dSᵀ (bf16) to shared memory for dQ
 #pragma unroll
       for (int kk = 0; kk < kBlockM / 16; ++kk) {
         uint32_t as[4];
@@ -190,8 +190,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dkdv_kernel(const Bw
         if (row >= N) continue;
         float* acc = dq_acc + static_cast<int64_t>(row) * D + 2 * t;
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j)
-          atomic_add2(acc + j * 8, dq[j][2 * r], dq[j][2 * r + 1]);
+        for (int j = 0; j < D / 8; ++j) atomic_add2(acc + j * 8, dq[j][2 * r], dq[j][2 * r + 1]);
       }
     }
     __syncthreads();  // the next iteration overwrites this tile's buffers and dSᵀ
@@ -287,7 +286,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
       }
     }
     add_pv<D, kBlockN>(dq, dp, kt, LD, lane);  // dQ += dS K
-    __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
+    __syncthreads();                           // the next iteration's prefetch overwrites this tile's buffers
   }
 
   bf16* dqp = p.dq + b * p.dq_b + h * p.dq_h;
@@ -304,16 +303,17 @@ __global__ void __launch_bounds__(kThreads) flash_attention_dq_kernel(const BwdP
 
 // dq[b, h, n, :] = bf16(scale · acc[bh, n, :]); one thread per 8 elements (two float4 in, one 16-byte store out).
 template <int D>
-__global__ void flash_attention_dq_convert_kernel(bf16* dq, int64_t dq_b, int64_t dq_h, int64_t dq_n,
-                                                  const float* acc, float scale, int H, int N, int64_t chunks) {
+__global__ void flash_attention_dq_convert_kernel(bf16* dq, int64_t dq_b, int64_t dq_h, int64_t dq_n, const float* acc,
+                                                  float scale, int H, int N, int64_t chunks) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= chunks) return;
   const int64_t row = c / (D / 8), col = (c % (D / 8)) * 8;
   const int64_t bh = row / N, n = row % N, b = bh / H, h = bh % H;
   const float4 x = *reinterpret_cast<const float4*>(acc + row * D + col);
   const float4 y = *reinterpret_cast<const float4*>(acc + row * D + col + 4);
-  __nv_bfloat162 r[4] = {__floats2bfloat162_rn(x.x * scale, x.y * scale), __floats2bfloat162_rn(x.z * scale, x.w * scale),
-                         __floats2bfloat162_rn(y.x * scale, y.y * scale), __floats2bfloat162_rn(y.z * scale, y.w * scale)};
+  __nv_bfloat162 r[4] = {
+      __floats2bfloat162_rn(x.x * scale, x.y * scale), __floats2bfloat162_rn(x.z * scale, x.w * scale),
+      __floats2bfloat162_rn(y.x * scale, y.y * scale), __floats2bfloat162_rn(y.z * scale, y.w * scale)};
   *reinterpret_cast<uint4*>(dq + b * dq_b + h * dq_h + n * dq_n + col) = *reinterpret_cast<uint4*>(r);
 }
 
@@ -331,8 +331,8 @@ void launch_row_dot(float* dsum, const AttentionView& dout, const AttentionView&
 }
 
 template <int D>
-void launch_backward(const BwdParams& p, const AttentionView& dout, const AttentionView& out,
-                     const AttentionShape& s, FlashDqMode mode, cudaStream_t stream) {
+void launch_backward(const BwdParams& p, const AttentionView& dout, const AttentionView& out, const AttentionShape& s,
+                     FlashDqMode mode, cudaStream_t stream) {
   const int64_t rows = s.B * s.H * s.N;
   flash_attention_row_dot(const_cast<float*>(p.dsum), dout, out, s, stream);
 
@@ -342,8 +342,8 @@ void launch_backward(const BwdParams& p, const AttentionView& dout, const Attent
   constexpr int smem = bwd_smem_bytes<D>();
   if (mode == FlashDqMode::atomics) {
     VT_CUDA_CHECK(cudaMemsetAsync(p.dq_acc, 0, sizeof(float) * rows * D, stream));
-    VT_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_dkdv_kernel<D, true>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    VT_CUDA_CHECK(
+        cudaFuncSetAttribute(flash_attention_dkdv_kernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     flash_attention_dkdv_kernel<D, true><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(p);
     VT_CUDA_CHECK(cudaGetLastError());
     const int64_t chunks = rows * (D / 8);
@@ -352,13 +352,13 @@ void launch_backward(const BwdParams& p, const AttentionView& dout, const Attent
     VT_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  VT_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_dkdv_kernel<D, false>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  VT_CUDA_CHECK(
+      cudaFuncSetAttribute(flash_attention_dkdv_kernel<D, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   flash_attention_dkdv_kernel<D, false><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(p);
   VT_CUDA_CHECK(cudaGetLastError());
   constexpr int dq_smem = dq_smem_bytes<D>();
-  VT_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_dq_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     dq_smem));
+  VT_CUDA_CHECK(
+      cudaFuncSetAttribute(flash_attention_dq_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, dq_smem));
   flash_attention_dq_kernel<D><<<static_cast<unsigned>(dq_blocks), kThreads, dq_smem, stream>>>(p);
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -389,8 +389,8 @@ void flash_attention_backward(const AttentionView& dq, const AttentionView& dk, 
   for (const AttentionView* view : {&dq, &dk, &dv, &dout, &q, &k, &v, &out})
     VT_CHECK(flash_attention_aligned(*view),
              "[flash_attention] operands must be 16-byte aligned with strides that are multiples of 8");
-  VT_CHECK(s.N < (int64_t{1} << 31) && s.kv_rows() < (int64_t{1} << 31), "[flash_attention] N = ", s.N,
-           " (keys ", s.kv_rows(), ") too large");
+  VT_CHECK(s.N < (int64_t{1} << 31) && s.kv_rows() < (int64_t{1} << 31), "[flash_attention] N = ", s.N, " (keys ",
+           s.kv_rows(), ") too large");
   if (s.B * s.H * s.N == 0) return;
   VT_CHECK(s.kv_rows() >= 1, "[flash_attention] needs at least one key");
   BwdParams p{};

@@ -26,8 +26,7 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 
 /// 16-byte async copy global → shared; zero-fills the destination when !valid (tails of N).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
@@ -164,8 +163,8 @@ __device__ __forceinline__ void add_qkt_dovt(float (&s)[kCols / 8][4], float (&d
 /// (k0 .. k0 + 15 of the K, V tiles) against kCols queries; 16-query chunks at or past `valid_cols` are skipped.
 template <int D, int kCols>
 __device__ __forceinline__ void add_kqt_vdot(float (&st)[kCols / 8][4], float (&dpt)[kCols / 8][4], const bf16* k,
-                                             const bf16* v, const bf16* q, const bf16* dout, int ld, int k0,
-                                             int lane, int valid_cols = kCols) {
+                                             const bf16* v, const bf16* q, const bf16* dout, int ld, int k0, int lane,
+                                             int valid_cols = kCols) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     uint32_t kf[4], vf[4];
@@ -235,8 +234,8 @@ __device__ __forceinline__ void add_dv_dk(float (&dv)[D / 8][4], float (&dk)[D /
 /// where a key is not seen): updates the running max and per-thread sums, turns s into P, rescales o. A row that
 /// has seen no key yet keeps max −inf and subtracts 0 instead (FlashAttention's Check_inf), so exp2f(−inf) = 0.
 template <int D, int kCols>
-__device__ __forceinline__ void online_softmax_step(float (&s)[kCols / 8][4], float (&row_max)[2],
-                                                    float (&row_sum)[2], float (&o)[D / 8][4]) {
+__device__ __forceinline__ void online_softmax_step(float (&s)[kCols / 8][4], float (&row_max)[2], float (&row_sum)[2],
+                                                    float (&o)[D / 8][4]) {
   float mx[2] = {row_max[0], row_max[1]};
 #pragma unroll
   for (int nt = 0; nt < kCols / 8; ++nt)

@@ -97,12 +97,12 @@ __global__ void __launch_bounds__(kThreads) flash_attention_fwd_kernel(const Fwd
         }
       online_softmax_step<D, kBlockN>(s, row_max, row_sum, o);
       add_pv<D, kBlockN>(o, s, vt, LD, lane, valid_keys);  // O += P V, P (bf16) straight from the accumulators
-    }  // rows of this warp below N
+    }                                                      // rows of this warp below N
     __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
   }
 
-  store_attention_rows<D>(p.out + b * p.o_b + h * p.o_h, p.o_n, p.lse + bh * N, m0 + warp * 16, N, o, row_max,
-                          row_sum, lane);
+  store_attention_rows<D>(p.out + b * p.o_b + h * p.o_h, p.o_n, p.lse + bh * N, m0 + warp * 16, N, o, row_max, row_sum,
+                          lane);
 }
 
 template <int D>
@@ -125,8 +125,8 @@ bool flash_attention_fills_device(const AttentionShape& s) {
 }
 
 bool flash_attention_aligned(const AttentionView& view) {
-  return reinterpret_cast<uintptr_t>(view.data) % 16 == 0 && view.batch_stride % 8 == 0 &&
-         view.head_stride % 8 == 0 && view.row_stride % 8 == 0;
+  return reinterpret_cast<uintptr_t>(view.data) % 16 == 0 && view.batch_stride % 8 == 0 && view.head_stride % 8 == 0 &&
+         view.row_stride % 8 == 0;
 }
 
 void flash_attention_forward(const AttentionView& out, float* lse, const AttentionView& q, const AttentionView& k,
@@ -135,16 +135,32 @@ void flash_attention_forward(const AttentionView& out, float* lse, const Attenti
   VT_CHECK(flash_attention_aligned(q) && flash_attention_aligned(k) && flash_attention_aligned(v) &&
                flash_attention_aligned(out),
            "[flash_attention] operands must be 16-byte aligned with strides that are multiples of 8");
-  VT_CHECK(s.N < (int64_t{1} << 31) && s.kv_rows() < (int64_t{1} << 31), "[flash_attention] N = ", s.N,
-           " (keys ", s.kv_rows(), ") too large");
+  VT_CHECK(s.N < (int64_t{1} << 31) && s.kv_rows() < (int64_t{1} << 31), "[flash_attention] N = ", s.N, " (keys ",
+           s.kv_rows(), ") too large");
   if (s.B * s.H * s.N == 0) return;
   VT_CHECK(s.kv_rows() >= 1, "[flash_attention] needs at least one key");
-  FwdParams p{static_cast<const bf16*>(q.data), static_cast<const bf16*>(k.data), static_cast<const bf16*>(v.data),
-              static_cast<bf16*>(const_cast<void*>(out.data)), lse,
-              q.batch_stride, q.head_stride, q.row_stride, k.batch_stride, k.head_stride, k.row_stride,
-              v.batch_stride, v.head_stride, v.row_stride, out.batch_stride, out.head_stride, out.row_stride,
-              static_cast<int>(s.H), static_cast<int>(s.N), static_cast<int>(s.kv_rows()),
-              static_cast<int>((s.N + kBlockM - 1) / kBlockM), s.scale * kLog2e};
+  FwdParams p{static_cast<const bf16*>(q.data),
+              static_cast<const bf16*>(k.data),
+              static_cast<const bf16*>(v.data),
+              static_cast<bf16*>(const_cast<void*>(out.data)),
+              lse,
+              q.batch_stride,
+              q.head_stride,
+              q.row_stride,
+              k.batch_stride,
+              k.head_stride,
+              k.row_stride,
+              v.batch_stride,
+              v.head_stride,
+              v.row_stride,
+              out.batch_stride,
+              out.head_stride,
+              out.row_stride,
+              static_cast<int>(s.H),
+              static_cast<int>(s.N),
+              static_cast<int>(s.kv_rows()),
+              static_cast<int>((s.N + kBlockM - 1) / kBlockM),
+              s.scale * kLog2e};
   const int64_t blocks = s.B * s.H * p.m_blocks;
   VT_CHECK(blocks < (int64_t{1} << 31), "[flash_attention] grid of ", blocks, " blocks too large");
   switch (s.d) {

@@ -67,8 +67,7 @@ __global__ void index_add_kernel(float* out, const S* src, const int64_t* idx, i
 
 // ---- gather / scatter_add ----
 template <typename T>
-__global__ void gather_kernel(T* out, const T* x, Dims d, int64_t bound, const int64_t* index, int dim,
-                              int64_t total) {
+__global__ void gather_kernel(T* out, const T* x, Dims d, int64_t bound, const int64_t* index, int dim, int64_t total) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t at = index[i];
     int64_t rem = i, off = 0;
@@ -213,8 +212,8 @@ void index_select_rows(DType dtype, void* out, const void* x, const int64_t* idx
   if (total == 0) return;
   by_size(dtype, "index_select", [&](auto t) {
     using T = decltype(t);
-    index_select_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x),
-                                                                    idx, n, k, inner, total);
+    index_select_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(x), idx,
+                                                                   n, k, inner, total);
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -225,8 +224,8 @@ void index_add_rows(float* out, const void* src, DType src_dtype, const int64_t*
   if (total == 0) return;
   device::dispatch_f32_bf16(src_dtype, "index_add", [&](auto t) {
     using S = decltype(t);
-    index_add_kernel<S><<<grid_for(total), kBlock, 0, stream>>>(out, static_cast<const S*>(src), idx, n, k, inner,
-                                                                 total);
+    index_add_kernel<S>
+        <<<grid_for(total), kBlock, 0, stream>>>(out, static_cast<const S*>(src), idx, n, k, inner, total);
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -255,7 +254,7 @@ void scatter_add_strided(float* out, const std::vector<int64_t>& out_strides, in
   device::dispatch_f32_bf16(src_dtype, "scatter_add", [&](auto t) {
     using S = decltype(t);
     scatter_add_kernel<S><<<grid_for(total), kBlock, 0, stream>>>(out, static_cast<const S*>(src), d, bound, index,
-                                                                   static_cast<int>(dim), total);
+                                                                  static_cast<int>(dim), total);
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -273,8 +272,8 @@ void topk_rows(DType dtype, void* values, int64_t* indices, const void* x, int64
   device::dispatch_f32_bf16(dtype, "topk", [&](auto t) {
     using T = decltype(t);
     if (shmem > (size_t(48) << 10))  // above the default limit: opt in (H100/H200 allow 227 KiB per block)
-      VT_CUDA_CHECK(cudaFuncSetAttribute(topk_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(shmem)));
+      VT_CUDA_CHECK(
+          cudaFuncSetAttribute(topk_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shmem)));
     topk_kernel<T><<<static_cast<unsigned>(outer), kBlock, shmem, stream>>>(
         static_cast<T*>(values), indices, static_cast<const T*>(x), R, static_cast<int>(k), padded);
   });

@@ -95,7 +95,8 @@ void bilinear_forward(DType dtype, void* out, const void* x, const BilinearShape
     using T = decltype(tag);
     auto* o = static_cast<T*>(out);
     auto* xi = static_cast<const T*>(x);
-    if (fits_int32(s)) bilinear_fwd_kernel<T, int32_t><<<device::grid_for(n, kThreads), kThreads, 0, stream>>>(o, xi, s);
+    if (fits_int32(s))
+      bilinear_fwd_kernel<T, int32_t><<<device::grid_for(n, kThreads), kThreads, 0, stream>>>(o, xi, s);
     else bilinear_fwd_kernel<T, int64_t><<<device::grid_for(n, kThreads), kThreads, 0, stream>>>(o, xi, s);
   });
   VT_CUDA_CHECK(cudaGetLastError());

@@ -74,9 +74,9 @@ void l2_normalize_backward(DType dtype, void* dx, const void* g, const void* x, 
   if (rows == 0 || C == 0) return;
   device::dispatch_f32_bf16(dtype, "l2_normalize_backward", [&](auto tag) {
     using T = decltype(tag);
-    l2_normalize_bwd_kernel<T><<<blocks_for(rows), kThreads, 0, stream>>>(
-        static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(x), norm, rows, C,
-        static_cast<float>(eps));
+    l2_normalize_bwd_kernel<T><<<blocks_for(rows), kThreads, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(g),
+                                                                          static_cast<const T*>(x), norm, rows, C,
+                                                                          static_cast<float>(eps));
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }

@@ -58,8 +58,8 @@ __device__ __forceinline__ void store_acc(T* p, const float (&in)[V]) {
 // is first x + add, rounded to Tx and written to `sum` (a residual add fused with the next LayerNorm).
 template <typename Tx, typename Ty, int V, int K, typename Ta = Tx>
 __global__ void layer_norm_fwd_packed_kernel(Ty* y, float* mean, float* rstd, const Tx* x, const float* w,
-                                             const float* b, int64_t rows, int C, float eps,
-                                             const Ta* add = nullptr, Tx* sum = nullptr) {
+                                             const float* b, int64_t rows, int C, float eps, const Ta* add = nullptr,
+                                             Tx* sum = nullptr) {
   const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (row >= rows) return;
   const int lane = threadIdx.x % 32, nvec = C / V;
@@ -139,8 +139,8 @@ __global__ void layer_norm_fwd_kernel(Ty* y, float* mean, float* rstd, const Tx*
 // in registers and the block's warps are added in warp order into its partial row.
 template <typename Tx, typename Tdy, int V, int K>
 __global__ void __launch_bounds__(kThreads)
-    layer_norm_bwd_packed_kernel(Tx* dx, const Tx* dres, float* partial, const Tdy* dy, const Tx* x,
-                                 const float* mean, const float* rstd, const float* w, int64_t rows, int C) {
+    layer_norm_bwd_packed_kernel(Tx* dx, const Tx* dres, float* partial, const Tdy* dy, const Tx* x, const float* mean,
+                                 const float* rstd, const float* w, int64_t rows, int C) {
   __shared__ float acc[2 * kPackedMaxC];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nvec = C / V;
   float sw[K][V] = {}, sb[K][V] = {};  // Σ dy·x̂, Σ dy over this warp's rows
@@ -323,8 +323,8 @@ bool vec_aligned(const T* p, int V) {
 
 }  // namespace
 
-void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, float* rstd, const void* x,
-                        const float* w, const float* b, int64_t rows, int64_t C, double eps, cudaStream_t stream) {
+void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, float* rstd, const void* x, const float* w,
+                        const float* b, int64_t rows, int64_t C, double eps, cudaStream_t stream) {
   if (rows == 0 || C == 0) return;
   device::dispatch_f32_bf16_pair(x_dtype, y_dtype, "layer_norm", [&](auto xt, auto yt) {
     using Tx = decltype(xt);
@@ -339,8 +339,8 @@ void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, floa
                               yp, mean, rstd, xp, w, b, rows, static_cast<int>(C), static_cast<float>(eps));
                         });
     if (!packed)
-      layer_norm_fwd_kernel<Tx, Ty><<<grid, kThreads, 0, stream>>>(yp, mean, rstd, xp, w, b, rows, C,
-                                                                   static_cast<float>(eps));
+      layer_norm_fwd_kernel<Tx, Ty>
+          <<<grid, kThreads, 0, stream>>>(yp, mean, rstd, xp, w, b, rows, C, static_cast<float>(eps));
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -359,9 +359,9 @@ bool add_layer_norm_forward(DType add_dtype, DType y_dtype, float* sum, void* y,
     using Ty = decltype(yt);
     const int grid = static_cast<int>((rows + kWarps - 1) / kWarps);
     launched = with_lane_vectors<V>(C, [&](auto k) {
-      layer_norm_fwd_packed_kernel<float, Ty, V, decltype(k)::value, Ta><<<grid, kThreads, 0, stream>>>(
-          static_cast<Ty*>(y), mean, rstd, x, w, b, rows, static_cast<int>(C), static_cast<float>(eps),
-          static_cast<const Ta*>(add), sum);
+      layer_norm_fwd_packed_kernel<float, Ty, V, decltype(k)::value, Ta>
+          <<<grid, kThreads, 0, stream>>>(static_cast<Ty*>(y), mean, rstd, x, w, b, rows, static_cast<int>(C),
+                                          static_cast<float>(eps), static_cast<const Ta*>(add), sum);
     });
   });
   VT_CUDA_CHECK(cudaGetLastError());
@@ -391,8 +391,8 @@ void layer_norm_backward(DType x_dtype, DType dy_dtype, void* dx, const void* dr
     const Tx* resp = static_cast<const Tx*>(dres);
     const Tx* xp = static_cast<const Tx*>(x);
     const Tdy* dyp = static_cast<const Tdy*>(dy);
-    const bool aligned = vec_aligned(dxp, V) && vec_aligned(resp, V) && vec_aligned(xp, V) && vec_aligned(dyp, V) &&
-                         vec_aligned(w, V);
+    const bool aligned =
+        vec_aligned(dxp, V) && vec_aligned(resp, V) && vec_aligned(xp, V) && vec_aligned(dyp, V) && vec_aligned(w, V);
     const bool packed = aligned && with_lane_vectors<V>(C, [&](auto k) {
                           auto kernel = layer_norm_bwd_packed_kernel<Tx, Tdy, V, decltype(k)::value>;
                           // Blocks loop over tiles: launch only those that are resident at once, so none waits
@@ -405,8 +405,8 @@ void layer_norm_backward(DType x_dtype, DType dy_dtype, void* dx, const void* dr
     if (!packed) {
       const bool shared_acc = want_wb && C <= kSharedAccMax;
       const size_t smem = shared_acc ? 2 * C * sizeof(float) : 0;
-      layer_norm_bwd_kernel<Tx, Tdy><<<grid, kThreads, smem, stream>>>(dxp, resp, partial, dyp, xp, mean, rstd, w,
-                                                                       rows, C, shared_acc);
+      layer_norm_bwd_kernel<Tx, Tdy>
+          <<<grid, kThreads, smem, stream>>>(dxp, resp, partial, dyp, xp, mean, rstd, w, rows, C, shared_acc);
     }
   });
   VT_CUDA_CHECK(cudaGetLastError());

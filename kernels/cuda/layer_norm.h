@@ -10,8 +10,8 @@
 namespace vt::kernels::cuda {
 
 /// y = (x − mean)·rstd·w + b per row, statistics in f32; w, b may be null (1 and 0); mean, rstd: f32 [rows].
-void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, float* rstd, const void* x,
-                        const float* w, const float* b, int64_t rows, int64_t C, double eps, KernelStream stream);
+void layer_norm_forward(DType x_dtype, DType y_dtype, void* y, float* mean, float* rstd, const void* x, const float* w,
+                        const float* b, int64_t rows, int64_t C, double eps, KernelStream stream);
 
 /// A residual add fused with the LayerNorm after it: sum = x + add (f32, as the separate add rounds it), then
 /// y = layer_norm(sum) as layer_norm_forward computes it (same bits). add is f32 or bf16. Only the packed path

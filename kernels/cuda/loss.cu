@@ -19,11 +19,11 @@ namespace {
 
 // ---- kernels ----
 
-using device::from_acc;
-using device::to_acc;
 using device::add_value;
 using device::combine;
+using device::from_acc;
 using device::MaxSum;
+using device::to_acc;
 using device::warp_maxsum;
 using device::warp_sum;
 
@@ -108,8 +108,8 @@ __global__ void mean_kernel(float* loss, const float* row_loss, int64_t B) {
 }
 
 template <typename T>
-__global__ void ce_bwd_kernel(T* dx, const T* x, const float* lse, const int64_t* target, const float* dloss,
-                              int64_t B, int64_t C, float s) {
+__global__ void ce_bwd_kernel(T* dx, const T* x, const float* lse, const int64_t* target, const float* dloss, int64_t B,
+                              int64_t C, float s) {
   const float k = *dloss / static_cast<float>(B);
   const float off = s / static_cast<float>(C) * k, on = (1.f - s) * k;
   const int64_t n = B * C;
@@ -134,8 +134,7 @@ __global__ void soft_ce_bwd_kernel(T* dx, Tt* dt, const T* x, const Tt* target, 
     float st = 0.f;  // Σ target: 1 for proper distributions, kept general so the gradient is exact
     for (int64_t c = t; c < C; c += G) st += to_acc(tr[c]);
     st = group_sum<G>(st);
-    for (int64_t c = t; c < C; c += G)
-      dx[b * C + c] = from_acc<T>((expf(to_acc(xr[c]) - l) * st - to_acc(tr[c])) * k);
+    for (int64_t c = t; c < C; c += G) dx[b * C + c] = from_acc<T>((expf(to_acc(xr[c]) - l) * st - to_acc(tr[c])) * k);
   }
   if (dt)
     for (int64_t c = t; c < C; c += G) dt[b * C + c] = from_acc<Tt>(-(to_acc(xr[c]) - l) * k);
@@ -153,8 +152,7 @@ void per_row(int64_t B, int64_t C, Launch&& launch) {
   if (C <= kWarpRowMax)
     launch(std::integral_constant<int, 32>{}, static_cast<int>((B + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock),
            32 * kWarpRowsPerBlock);
-  else
-    launch(std::integral_constant<int, kBlockRowThreads>{}, static_cast<int>(B), kBlockRowThreads);
+  else launch(std::integral_constant<int, kBlockRowThreads>{}, static_cast<int>(B), kBlockRowThreads);
 }
 
 void launch_mean(float* loss, const float* row_loss, int64_t B, cudaStream_t stream) {
@@ -170,8 +168,8 @@ void cross_entropy_forward(DType logits_dtype, float* loss, float* lse, float* r
   device::dispatch_f32_bf16(logits_dtype, "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
     per_row(B, C, [&](auto g, int grid, int block) {
-      ce_fwd_kernel<T, decltype(g)::value><<<grid, block, 0, stream>>>(
-          row_loss, lse, static_cast<const T*>(logits), target, B, C, static_cast<float>(smoothing));
+      ce_fwd_kernel<T, decltype(g)::value><<<grid, block, 0, stream>>>(row_loss, lse, static_cast<const T*>(logits),
+                                                                       target, B, C, static_cast<float>(smoothing));
     });
   });
   VT_CUDA_CHECK(cudaGetLastError());
@@ -192,12 +190,11 @@ void cross_entropy_backward(DType logits_dtype, void* dlogits, const void* logit
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
-void soft_target_cross_entropy_forward(DType logits_dtype, DType target_dtype, float* loss, float* lse,
-                                       float* row_loss, const void* logits, const void* target, int64_t B, int64_t C,
+void soft_target_cross_entropy_forward(DType logits_dtype, DType target_dtype, float* loss, float* lse, float* row_loss,
+                                       const void* logits, const void* target, int64_t B, int64_t C,
                                        cudaStream_t stream) {
   VT_CHECK(B > 0 && C > 0, "[soft_target_cross_entropy] needs B, C > 0");
-  device::dispatch_f32_bf16_pair(logits_dtype, target_dtype, "soft_target_cross_entropy",
-                                 [&](auto tx, auto tt) {
+  device::dispatch_f32_bf16_pair(logits_dtype, target_dtype, "soft_target_cross_entropy", [&](auto tx, auto tt) {
     using T = decltype(tx);
     using Tt = decltype(tt);
     per_row(B, C, [&](auto g, int grid, int block) {
@@ -213,16 +210,16 @@ void soft_target_cross_entropy_backward(DType logits_dtype, DType target_dtype, 
                                         const void* logits, const void* target, const float* lse, const float* dloss,
                                         int64_t B, int64_t C, cudaStream_t stream) {
   if (B * C == 0 || (!dlogits && !dtarget)) return;
-  device::dispatch_f32_bf16_pair(logits_dtype, target_dtype, "soft_target_cross_entropy_backward",
-                                 [&](auto tx, auto tt) {
-    using T = decltype(tx);
-    using Tt = decltype(tt);
-    per_row(B, C, [&](auto g, int grid, int block) {
-      soft_ce_bwd_kernel<T, Tt, decltype(g)::value><<<grid, block, 0, stream>>>(
-          static_cast<T*>(dlogits), static_cast<Tt*>(dtarget), static_cast<const T*>(logits),
-          static_cast<const Tt*>(target), lse, dloss, B, C);
-    });
-  });
+  device::dispatch_f32_bf16_pair(
+      logits_dtype, target_dtype, "soft_target_cross_entropy_backward", [&](auto tx, auto tt) {
+        using T = decltype(tx);
+        using Tt = decltype(tt);
+        per_row(B, C, [&](auto g, int grid, int block) {
+          soft_ce_bwd_kernel<T, Tt, decltype(g)::value><<<grid, block, 0, stream>>>(
+              static_cast<T*>(dlogits), static_cast<Tt*>(dtarget), static_cast<const T*>(logits),
+              static_cast<const Tt*>(target), lse, dloss, B, C);
+        });
+      });
   VT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -21,8 +21,8 @@ void cross_entropy_backward(DType logits_dtype, void* dlogits, const void* logit
 
 /// row_loss[b] = −Σ_c target[b, c]·(x[b, c] − lse_b); writes lse[b] and *loss = mean_b row_loss (f32).
 /// target (B, C) is f32 or bf16.
-void soft_target_cross_entropy_forward(DType logits_dtype, DType target_dtype, float* loss, float* lse,
-                                       float* row_loss, const void* logits, const void* target, int64_t B, int64_t C,
+void soft_target_cross_entropy_forward(DType logits_dtype, DType target_dtype, float* loss, float* lse, float* row_loss,
+                                       const void* logits, const void* target, int64_t B, int64_t C,
                                        KernelStream stream);
 /// dlogits = (softmax·Σ_c target − target)·k and dtarget = −(x − lse)·k with k = *dloss / B; either output may be
 /// null; each is written in its input's dtype.

@@ -19,7 +19,7 @@ using device::MaxSum;
 using device::to_acc;
 using device::warp_sum;
 
-constexpr int kThreads = 256;       // pixels per forward block: one partial (loss, count) pair each
+constexpr int kThreads = 256;  // pixels per forward block: one partial (loss, count) pair each
 constexpr int kFinalThreads = 1024;
 
 // Σ v over the block (blockDim.x = N, a multiple of 32); the result is valid in thread 0.

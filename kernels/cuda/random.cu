@@ -25,9 +25,13 @@ namespace {
 template <typename T>
 __device__ __forceinline__ T store_as(double v);
 template <>
-__device__ __forceinline__ float store_as<float>(double v) { return static_cast<float>(v); }
+__device__ __forceinline__ float store_as<float>(double v) {
+  return static_cast<float>(v);
+}
 template <>
-__device__ __forceinline__ double store_as<double>(double v) { return v; }
+__device__ __forceinline__ double store_as<double>(double v) {
+  return v;
+}
 template <>
 __device__ __forceinline__ __nv_bfloat16 store_as<__nv_bfloat16>(double v) {
   return __float2bfloat16_rn(static_cast<float>(v));
@@ -215,9 +219,9 @@ void dropout_forward(DType dtype, void* y, uint8_t* mask, const void* x, int64_t
     using T = decltype(tag);
     const bool vec = rows % 4 == 0 && aligned(x, 4 * sizeof(T)) && aligned(y, 4 * sizeof(T)) && aligned(mask, 4);
     auto kernel = vec ? dropout_kernel<T, true> : dropout_kernel<T, false>;
-    kernel<<<grid_for((rows + 3) / 4), kThreads, 0, stream>>>(static_cast<T*>(y), mask, static_cast<const T*>(x),
-                                                             rows, seed, offset, offset_shift, keep_prob,
-                                                             static_cast<scale_t<T>>(scale));
+    kernel<<<grid_for((rows + 3) / 4), kThreads, 0, stream>>>(static_cast<T*>(y), mask, static_cast<const T*>(x), rows,
+                                                              seed, offset, offset_shift, keep_prob,
+                                                              static_cast<scale_t<T>>(scale));
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -234,8 +238,8 @@ void masked_scale(DType dtype, void* out, const void* in, const uint8_t* mask, i
       masked_scale_vec_kernel<T><<<grid_for(n / V), kThreads, 0, stream>>>(
           static_cast<T*>(out), static_cast<const T*>(in), mask, n / V, inner, static_cast<scale_t<T>>(scale));
     else
-      masked_scale_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(
-          static_cast<T*>(out), static_cast<const T*>(in), mask, rows, inner, static_cast<scale_t<T>>(scale));
+      masked_scale_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(in),
+                                                                   mask, rows, inner, static_cast<scale_t<T>>(scale));
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }

@@ -19,9 +19,9 @@ namespace {
 
 constexpr int kRowBlock = 256;
 constexpr int kColWidth = 32, kColLanes = 8;
-constexpr int64_t kTargetBlocks = 1024;               // ~8 per SM on an H200; constant so plans never vary
-constexpr int64_t kMinRowChunk = kRowBlock * 16;       // elements per block when a row is split
-constexpr int64_t kMinColChunk = kColLanes * 32;       // rows per block when columns are split
+constexpr int64_t kTargetBlocks = 1024;           // ~8 per SM on an H200; constant so plans never vary
+constexpr int64_t kMinRowChunk = kRowBlock * 16;  // elements per block when a row is split
+constexpr int64_t kMinColChunk = kColLanes * 32;  // rows per block when columns are split
 
 struct SumPlan {
   bool rows;       // inner == 1
@@ -90,15 +90,14 @@ __global__ void sum_cols_kernel(TO* out, const TI* in, int64_t outer, int64_t R,
 }
 
 template <typename TI, typename TO, typename C>
-void launch_sum(TO* out, const TI* in, int64_t outer, int64_t R, int64_t inner, int64_t splits, int64_t chunk,
-                C scale, cudaStream_t stream) {
+void launch_sum(TO* out, const TI* in, int64_t outer, int64_t R, int64_t inner, int64_t splits, int64_t chunk, C scale,
+                cudaStream_t stream) {
   if (inner == 1) {
-    sum_rows_kernel<<<static_cast<unsigned>(outer * splits), kRowBlock, 0, stream>>>(out, in, R, splits, chunk,
-                                                                                     scale);
+    sum_rows_kernel<<<static_cast<unsigned>(outer * splits), kRowBlock, 0, stream>>>(out, in, R, splits, chunk, scale);
   } else {
     const int64_t blocks = outer * ceil_div(inner, kColWidth) * splits;
-    sum_cols_kernel<<<static_cast<unsigned>(blocks), dim3(kColWidth, kColLanes), 0, stream>>>(
-        out, in, outer, R, inner, splits, chunk, scale);
+    sum_cols_kernel<<<static_cast<unsigned>(blocks), dim3(kColWidth, kColLanes), 0, stream>>>(out, in, outer, R, inner,
+                                                                                              splits, chunk, scale);
   }
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -182,8 +181,8 @@ void sum_forward(DType dtype, void* out, const void* in, int64_t outer, int64_t 
   });
 }
 
-void max_forward(DType dtype, void* values, int64_t* indices, const void* in, int64_t outer, int64_t R,
-                 int64_t inner, cudaStream_t stream) {
+void max_forward(DType dtype, void* values, int64_t* indices, const void* in, int64_t outer, int64_t R, int64_t inner,
+                 cudaStream_t stream) {
   VT_CHECK(R > 0, "[max] cannot reduce an empty dim");
   if (outer * inner == 0) return;
   device::dispatch_float(dtype, "max", [&](auto t) {

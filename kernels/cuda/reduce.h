@@ -17,8 +17,8 @@ int64_t sum_workspace_size(int64_t outer, int64_t R, int64_t inner);
 void sum_forward(DType dtype, void* out, const void* in, int64_t outer, int64_t R, int64_t inner, double scale,
                  void* workspace, KernelStream stream);
 /// values[o, i] = max_r in[o, r, i], indices[o, i] = its first arg-max (i64). R > 0.
-void max_forward(DType dtype, void* values, int64_t* indices, const void* in, int64_t outer, int64_t R,
-                 int64_t inner, KernelStream stream);
+void max_forward(DType dtype, void* values, int64_t* indices, const void* in, int64_t outer, int64_t R, int64_t inner,
+                 KernelStream stream);
 /// dx[o, indices[o, i], i] = dy[o, i]; dx ([outer, R, inner]) must be zeroed by the caller.
 void max_backward(DType dtype, void* dx, const void* dy, const int64_t* indices, int64_t outer, int64_t R,
                   int64_t inner, KernelStream stream);

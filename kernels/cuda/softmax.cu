@@ -15,11 +15,11 @@ namespace {
 
 // ---- kernels ----
 
-using device::from_acc;
-using device::to_acc;
 using device::add_value;
 using device::combine;
+using device::from_acc;
 using device::MaxSum;
+using device::to_acc;
 using device::warp_maxsum;
 using device::warp_sum;
 
@@ -160,8 +160,7 @@ void softmax_backward(DType dtype, void* dx, const void* dy, const void* y, int6
     const auto* dyp = static_cast<const T*>(dy);
     const auto* yp = static_cast<const T*>(y);
     if (inner != 1) {
-      softmax_strided_bwd_kernel<T>
-          <<<blocks(outer * inner, 256), 256, 0, stream>>>(dxp, dyp, yp, outer, R, inner, log);
+      softmax_strided_bwd_kernel<T><<<blocks(outer * inner, 256), 256, 0, stream>>>(dxp, dyp, yp, outer, R, inner, log);
     } else if (R <= kWarpRowMax) {
       softmax_rows_bwd_kernel<T, 32>
           <<<blocks(outer, kWarpRowsPerBlock), 32 * kWarpRowsPerBlock, 0, stream>>>(dxp, dyp, yp, outer, R, log);

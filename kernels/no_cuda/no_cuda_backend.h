@@ -5,7 +5,8 @@
 namespace vt::kernels::cuda {
 
 [[noreturn]] inline void no_cuda_backend(const char* launcher) {
-  VT_FAIL("[", launcher, "] needs the CUDA backend; this build has none (configure with -DVT_CUDA=ON where nvcc "
+  VT_FAIL("[", launcher,
+          "] needs the CUDA backend; this build has none (configure with -DVT_CUDA=ON where nvcc "
           "is installed)");
 }
 

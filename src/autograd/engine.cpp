@@ -44,8 +44,8 @@ void attach_node(Tensor& out, const std::shared_ptr<Node>& node, const std::vect
 }
 
 std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_out) {
-  VT_CHECK(grad_out.shape() == leaf_->shape, "[backward] gradient ", grad_out.describe(),
-           " does not match leaf shape ", to_string(leaf_->shape));
+  VT_CHECK(grad_out.shape() == leaf_->shape, "[backward] gradient ", grad_out.describe(), " does not match leaf shape ",
+           to_string(leaf_->shape));
   if (!leaf_->grad) {
     Tensor g = grad_out.dtype() == leaf_->dtype ? grad_out : grad_out.to(leaf_->dtype);
     // Own the gradient memory: the incoming tensor may be a view shared with other nodes.
@@ -54,7 +54,8 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_out) {
   } else {
     // A bf16 gradient (autocast) adds into an f32 .grad in one kernel; other dtypes are cast first.
     const bool mixed_add = leaf_->dtype == DType::f32 && grad_out.dtype() == DType::bf16;
-    ops::add_(Tensor(leaf_->grad), grad_out.dtype() == leaf_->dtype || mixed_add ? grad_out : grad_out.to(leaf_->dtype));
+    ops::add_(Tensor(leaf_->grad),
+              grad_out.dtype() == leaf_->dtype || mixed_add ? grad_out : grad_out.to(leaf_->dtype));
   }
   run_post_accumulate_grad_hook(leaf_.get());
   return {};

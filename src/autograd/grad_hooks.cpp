@@ -18,10 +18,8 @@ std::atomic<size_t> g_count{0};
 void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hook) {
   VT_CHECK(leaf.defined() && leaf.is_leaf(), "[grad_hooks] hooks attach to leaf tensors");
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (hook)
-    g_hooks[&leaf.impl()] = std::make_shared<std::function<void()>>(std::move(hook));
-  else
-    g_hooks.erase(&leaf.impl());
+  if (hook) g_hooks[&leaf.impl()] = std::make_shared<std::function<void()>>(std::move(hook));
+  else g_hooks.erase(&leaf.impl());
   g_count = g_hooks.size();
 }
 

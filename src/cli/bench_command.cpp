@@ -17,22 +17,29 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   auto* b = app.add_subcommand("bench", "training (and inference) img/s and peak memory on synthetic data");
   b->alias("benchmark");
   b->add_option("-m,--model", o.model, "model preset")->capture_default_str();
-  cmd.batch_size_option = b->add_option("-b,--batch-size", o.batch_size, "images per step (with --config: "
-                                        "its per-GPU batch unless given)")->capture_default_str();
-  b->add_option("--bench", cmd.bench, "train | inference | both (timm benchmark.py): what is timed; without it "
+  cmd.batch_size_option = b->add_option("-b,--batch-size", o.batch_size,
+                                        "images per step (with --config: "
+                                        "its per-GPU batch unless given)")
+                              ->capture_default_str();
+  b->add_option("--bench", cmd.bench,
+                "train | inference | both (timm benchmark.py): what is timed; without it "
                 "training, and inference too with --infer")
       ->check(CLI::IsMember({"train", "inference", "both"}))
       ->capture_default_str();
   b->add_option("--img-size", cmd.img_size, "input size (0: the model's)");
-  b->add_option("-c,--config", cmd.config_path, "take the model from this YAML config; a segmentation config "
+  b->add_option("-c,--config", cmd.config_path,
+                "take the model from this YAML config; a segmentation config "
                 "(model.decoder.type set) benchmarks its Segmenter: pixel cross-entropy, SGD, evaluation windows")
       ->check(CLI::ExistingFile);
   b->add_option("--set", cmd.sets, "override a key of --config (repeatable)");
   b->add_option("--steps", o.steps, "timed steps")->capture_default_str();
   b->add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
-  b->add_option("--repeats", o.repeats, "timed windows of --steps steps each after the warm-up (each is printed; "
-                "the figure is their median)")->capture_default_str();
-  b->add_option("--sequence", o.sequence_length, "benchmark the sequence model at N tokens instead of --model: "
+  b->add_option("--repeats", o.repeats,
+                "timed windows of --steps steps each after the warm-up (each is printed; "
+                "the figure is their median)")
+      ->capture_default_str();
+  b->add_option("--sequence", o.sequence_length,
+                "benchmark the sequence model at N tokens instead of --model: "
                 "random token features [B, N, dim] -> pre-norm blocks -> mean pool -> linear head (10 classes), "
                 "cross-entropy, AdamW; MiTA pools all N tokens 1-D");
   cmd.sequence_shape_options = {
@@ -44,9 +51,11 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
   cmd.amp_option =
       b->add_flag("--amp", o.amp, "bf16 autocast on CUDA (timm --amp; with --config: train.amp unless given)");
   b->add_flag("--infer", o.infer, "also time inference (eval mode, no grad)");
-  b->add_flag("--cuda-graph", o.cuda_graph, "capture each step in a CUDA graph after 2 eager warm-up steps and replay "
+  b->add_flag("--cuda-graph", o.cuda_graph,
+              "capture each step in a CUDA graph after 2 eager warm-up steps and replay "
               "it (one GPU; like torch.compile mode=reduce-overhead)");
-  b->add_option("--attention", o.attention.type, "dense | mita | mita_route | mita_compress | agent | agent_bias | linear")
+  b->add_option("--attention", o.attention.type,
+                "dense | mita | mita_route | mita_compress | agent | agent_bias | linear")
       ->capture_default_str();
   b->add_option("--m", o.attention.m, "MiTA landmarks")->capture_default_str();
   b->add_option("--k", o.attention.k, "MiTA keys per landmark (0: default)")->capture_default_str();
@@ -88,8 +97,8 @@ engine::BenchOptions options_with_config(const BenchCommand& cmd) {
   std::vector<std::string> sets = cmd.sets;
   if (cmd.img_size > 0) sets.insert(sets.begin(), "model.img_size=" + std::to_string(cmd.img_size));
   // The per-GPU batch of this run's processes (train.global_batch_size divided over them).
-  const io::Config cfg = engine::resolve_for_world(load_command_config(cmd.config_path, sets),
-                                                   engine::process_world(nullptr));
+  const io::Config cfg =
+      engine::resolve_for_world(load_command_config(cmd.config_path, sets), engine::process_world(nullptr));
   o.model = cfg.model.name;
   o.attention = cfg.model.attention;
   if (!cfg.model.decoder.type.empty()) {

@@ -22,7 +22,7 @@ struct RunOptions {
   std::string config, weights, device;
   std::vector<std::string> sets;
   std::vector<std::pair<std::string, std::string>> flag_sets;  ///< timm flags' overrides (cli/timm_flags.h)
-  bool ema = false, non_strict = false;  ///< with weights: --ema, --non-strict
+  bool ema = false, non_strict = false;                        ///< with weights: --ema, --non-strict
   /// load_command_config(config, sets, device, flag_sets).
   io::Config load() const;
   /// How --weights loads: --ema picks the EMA weights, --non-strict allows missing / unexpected tensors.

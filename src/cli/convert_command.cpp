@@ -77,7 +77,8 @@ void run_convert(const ConvertArgs& a) {
   engine::WeightsFile file =
       engine::load_weights_file(a.in, a.ema ? engine::WeightsPick::ema : engine::WeightsPick::weights);
   for (const auto& x : file.left_out) std::printf("%s: left out %s\n", a.in.c_str(), x.c_str());
-  for (const auto& line : engine::from_official_layout(file.tensors)) std::printf("%s: %s\n", a.in.c_str(), line.c_str());
+  for (const auto& line : engine::from_official_layout(file.tensors))
+    std::printf("%s: %s\n", a.in.c_str(), line.c_str());
   io::NamedTensors& w = file.tensors;
 
   const bool segmenter =
@@ -126,8 +127,9 @@ void run_convert(const ConvertArgs& a) {
 void add_convert_command(CLI::App& app) {
   auto args = std::make_shared<ConvertArgs>();
   auto* cmd = app.add_subcommand(
-      "convert", "weights in any format (safetensors, training checkpoint, .pth) -> safetensors or .pth in timm's / "
-                 "the official MiTA layout, for another image size or class count");
+      "convert",
+      "weights in any format (safetensors, training checkpoint, .pth) -> safetensors or .pth in timm's / "
+      "the official MiTA layout, for another image size or class count");
   cmd->add_option("--in", args->in, "input weights (.safetensors, a training checkpoint, .pth/.pt/.bin)")
       ->required()
       ->check(CLI::ExistingFile);

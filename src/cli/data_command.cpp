@@ -37,8 +37,9 @@ void add_data_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   check->add_option("-j,--threads", args->threads, "decoding threads")->check(CLI::PositiveNumber);
-  check->add_option("--max-image-pixels", args->max_image_pixels,
-                    "an image declaring more pixels is bad, as data.max_image_pixels (0: no limit)")
+  check
+      ->add_option("--max-image-pixels", args->max_image_pixels,
+                   "an image declaring more pixels is bad, as data.max_image_pixels (0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   check->callback([args] { finish_command([&] { return run_check(*args); }); });

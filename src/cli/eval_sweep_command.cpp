@@ -22,7 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 engine::EvalResult evaluate_cell(const io::Config& cfg, const std::string& weights, const std::string& what) {
   std::printf("evaluating %s ...\n", what.c_str());
   std::fflush(stdout);
@@ -45,8 +44,10 @@ struct SweepOptions {
 
 void run_sweep(const SweepOptions& o) {
   const io::Config base = o.run.load();
-  VT_CHECK(base.model.attention.is_mita(), "[eval-sweep] sweeping (m, k) needs MiTA attention "
-           "(model.attention.type mita or mita_route); the config's attention is '", base.model.attention.type, "'");
+  VT_CHECK(base.model.attention.is_mita(),
+           "[eval-sweep] sweeping (m, k) needs MiTA attention "
+           "(model.attention.type mita or mita_route); the config's attention is '",
+           base.model.attention.type, "'");
   VT_CHECK(!o.ms.empty() && !o.ks.empty(), "[eval-sweep] --m and --k need at least one value each");
   const models::ViTConfig v = engine::vit_config(base);
   const int64_t grid = v.img_size / v.patch_size, tokens = grid * grid + 1;
@@ -74,15 +75,15 @@ void run_sweep(const SweepOptions& o) {
   spec.row_axis = "m (experts)";
   spec.col_axis = "k (keys per expert)";
   spec.value_name = "top-1 (%)";
-  const int64_t trained_k = base.model.attention.k > 0 ? base.model.attention.k
+  const int64_t trained_k = base.model.attention.k > 0                  ? base.model.attention.k
                             : base.model.attention.type == "mita_route" ? 2 * base.model.attention.m
                                                                         : base.model.attention.m;
   for (size_t i = 0; i < o.ms.size(); ++i) {
     spec.row_labels.push_back(std::to_string(o.ms[i]));
     for (size_t j = 0; j < o.ks.size(); ++j) {
       if (i == 0) spec.col_labels.push_back(std::to_string(o.ks[j]));
-      const auto r = evaluate_cell(cells[i][j], o.run.weights,
-                                   "m=" + std::to_string(o.ms[i]) + " k=" + std::to_string(o.ks[j]));
+      const auto r =
+          evaluate_cell(cells[i][j], o.run.weights, "m=" + std::to_string(o.ms[i]) + " k=" + std::to_string(o.ks[j]));
       top1[i][j] = r.top1;
       csv << o.ms[i] << ',' << o.ks[j] << ',' << r.top1 << ',' << r.top5 << ',' << r.loss << ',' << r.count << '\n';
       csv.flush();
@@ -214,8 +215,9 @@ void run_swap(const SwapOptions& o) {
 
 void add_eval_sweep_commands(CLI::App& app) {
   auto sweep = std::make_shared<SweepOptions>();
-  auto* s = app.add_subcommand("eval-sweep", "evaluate frozen MiTA weights for every (m, k) of a grid: CSV and a "
-                                             "heat map (the paper's Figure 10)");
+  auto* s = app.add_subcommand("eval-sweep",
+                               "evaluate frozen MiTA weights for every (m, k) of a grid: CSV and a "
+                               "heat map (the paper's Figure 10)");
   add_run_options(*s, sweep->run, {.weights = true});
   s->add_option("--m", sweep->ms, "landmark counts, e.g. 16,25,36")->required()->delimiter(',');
   s->add_option("--k", sweep->ks, "keys per expert, e.g. 16,25,36")->required()->delimiter(',');
@@ -228,8 +230,9 @@ void add_eval_sweep_commands(CLI::App& app) {
   });
 
   auto swap = std::make_shared<SwapOptions>();
-  auto* w = app.add_subcommand("eval-swap", "the matrix trained-with x evaluated-with {dense, mita[, agent]} at "
-                                            "frozen weights: CSV and a heat map (the paper's Figure 9)");
+  auto* w = app.add_subcommand("eval-swap",
+                               "the matrix trained-with x evaluated-with {dense, mita[, agent]} at "
+                               "frozen weights: CSV and a heat map (the paper's Figure 9)");
   add_run_options(*w, swap->run, {.config_help = "YAML config of the models (its MiTA settings make the mita column)"});
   w->add_option("--weights-dense", swap->weights_dense, "weights trained with dense attention")
       ->check(CLI::ExistingFile);

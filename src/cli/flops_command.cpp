@@ -37,9 +37,8 @@ std::string flops_table(const std::string& model_name, const models::FlopsReport
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s%s, %s attention, %lldx%lld image, patch %lld, %lld tokens; per image:\n",
                 model_name.c_str(), rep.decoder.empty() ? "" : (" + " + rep.decoder + " decoder").c_str(),
-                rep.attention.c_str(), static_cast<long long>(rep.image_size),
-                static_cast<long long>(rep.image_size), static_cast<long long>(rep.patch_size),
-                static_cast<long long>(rep.tokens));
+                rep.attention.c_str(), static_cast<long long>(rep.image_size), static_cast<long long>(rep.image_size),
+                static_cast<long long>(rep.patch_size), static_cast<long long>(rep.tokens));
   std::string out = buf;
   std::snprintf(buf, sizeof buf, "%-28s %10s %16s %16s\n", "module", "params", "MACs (all)", "MACs (fvcore)");
   out += buf;
@@ -89,8 +88,9 @@ void add_flops_command(CLI::App& app) {
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("flops", "count parameters and multiply-accumulates per image, per module "
-                                          "(all attention matmuls, and fvcore-style)");
+  auto* cmd = app.add_subcommand("flops",
+                                 "count parameters and multiply-accumulates per image, per module "
+                                 "(all attention matmuls, and fvcore-style)");
   add_run_options(*cmd, opts->run, {.device = false});
   cmd->add_option("--model", opts->model, "model preset (sets model.name)");
   cmd->add_flag("--json", opts->json, "also print the counts as one JSON line");
@@ -103,11 +103,10 @@ void add_flops_command(CLI::App& app) {
       VT_CHECK(cfg.data.dataset != "lra", "[flops] vitrain flops counts ViT and Segmenter configs; the Long Range ",
                "Arena classifiers (data.dataset: lra) are not covered");
       // A segmentation config (model.decoder.type set) counts the Segmenter: encoder + decoder + upsampling.
-      const models::FlopsReport rep =
-          cfg.model.decoder.type.empty()
-              ? models::count_flops(models::VisionTransformer(engine::vit_config(cfg)))
-              : models::count_flops(models::Segmenter(
-                    models::segmenter_config(cfg.model, static_cast<uint64_t>(cfg.train.seed))));
+      const models::FlopsReport rep = cfg.model.decoder.type.empty()
+                                          ? models::count_flops(models::VisionTransformer(engine::vit_config(cfg)))
+                                          : models::count_flops(models::Segmenter(models::segmenter_config(
+                                                cfg.model, static_cast<uint64_t>(cfg.train.seed))));
       std::printf("%s", flops_table(cfg.model.name, rep).c_str());
       if (opts->json) std::printf("%s\n", flops_json(cfg.model.name, rep).c_str());
       return 0;

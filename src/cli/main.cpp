@@ -64,19 +64,21 @@ int main(int argc, char** argv) {
 
   vt::cli::RunOptions train_opts, eval_opts;
   vt::cli::TimmFlagOptions train_timm, eval_timm;
-  auto* train = app.add_subcommand("train", "train a model (default: DeiT's ImageNet recipe) from a YAML config, "
-                                            "timm's args.yaml or timm's train.py flags, evaluating after each epoch");
+  auto* train = app.add_subcommand("train",
+                                   "train a model (default: DeiT's ImageNet recipe) from a YAML config, "
+                                   "timm's args.yaml or timm's train.py flags, evaluating after each epoch");
   vt::cli::add_run_options(*train, train_opts);
   vt::cli::add_timm_train_flags(*train, train_timm);
 
-
-  auto* eval = app.add_subcommand("eval", "evaluate saved weights on the test split (also: validate, with timm "
-                                          "validate.py's flags)");
+  auto* eval = app.add_subcommand("eval",
+                                  "evaluate saved weights on the test split (also: validate, with timm "
+                                  "validate.py's flags)");
   eval->alias("validate");
   vt::cli::add_run_options(*eval, eval_opts, {.weights = true});
   vt::cli::add_timm_validate_flags(*eval, eval_timm);
   bool print_config = false;
-  train->add_flag("--print-config", print_config, "print the global batch, the lr and the resolved config (for this "
+  train->add_flag("--print-config", print_config,
+                  "print the global batch, the lr and the resolved config (for this "
                   "process's world size: under `vitrain launch -n N`, N) and exit without training");
   eval->add_flag("--print-config", print_config, "print the resolved config and exit without evaluating");
   vt::cli::EvalOutputOptions eval_out;
@@ -100,8 +102,10 @@ int main(int argc, char** argv) {
     for (const auto& a : args)
       if (a == "--") break;
       else if (vt::io::is_unsupported_timm_flag(a)) {
-        std::fprintf(stderr, "error: %s is a flag of timm's train.py that vitrain train does not support (the flags "
-                     "it maps are listed by vitrain train --help)\n", a.c_str());
+        std::fprintf(stderr,
+                     "error: %s is a flag of timm's train.py that vitrain train does not support (the flags "
+                     "it maps are listed by vitrain train --help)\n",
+                     a.c_str());
         return 2;
       }
   std::vector<char*> arg_ptrs;
@@ -134,7 +138,7 @@ int main(int argc, char** argv) {
     if (*eval && print_config) {
       std::printf("weights: %s\n%s", weights.c_str(), vt::io::to_yaml(cfg).c_str());
       return 0;
-    }  // a model.name tag's mean/std/crop/size/classes
+    }                                           // a model.name tag's mean/std/crop/size/classes
     if (*train && cfg.data.dataset == "lra") {  // Long Range Arena sequences (engine/sequence_task.h)
       const auto s = vt::engine::train_sequence(cfg);
       if (const auto code = early_end(s)) return *code;
@@ -153,8 +157,8 @@ int main(int argc, char** argv) {
                   s.weights_path.c_str());
     } else if (*eval && cfg.data.dataset == "lra") {
       const auto r = vt::engine::evaluate_sequence_weights(cfg, weights, opts.weights_options(), eval_amp);
-      std::printf("LRA %s test top-1 %.2f%%  loss %.4f  (%lld sequences)\n", cfg.data.lra_task.c_str(), r.top1,
-                  r.loss, static_cast<long long>(r.count));
+      std::printf("LRA %s test top-1 %.2f%%  loss %.4f  (%lld sequences)\n", cfg.data.lra_task.c_str(), r.top1, r.loss,
+                  static_cast<long long>(r.count));
     } else if (*eval && !cfg.model.decoder.type.empty()) {  // segmentation config: seg-eval's protocol and table
       return vt::cli::run_seg_eval(cfg, weights, opts.weights_options(), eval_out.results_file, eval_out.json);
     } else if (*eval) {
@@ -165,10 +169,10 @@ int main(int argc, char** argv) {
       const int64_t img_size = vt::engine::vit_config(cfg).img_size;
       // validate.py's row: Fashion-MNIST is evaluated uncropped; ImageFolder with data.crop_pct, bicubic.
       const bool folder = vt::engine::uses_image_folder(cfg);
-      vt::cli::print_eval_results({cfg.model.name, r.top1, r.top5, r.loss, r.params, img_size,
-                                   folder ? cfg.data.crop_pct : 1.0, "bicubic", r.count, r.img_per_s, eval_amp,
-                                   r.bad_files},
-                                  eval_out);
+      vt::cli::print_eval_results(
+          {cfg.model.name, r.top1, r.top5, r.loss, r.params, img_size, folder ? cfg.data.crop_pct : 1.0, "bicubic",
+           r.count, r.img_per_s, eval_amp, r.bad_files},
+          eval_out);
     }
   } catch (const std::exception& e) {
     vt::cli::print_error(e);

@@ -52,8 +52,8 @@ int run_seg_eval(const io::Config& cfg, const std::string& weights, const engine
   std::printf("%s", engine::seg_scores_table(r.scores, names).c_str());
   std::printf("%s  (%lld images, %.2f img/s, %s)\n", engine::seg_summary_line(r.scores).c_str(),
               static_cast<long long>(r.images), r.img_per_s, cfg.model.name.c_str());
-  const std::string json = engine::seg_scores_json(
-      r.scores, names, {{"images", static_cast<double>(r.images)}, {"img_per_s", r.img_per_s}});
+  const std::string json =
+      engine::seg_scores_json(r.scores, names, {{"images", static_cast<double>(r.images)}, {"img_per_s", r.img_per_s}});
   if (print_json) std::printf("%s\n", json.c_str());
   if (!json_path.empty()) {
     io::AtomicFile out(json_path);
@@ -75,14 +75,14 @@ void add_seg_eval_command(CLI::App& app) {
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "seg-eval", "evaluate segmentation weights on the validation split (sliding window; mIoU, mAcc, aAcc and a "
-                  "per-class table, mmseg semantics)");
+      "seg-eval",
+      "evaluate segmentation weights on the validation split (sliding window; mIoU, mAcc, aAcc and a "
+      "per-class table, mmseg semantics)");
   add_run_options(*cmd, opts->run, kSegRunOptions);
   cmd->add_option("--json", opts->json, "also write the scores (with per-class IoU/Acc) to this JSON file");
   cmd->callback([opts] {
-    finish_command([&] {
-      return run_seg_eval(opts->run.load(), opts->run.weights, opts->run.weights_options(), opts->json);
-    });
+    finish_command(
+        [&] { return run_seg_eval(opts->run.load(), opts->run.weights, opts->run.weights_options(), opts->json); });
   });
 }
 
@@ -93,8 +93,9 @@ void add_viz_seg_command(CLI::App& viz) {
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = viz.add_subcommand(
-      "seg", "segment one image: the image, its ground truth (when --label is given) and the prediction side by "
-             "side in the ADE20K palette (ignored pixels black), as PNG");
+      "seg",
+      "segment one image: the image, its ground truth (when --label is given) and the prediction side by "
+      "side in the ADE20K palette (ignored pixels black), as PNG");
   add_run_options(*cmd, opts->run, kSegRunOptions);
   cmd->add_option("-i,--image", opts->image, "image file (JPEG or PNG)")->required()->check(CLI::ExistingFile);
   cmd->add_option("-l,--label", opts->label, "annotation PNG (ADE20K values; reduce_zero_label applied)")

@@ -44,9 +44,19 @@ void add_timm_train_flags(CLI::App& train, TimmFlagOptions& o) {
 
 void add_timm_validate_flags(CLI::App& eval, TimmFlagOptions& o) {
   // validate.py's -b is the evaluation batch: its own row, the rest are train.py's rows.
-  static const io::TimmFlag batch{"-b,--batch-size", "batch_size", "eval.batch_size", io::TimmArg::value, nullptr,
-                                  nullptr, "evaluation batch (validate.py -b)"};
-  static const io::TimmFlag model{"-m,--model", "model", "model.name", io::TimmArg::value, nullptr, nullptr,
+  static const io::TimmFlag batch{"-b,--batch-size",
+                                  "batch_size",
+                                  "eval.batch_size",
+                                  io::TimmArg::value,
+                                  nullptr,
+                                  nullptr,
+                                  "evaluation batch (validate.py -b)"};
+  static const io::TimmFlag model{"-m,--model",
+                                  "model",
+                                  "model.name",
+                                  io::TimmArg::value,
+                                  nullptr,
+                                  nullptr,
                                   "model name (timm's, e.g. deit_small_patch16_224.fb_in1k)"};
   o.entries.reserve(16);
   add_entry(eval, o, model);

@@ -20,8 +20,9 @@ void add_viz_command(CLI::App& app) {
   auto* viz = app.add_subcommand("viz", "draw what a model does on one image (PNG)");
   viz->require_subcommand(1);
   auto* experts = viz->add_subcommand(
-      "experts", "MiTA routing on one image: per layer the keys each expert collected and the queries routed to it "
-                 "(Figure 3), and how many experts selected each token across depth (Figure 4)");
+      "experts",
+      "MiTA routing on one image: per layer the keys each expert collected and the queries routed to it "
+      "(Figure 3), and how many experts selected each token across depth (Figure 4)");
   add_run_options(*experts, opts->run, {.weights = true});
   experts->add_option("-i,--image", opts->viz.image, "image file (JPEG or PNG)")->required()->check(CLI::ExistingFile);
   experts->add_option("-o,--out", opts->viz.out_dir, "output folder")->required();

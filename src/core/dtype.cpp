@@ -6,8 +6,10 @@ namespace vt {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f64: case DType::i64: return 8;
-    case DType::f32: case DType::i32: return 4;
+    case DType::f64:
+    case DType::i64: return 8;
+    case DType::f32:
+    case DType::i32: return 4;
     case DType::bf16: return 2;
     case DType::u8: return 1;
   }

@@ -34,14 +34,14 @@ std::string concat(const Args&... args) {
 }  // namespace vt
 
 // VT_CHECK(cond, "[op] shape ", s, " is bad") throws vt::Error with the message (and file:line in where()).
-#define VT_CHECK(cond, ...)                                                                   \
-  do {                                                                                        \
+#define VT_CHECK(cond, ...)                                                                        \
+  do {                                                                                             \
     if (!(cond)) ::vt::detail::throw_error(__FILE__, __LINE__, ::vt::detail::concat(__VA_ARGS__)); \
   } while (0)
 
 #define VT_FAIL(...) ::vt::detail::throw_error(__FILE__, __LINE__, ::vt::detail::concat(__VA_ARGS__))
 
-#define VT_ASSERT(cond)                                                  \
-  do {                                                                   \
-    if (!(cond)) ::vt::detail::assert_fail(__FILE__, __LINE__, #cond);   \
+#define VT_ASSERT(cond)                                                \
+  do {                                                                 \
+    if (!(cond)) ::vt::detail::assert_fail(__FILE__, __LINE__, #cond); \
   } while (0)

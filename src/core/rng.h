@@ -35,9 +35,7 @@ VT_HD U32x4 philox4x32(uint64_t seed, uint64_t counter) {
   return {{c0, c1, c2, c3}};
 }
 
-VT_HD uint32_t bits_at(uint64_t seed, uint64_t offset, uint64_t i) {
-  return philox4x32(seed, offset + i / 4).v[i % 4];
-}
+VT_HD uint32_t bits_at(uint64_t seed, uint64_t offset, uint64_t i) { return philox4x32(seed, offset + i / 4).v[i % 4]; }
 
 /// Uniform in (0, 1): 24 random bits, centred in their bin so 0 and 1 never occur. The top bin's centre
 /// (2^24 - 0.5) is not a float and rounds to 2^24, so it is mapped to the largest float below 1 instead.
@@ -61,15 +59,25 @@ VT_HD double erfinv(double x) {
   if (w < 5.0) {
     w -= 2.5;
     p = 2.81022636e-08;
-    p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w; p = -4.39150654e-06 + p * w;
-    p = 0.00021858087 + p * w; p = -0.00125372503 + p * w; p = -0.00417768164 + p * w;
-    p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
   } else {
     w = std::sqrt(w) - 3.0;
     p = -0.000200214257;
-    p = 0.000100950558 + p * w; p = 0.00134934322 + p * w; p = -0.00367342844 + p * w;
-    p = 0.00573950773 + p * w; p = -0.0076224613 + p * w; p = 0.00943887047 + p * w;
-    p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
   }
   double y = p * x;
   // Newton: f(y) = erf(y) - x, f' = 2/sqrt(pi) exp(-y^2)
@@ -78,8 +86,7 @@ VT_HD double erfinv(double x) {
 }
 
 /// Normal(mean, std) truncated to [a, b] by inverting the CDF, as timm's trunc_normal_.
-VT_HD double trunc_normal_at(uint64_t seed, uint64_t offset, uint64_t i, double mean, double std, double a,
-                             double b) {
+VT_HD double trunc_normal_at(uint64_t seed, uint64_t offset, uint64_t i, double mean, double std, double a, double b) {
   auto cdf = [](double x) { return 0.5 * (1.0 + std::erf(x / 1.4142135623730951)); };
   double lo = cdf((a - mean) / std), hi = cdf((b - mean) / std);
   double u = lo + (hi - lo) * uniform_at(seed, offset, i);
@@ -98,7 +105,10 @@ class Generator {
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
   uint64_t seed() const { return seed_; }
   uint64_t offset() const { return offset_; }
-  void set_state(uint64_t seed, uint64_t offset) { seed_ = seed; offset_ = offset; }
+  void set_state(uint64_t seed, uint64_t offset) {
+    seed_ = seed;
+    offset_ = offset;
+  }
   /// Reserves counters for n values; returns the offset where the draw starts.
   uint64_t reserve(uint64_t n) {
     uint64_t start = offset_;

@@ -41,8 +41,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t d = dim < 0 ? dim + ndim : dim;
-  VT_CHECK(d >= 0 && d < std::max<int64_t>(ndim, 1), "[", op, "] dim ", dim, " out of range for ", ndim,
-           "-d tensor");
+  VT_CHECK(d >= 0 && d < std::max<int64_t>(ndim, 1), "[", op, "] dim ", dim, " out of range for ", ndim, "-d tensor");
   return d;
 }
 

@@ -67,11 +67,11 @@ class DataParallel {
   optim::Optimizer& opt_;
   Communicator& comm_;
   DataParallelOptions options_;
-  std::vector<Tensor> hooked_;             // parameters carrying our hook
-  std::vector<GradBucket> buckets_;        // launch order
-  std::vector<size_t> bucket_of_;          // parameter k -> bucket
-  std::vector<int64_t> missing_;           // per bucket: parameters not ready yet in this backward
-  std::vector<char> ready_;                // per parameter: gradient ready in this backward
+  std::vector<Tensor> hooked_;       // parameters carrying our hook
+  std::vector<GradBucket> buckets_;  // launch order
+  std::vector<size_t> bucket_of_;    // parameter k -> bucket
+  std::vector<int64_t> missing_;     // per bucket: parameters not ready yet in this backward
+  std::vector<char> ready_;          // per parameter: gradient ready in this backward
   size_t next_launch_ = 0;
   bool sync_ = true;
 };

@@ -21,12 +21,12 @@ namespace vt::dist {
 #ifdef VT_WITH_NCCL
 
 // An NCCL call that failed, named with the rank and NCCL's own last message.
-#define VT_NCCL_RANK_CHECK(expr)                                                                          \
-  do {                                                                                                    \
-    ncclResult_t vt_nccl_status_ = (expr);                                                                \
-    VT_CHECK(vt_nccl_status_ == ncclSuccess, "[nccl] rank ", rank_, ": ", #expr, " failed: ",             \
-             ncclGetErrorString(vt_nccl_status_), " (", ncclGetLastError(state_ ? state_->comm : nullptr), \
-             ")");                                                                                        \
+#define VT_NCCL_RANK_CHECK(expr)                                                 \
+  do {                                                                           \
+    ncclResult_t vt_nccl_status_ = (expr);                                       \
+    VT_CHECK(vt_nccl_status_ == ncclSuccess, "[nccl] rank ", rank_, ": ", #expr, \
+             " failed: ", ncclGetErrorString(vt_nccl_status_), " (",             \
+             ncclGetLastError(state_ ? state_->comm : nullptr), ")");            \
   } while (0)
 
 struct NcclCommunicator::State {
@@ -79,10 +79,8 @@ NcclCommunicator::~NcclCommunicator() {
   // Unwinding an error, or a collective still pending (a peer may be gone): abort rather than wait for it forever.
   const bool idle = !state_->stream || cudaStreamQuery(state_->stream) == cudaSuccess;
   if (state_->comm) {
-    if (idle && std::uncaught_exceptions() == 0)
-      ncclCommDestroy(state_->comm);
-    else
-      ncclCommAbort(state_->comm);
+    if (idle && std::uncaught_exceptions() == 0) ncclCommDestroy(state_->comm);
+    else ncclCommAbort(state_->comm);
   }
   if (state_->compute_done) cudaEventDestroy(state_->compute_done);
   if (state_->comm_done) cudaEventDestroy(state_->comm_done);

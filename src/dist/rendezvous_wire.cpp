@@ -42,8 +42,7 @@ std::optional<Header> parse_header(const uint8_t* bytes) {
     case Type::reject:
       if (n != 1) return std::nullopt;
       break;
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
   return Header{static_cast<Type>(type), n};
 }
@@ -70,14 +69,10 @@ std::optional<Hello> parse_hello(const std::vector<uint8_t>& body) {
 
 const char* reason_text(RejectReason reason) {
   switch (reason) {
-    case RejectReason::wrong_token:
-      return "wrong job token";
-    case RejectReason::wrong_world:
-      return "wrong world size";
-    case RejectReason::rank_out_of_range:
-      return "rank out of range";
-    case RejectReason::duplicate_rank:
-      return "duplicate rank";
+    case RejectReason::wrong_token: return "wrong job token";
+    case RejectReason::wrong_world: return "wrong world size";
+    case RejectReason::rank_out_of_range: return "rank out of range";
+    case RejectReason::duplicate_rank: return "duplicate rank";
   }
   return "unknown reason";
 }

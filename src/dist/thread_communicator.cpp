@@ -39,8 +39,8 @@ void ThreadGroup::barrier(int rank) {
 
 ThreadCommunicator::ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank)
     : group_(std::move(group)), rank_(rank) {
-  VT_CHECK(rank >= 0 && rank < group_->world(), "[thread_communicator] rank ", rank, " outside [0, ",
-           group_->world(), ")");
+  VT_CHECK(rank >= 0 && rank < group_->world(), "[thread_communicator] rank ", rank, " outside [0, ", group_->world(),
+           ")");
 }
 
 void ThreadCommunicator::post(const Tensor& t, const char* op) {

@@ -104,8 +104,7 @@ void measure_allreduce(dist::Communicator& comm, int64_t numel, Device device, B
 
 // Times the training steps (opt.train), then (opt.infer) inference, with the peak memory of each phase. The one code path of
 // both tasks: only the model, the loss and the optimizer differ.
-void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<DType> amp, Workload w,
-             BenchResult& r) {
+void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<DType> amp, Workload w, BenchResult& r) {
   const Device device = group.device;
   const int64_t B = opt.batch_size * group.world;
   io::Config dist_cfg;
@@ -118,8 +117,8 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
     w.model.train();
     VT_CHECK(!opt.cuda_graph || !dp, "[bench] --cuda-graph runs on one GPU (not under vitrain launch)");
     // The training loop's update (engine/train_step.h) on the one synthetic batch: no clip, no EMA.
-    TrainStep step(device, opt.cuda_graph, {w.model, w.optimizer, dp.get(), nullptr, amp}, [&] { return w.batch; },
-                   w.loss);
+    TrainStep step(
+        device, opt.cuda_graph, {w.model, w.optimizer, dp.get(), nullptr, amp}, [&] { return w.batch; }, w.loss);
     TrainStep::Result last;
     r.train_runs = rates(static_cast<double>(B * opt.steps),
                          timed_windows(device, opt.warmup, opt.steps, opt.repeats, [&] { last = step.run(); }));
@@ -176,7 +175,9 @@ void measure_classifier(const BenchOptions& opt, const ProcessGroup& group, std:
                         const Tensor& inputs, const Tensor& labels, BenchResult& r) {
   optim::AdamW adamw(optim::make_param_groups(model.named_parameters(), 0.05), 1e-3);
   measure(opt, group, amp,
-          {model, adamw, {inputs, labels},
+          {model,
+           adamw,
+           {inputs, labels},
            [&](const TaskBatch& b) { return ops::cross_entropy(model.forward(b.input), b.target, opt.smoothing); },
            [&] { return model.forward(inputs); }},
           r);
@@ -195,8 +196,10 @@ Tensor synthetic_label_maps(int64_t B, int64_t S, int64_t classes, Device device
 BenchResult run_bench(const BenchOptions& opt) {
   VT_CHECK(!opt.cuda_graph || opt.warmup > kEagerSteps, "[bench] --cuda-graph needs --warmup > ", kEagerSteps,
            " (eager steps and the capture are not timed), got ", opt.warmup);
-  VT_CHECK(opt.batch_size > 0 && opt.steps > 0 && opt.warmup >= 0, "[bench] need batch size > 0, steps > 0 and "
-           "warmup >= 0, got ", opt.batch_size, ", ", opt.steps, ", ", opt.warmup);
+  VT_CHECK(opt.batch_size > 0 && opt.steps > 0 && opt.warmup >= 0,
+           "[bench] need batch size > 0, steps > 0 and "
+           "warmup >= 0, got ",
+           opt.batch_size, ", ", opt.steps, ", ", opt.warmup);
   VT_CHECK(opt.repeats >= 1, "[bench] --repeats must be at least 1, got ", opt.repeats);
   set_threads(opt.threads);
   BenchResult r;
@@ -221,7 +224,9 @@ BenchResult run_bench(const BenchOptions& opt) {
     // Spec §5: SGD, Nesterov momentum 0.9, lr 1e-3, no weight decay.
     optim::SGD sgd(optim::make_param_groups(model.named_parameters(), 0.0), 1e-3, 0.9, true);
     measure(opt, group, amp,
-            {model, sgd, {images, labels},
+            {model,
+             sgd,
+             {images, labels},
              [&](const TaskBatch& b) { return ops::pixel_cross_entropy(model.forward(b.input), b.target); },
              [&] { return model.forward(images); }},
             r);

@@ -29,10 +29,10 @@ struct BenchOptions {
   int64_t warmup = 10;  ///< untimed steps before them
   int64_t repeats = 1;  ///< timed windows of `steps` steps each (the reported figure is their median)
   std::string device = "auto";
-  bool amp = false;     ///< bf16 autocast (CUDA only; ignored on the CPU)
-  bool train = true;    ///< time training steps (false: inference only, timm benchmark.py's --bench inference)
-  bool infer = false;   ///< also time inference (eval mode, no grad)
-  int threads = 0;      ///< CPU threads; 0: all cores
+  bool amp = false;    ///< bf16 autocast (CUDA only; ignored on the CPU)
+  bool train = true;   ///< time training steps (false: inference only, timm benchmark.py's --bench inference)
+  bool infer = false;  ///< also time inference (eval mode, no grad)
+  int threads = 0;     ///< CPU threads; 0: all cores
   double smoothing = 0.1;
   bool zero1 = false;       ///< data parallel: ZeRO-1 (classification, AdamW) instead of DDP
   double bucket_mb = 25.0;  ///< data parallel: gradient bucket size
@@ -53,15 +53,15 @@ struct BenchResult {
   bool amp = false;    ///< whether bf16 autocast was in effect
   int64_t params = 0;
   double train_img_per_s = 0, train_step_ms = 0, last_loss = 0;  ///< img/s and ms: the median window
-  std::vector<double> train_runs, infer_runs;                      ///< img/s of each timed window
+  std::vector<double> train_runs, infer_runs;                    ///< img/s of each timed window
   std::optional<PeakMemory> train_peak;
   bool has_train = false, has_infer = false;
   double infer_img_per_s = 0, infer_batch_ms = 0;
   std::optional<PeakMemory> infer_peak;
-  int world = 1;        ///< ranks of a launched job (img/s counts all of them)
-  bool lead = true;     ///< rank 0: the one that reports
+  int world = 1;                                      ///< ranks of a launched job (img/s counts all of them)
+  bool lead = true;                                   ///< rank 0: the one that reports
   double allreduce_ms = 0, allreduce_busbw_gbps = 0;  ///< world > 1: one gradient-sized f32 all-reduce, alone
-  size_t graph_nodes = 0;  ///< --cuda-graph: nodes of the captured training step
+  size_t graph_nodes = 0;                             ///< --cuda-graph: nodes of the captured training step
 };
 
 /// Builds the model on the device and runs the benchmark; throws on bad options (unknown model, device, ...).

@@ -26,7 +26,8 @@ const std::string& meta(const std::map<std::string, std::string>& m, const std::
   return it->second;
 }
 
-template <class T> T parse_int(const std::string& text, const std::string& key, const std::string& path) {
+template <class T>
+T parse_int(const std::string& text, const std::string& key, const std::string& path) {
   T v{};
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   VT_CHECK(ec == std::errc() && p == text.data() + text.size(), "[checkpoint] '", path, "': metadata '", key,

@@ -9,15 +9,15 @@ namespace vt::engine {
 /// One evaluation, with what validate.py reports plus our loss, image count and throughput.
 struct EvalResultsRow {
   std::string model;
-  double top1 = 0, top5 = 0;      ///< percent
+  double top1 = 0, top5 = 0;  ///< percent
   double loss = 0;
-  int64_t param_count = 0;        ///< parameters (printed in millions, 2 decimals, as timm)
+  int64_t param_count = 0;  ///< parameters (printed in millions, 2 decimals, as timm)
   int64_t img_size = 0;
   double crop_pct = 0.875;
   std::string interpolation = "bicubic";
   int64_t images = 0;
   double img_per_s = 0;
-  bool amp = false;  ///< bf16 autocast (validate.py --amp); false: f32
+  bool amp = false;       ///< bf16 autocast (validate.py --amp); false: f32
   int64_t bad_files = 0;  ///< unreadable images left out (not in `images`, not in the metrics)
 };
 

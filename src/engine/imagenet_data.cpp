@@ -96,12 +96,15 @@ ImageNetData::ImageNetData(const io::Config& cfg, int img_size, Device device, b
   eval_shard.world = world;
   eval_shard.shuffle = false;
   eval_shard.pad = false;
-  eval_loader_ = std::make_unique<data::Loader>(*eval_source_, [n_val, eval_shard](int64_t) {
-    if (eval_shard.world > 1) return data::distributed_indices(n_val, eval_shard, 0);
-    std::vector<int64_t> all(static_cast<size_t>(n_val));
-    std::iota(all.begin(), all.end(), int64_t{0});
-    return all;
-  }, eo);
+  eval_loader_ = std::make_unique<data::Loader>(
+      *eval_source_,
+      [n_val, eval_shard](int64_t) {
+        if (eval_shard.world > 1) return data::distributed_indices(n_val, eval_shard, 0);
+        std::vector<int64_t> all(static_cast<size_t>(n_val));
+        std::iota(all.begin(), all.end(), int64_t{0});
+        return all;
+      },
+      eo);
   if (!with_train) return;
 
   data::ClassificationFiles train = data::image_folder(data::find_split_dir(d.data_dir, "train"));
@@ -163,7 +166,8 @@ data::Batch ImageNetData::train_batch(int64_t epoch, int64_t step) {
   data::Batch b;
   for (; next_step_ <= step; ++next_step_)
     VT_CHECK(prefetcher_->next(b), "[data] epoch ", epoch, " has no batch ", step);
-  if (step + 1 == train_batches_ && epoch + 1 < epochs_) {  // the loader starts on the next epoch while this one ends (eval, checkpoints)
+  if (step + 1 == train_batches_ &&
+      epoch + 1 < epochs_) {  // the loader starts on the next epoch while this one ends (eval, checkpoints)
     prefetcher_->start_epoch(epoch + 1);
     epoch_ = epoch + 1;
     next_step_ = 0;
@@ -172,8 +176,8 @@ data::Batch ImageNetData::train_batch(int64_t epoch, int64_t step) {
   b.erasing = Tensor();
   if (mix_) {
     data::SampleRng rng(seed_, epoch, step, kMixStream);
-    const data::MixDraw draw = data::draw_mix(*mix_, static_cast<int>(b.images.size(2)),
-                                              static_cast<int>(b.images.size(3)), rng);
+    const data::MixDraw draw =
+        data::draw_mix(*mix_, static_cast<int>(b.images.size(2)), static_cast<int>(b.images.size(3)), rng);
     b.labels = data::apply_mix(b.images, b.labels, draw, *mix_);
   }
   return b;

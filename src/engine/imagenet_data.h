@@ -37,8 +37,7 @@ class ImageNetData {
   /// With `with_train` false (evaluation only) just val/ is read, and its class folders define the classes.
   /// Data parallel: rank `rank` of `world` reads its share of both splits (train: DistributedSampler or RASampler
   /// order, padded; val: every image exactly once across the ranks) and draws its own augmentations.
-  ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train = true, int rank = 0,
-               int world = 1);
+  ImageNetData(const io::Config& cfg, int img_size, Device device, bool with_train = true, int rank = 0, int world = 1);
   ~ImageNetData();
   /// Training batches per epoch (the last partial batch is dropped).
   int64_t train_batches_per_epoch() const { return train_batches_; }

@@ -52,8 +52,8 @@ std::unique_ptr<dist::DataParallel> make_data_parallel(const io::Config& cfg, op
   for (const auto& [name, t] : model.state_dict()) replicated.push_back(t);
   if (ema_model)
     for (const auto& [name, t] : ema_model->state_dict()) replicated.push_back(t);
-  auto dp = std::make_unique<dist::DataParallel>(
-      opt, *group.comm, dist::DataParallelOptions{cfg.dist.bucket_mb, cfg.dist.zero1}, params);
+  auto dp = std::make_unique<dist::DataParallel>(opt, *group.comm,
+                                                 dist::DataParallelOptions{cfg.dist.bucket_mb, cfg.dist.zero1}, params);
   dp->broadcast_from_rank0(replicated);
   return dp;
 }

@@ -18,10 +18,10 @@ namespace vt::engine {
 struct ProcessGroup {
   int rank = 0, world = 1;
   Device device;
-  dist::Communicator* comm = nullptr;          // null: a single process
-  std::unique_ptr<dist::Communicator> owned;   // the NCCL communicator of a launched job
-  std::string source;                          // "in-process", "torchrun", "slurm", "mpirun", "single"
-  bool lead() const { return rank == 0; }      // writes the log, metrics, checkpoints and weights
+  dist::Communicator* comm = nullptr;         // null: a single process
+  std::unique_ptr<dist::Communicator> owned;  // the NCCL communicator of a launched job
+  std::string source;                         // "in-process", "torchrun", "slurm", "mpirun", "single"
+  bool lead() const { return rank == 0; }     // writes the log, metrics, checkpoints and weights
 };
 
 /// How many processes the run has: `given`'s ranks, else the launched job's (1 when not launched).

@@ -23,16 +23,17 @@ io::Config resolve_for_world(const io::Config& cfg, int world) {
   VT_CHECK(global % ways == 0, "[config] train.global_batch_size ", global, " does not divide over ", split,
            ": choose a multiple of ", ways, " or another train.grad_accum_steps");
   const int64_t per = global / ways;
-  VT_CHECK(cfg.train.batch_size == 0 || cfg.train.batch_size == per, "[config] train.batch_size ",
-           cfg.train.batch_size, " per process disagrees with train.global_batch_size ", global, " over ", split,
-           " (", per, " per process): set train.batch_size: 0 to derive it, or train.global_batch_size: 0 to keep ",
+  VT_CHECK(cfg.train.batch_size == 0 || cfg.train.batch_size == per, "[config] train.batch_size ", cfg.train.batch_size,
+           " per process disagrees with train.global_batch_size ", global, " over ", split, " (", per,
+           " per process): set train.batch_size: 0 to derive it, or train.global_batch_size: 0 to keep ",
            "the per-process batch (timm's -b)");
   r.train.batch_size = static_cast<int>(per);
   return r;
 }
 
 int64_t global_batch(const io::Config& cfg, int world) {
-  VT_CHECK(cfg.train.batch_size > 0, "[config] train.batch_size is 0: the config was not resolved for the number "
+  VT_CHECK(cfg.train.batch_size > 0,
+           "[config] train.batch_size is 0: the config was not resolved for the number "
            "of processes (engine::resolve_for_world)");
   return static_cast<int64_t>(cfg.train.batch_size) * cfg.train.grad_accum_steps * world;
 }
@@ -56,7 +57,8 @@ double resolved_lr(const io::Config& cfg, int world) {
 }
 
 LrPlan::LrPlan(const io::Config& cfg, int64_t updates_per_epoch, int world)
-    : poly_on_(cfg.schedule.sched == "poly"), on_updates_(cfg.schedule.sched_on_updates),
+    : poly_on_(cfg.schedule.sched == "poly"),
+      on_updates_(cfg.schedule.sched_on_updates),
       deit_lag_(cfg.schedule.deit_epoch_lag) {
   const auto& s = cfg.schedule;
   sched_.base_lr = resolved_lr(cfg, world);
@@ -65,7 +67,8 @@ LrPlan::LrPlan(const io::Config& cfg, int64_t updates_per_epoch, int world)
   sched_.warmup_prefix = s.warmup_prefix;
   if (on_updates_) {
     // Whole updates, as optim::LrSchedule, so this reproduces it exactly.
-    sched_.warmup_t = static_cast<double>(static_cast<int64_t>(s.warmup_epochs * static_cast<double>(updates_per_epoch)));
+    sched_.warmup_t =
+        static_cast<double>(static_cast<int64_t>(s.warmup_epochs * static_cast<double>(updates_per_epoch)));
     sched_.total_t = static_cast<double>(updates_per_epoch * cfg.train.epochs);
   } else {
     sched_.warmup_t = s.warmup_epochs;
@@ -122,7 +125,8 @@ void check_model_fits_data(const io::Config& cfg) {
 }
 
 void require_data_dir(const io::Config& cfg) {
-  VT_CHECK(!cfg.data.data_dir.empty(), "[config] data.data_dir is not set: give the dataset folder (vitrain train "
+  VT_CHECK(!cfg.data.data_dir.empty(),
+           "[config] data.data_dir is not set: give the dataset folder (vitrain train "
            "DIR, vitrain validate DIR, or --set data.data_dir=DIR; ImageNet: DIR/train/<wnid>/*.JPEG and "
            "DIR/val/<wnid>/*.JPEG)");
 }

@@ -63,9 +63,7 @@ ResumeChoice choose_resume_checkpoint(const std::string& output_dir) {
   return choice;
 }
 
-std::string find_resume_checkpoint(const std::string& output_dir) {
-  return choose_resume_checkpoint(output_dir).path;
-}
+std::string find_resume_checkpoint(const std::string& output_dir) { return choose_resume_checkpoint(output_dir).path; }
 
 int rewind_metrics(const std::string& path, const CheckpointState& state) {
   std::ifstream in(path, std::ios::binary);
@@ -77,10 +75,12 @@ int rewind_metrics(const std::string& path, const CheckpointState& state) {
     const std::optional<io::MetricRow> row = io::parse_metrics_line(line);
     bool keep = false;
     if (row) {
-      auto field = [&](const char* k) { auto it = row->find(k); return it == row->end() ? -1.0 : it->second; };
-      keep = row->count("train_loss")
-                 ? field("step") <= static_cast<double>(state.position.global_step)
-                 : field("epoch") <= static_cast<double>(state.position.epoch);
+      auto field = [&](const char* k) {
+        auto it = row->find(k);
+        return it == row->end() ? -1.0 : it->second;
+      };
+      keep = row->count("train_loss") ? field("step") <= static_cast<double>(state.position.global_step)
+                                      : field("epoch") <= static_cast<double>(state.position.epoch);
     }
     if (keep) kept += line + '\n';
     else ++dropped;

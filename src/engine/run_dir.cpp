@@ -16,8 +16,8 @@ bool taken(const std::filesystem::path& p) {
 
 std::filesystem::path pick_run_dir(const std::string& output, const std::string& experiment, bool resuming) {
   VT_CHECK(!output.empty() || !experiment.empty(), "[train] no output folder: set --output (train.output)");
-  std::filesystem::path base = experiment.empty() ? std::filesystem::path(output)
-                                                  : std::filesystem::path(output) / experiment;
+  std::filesystem::path base =
+      experiment.empty() ? std::filesystem::path(output) : std::filesystem::path(output) / experiment;
   if (base.filename().empty()) base = base.parent_path();  // "runs/" → "runs"
   std::filesystem::path dir = base;
   for (int n = 1; !resuming && taken(dir); ++n) {

@@ -28,23 +28,35 @@ int64_t purge_step(const std::vector<io::MetricRow>& rows) {
 }
 
 bool is_evaluation(const std::vector<std::pair<std::string, double>>& fields) {
-  return std::any_of(fields.begin(), fields.end(),
-                     [](const auto& f) { return f.first == "test_top1" || f.first == "miou" || f.first == "val_top1"; });
+  return std::any_of(fields.begin(), fields.end(), [](const auto& f) {
+    return f.first == "test_top1" || f.first == "miou" || f.first == "val_top1";
+  });
 }
 
 }  // namespace
 
 std::string tensorboard_tag(const std::string& key, bool eval) {
-  static const std::map<std::string, std::string> train = {
-      {"train_loss", "train/loss"}, {"lr", "train/lr"}, {"img_per_s", "train/img_per_s"},
-      {"data_wait", "train/data_wait"}, {"bad_files", "train/bad_files"}};
-  static const std::map<std::string, std::string> evaluation = {
-      {"test_loss", "eval/loss"},        {"test_top1", "eval/top1"},     {"test_top5", "eval/top5"},
-      {"ema_loss", "eval_ema/loss"},     {"ema_top1", "eval_ema/top1"},  {"ema_top5", "eval_ema/top5"},
-      {"miou", "eval/mIoU"},             {"macc", "eval/mAcc"},          {"aacc", "eval/aAcc"},
-      {"eval_img_per_s", "eval/img_per_s"},
-      {"val_loss", "eval/loss"},         {"val_top1", "eval/top1"},      {"ema_val_loss", "eval_ema/loss"},
-      {"ema_val_top1", "eval_ema/top1"}, {"best_test_loss", "test/loss"}, {"best_test_top1", "test/top1"}};
+  static const std::map<std::string, std::string> train = {{"train_loss", "train/loss"},
+                                                           {"lr", "train/lr"},
+                                                           {"img_per_s", "train/img_per_s"},
+                                                           {"data_wait", "train/data_wait"},
+                                                           {"bad_files", "train/bad_files"}};
+  static const std::map<std::string, std::string> evaluation = {{"test_loss", "eval/loss"},
+                                                                {"test_top1", "eval/top1"},
+                                                                {"test_top5", "eval/top5"},
+                                                                {"ema_loss", "eval_ema/loss"},
+                                                                {"ema_top1", "eval_ema/top1"},
+                                                                {"ema_top5", "eval_ema/top5"},
+                                                                {"miou", "eval/mIoU"},
+                                                                {"macc", "eval/mAcc"},
+                                                                {"aacc", "eval/aAcc"},
+                                                                {"eval_img_per_s", "eval/img_per_s"},
+                                                                {"val_loss", "eval/loss"},
+                                                                {"val_top1", "eval/top1"},
+                                                                {"ema_val_loss", "eval_ema/loss"},
+                                                                {"ema_val_top1", "eval_ema/top1"},
+                                                                {"best_test_loss", "test/loss"},
+                                                                {"best_test_top1", "test/top1"}};
   const auto& table = eval ? evaluation : train;
   const auto it = table.find(key);
   return it == table.end() ? std::string() : it->second;
@@ -63,7 +75,8 @@ void RunRecord::log(const std::vector<std::pair<std::string, double>>& fields) {
   double step = 0;
   for (const auto& [key, value] : fields) {
     if (key == "step") step = value;
-    if (std::string tag = tensorboard_tag(key, eval); !tag.empty()) scalars.emplace_back(tag, static_cast<float>(value));
+    if (std::string tag = tensorboard_tag(key, eval); !tag.empty())
+      scalars.emplace_back(tag, static_cast<float>(value));
   }
   events_.add_scalars(static_cast<int64_t>(step), scalars);
 }

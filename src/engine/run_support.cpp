@@ -21,9 +21,7 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace vt::engine {
 
-double seconds_since(RunClock::time_point t0) {
-  return std::chrono::duration<double>(RunClock::now() - t0).count();
-}
+double seconds_since(RunClock::time_point t0) { return std::chrono::duration<double>(RunClock::now() - t0).count(); }
 
 void set_threads(int threads) {
   if (threads <= 0) return;
@@ -90,12 +88,12 @@ bool RunStart::finished(const io::Config& cfg, RunSummary& summary) const {
   summary.steps = s.position.global_step;
   summary.best_metric = s.best_metric;
   summary.best_epoch = s.best_epoch;
-  log->info("the run in {} is finished: {} holds epoch {} of train.epochs = {} ({} updates){}; nothing to "
-            "train (raise train.epochs to train longer)",
-            cfg.train.output, resume_path, s.position.epoch, cfg.train.epochs, s.position.global_step,
-            s.best_epoch >= 0 ? fmt::format("; best {} {:.4f} (epoch {})", cfg.eval.best_metric, s.best_metric,
-                                            s.best_epoch)
-                              : std::string());
+  log->info(
+      "the run in {} is finished: {} holds epoch {} of train.epochs = {} ({} updates){}; nothing to "
+      "train (raise train.epochs to train longer)",
+      cfg.train.output, resume_path, s.position.epoch, cfg.train.epochs, s.position.global_step,
+      s.best_epoch >= 0 ? fmt::format("; best {} {:.4f} (epoch {})", cfg.eval.best_metric, s.best_metric, s.best_epoch)
+                        : std::string());
   if (group.lead() && !std::filesystem::exists(summary.weights_path)) {
     io::save_safetensors(summary.weights_path, resumed.model, weights_metadata(cfg));
     log->info("{} was missing (the run was killed before writing it): written from {}", summary.weights_path,
@@ -121,7 +119,8 @@ void load_resume_checkpoint(const io::Config& cfg, RunStart& run) {
   ResumeChoice choice = choose_resume_checkpoint(cfg.train.output);
   for (const std::string& why : choice.skipped) run.log->warn("--resume auto: skipping {}", why);
   VT_CHECK(!choice.path.empty() || choice.skipped.empty(), "[resume] --resume auto: no checkpoint in ",
-           cfg.train.output, " loads (", choice.skipped.size(), " damaged, named above); resume from a file with "
+           cfg.train.output, " loads (", choice.skipped.size(),
+           " damaged, named above); resume from a file with "
            "--resume PATH or move them away to start from scratch");
   if (!choice.path.empty() && !choice.skipped.empty())
     run.log->warn("--resume auto: taking {} ({} updates), the newest checkpoint that verifies", choice.path,
@@ -152,8 +151,8 @@ RunStart start_run(const io::Config& cfg, dist::Communicator* given, std::option
     timm_view << io::to_timm_args_yaml(cfg);
   }
   if (g.world > 1)
-    run.log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", g.world, g.source,
-                  cfg.dist.bucket_mb, cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
+    run.log->info("data parallel: {} ranks ({}), gradient buckets of {} MB{}", g.world, g.source, cfg.dist.bucket_mb,
+                  cfg.dist.zero1 ? ", ZeRO-1 optimizer sharding" : "");
   run.log->info("device: {}", describe_device(g.device, amp, cfg.train.device));
   return run;
 }

@@ -161,9 +161,8 @@ cv::Mat predict_segmentation(const models::Segmenter& model, const cv::Mat& rgb,
   for (double ratio : opt.scales) {
     VT_CHECK(ratio > 0, "[seg-eval] scale ratios must be > 0, got ", ratio);
     // mmseg MultiScaleFlipAug: img_scale (int(2048·r), int(512·r)), then a keep-ratio Resize to it.
-    const cv::Mat resized =
-        data::seg_eval_resize(rgb, static_cast<int>(static_cast<double>(opt.long_side) * ratio),
-                              static_cast<int>(static_cast<double>(opt.short_side) * ratio));
+    const cv::Mat resized = data::seg_eval_resize(rgb, static_cast<int>(static_cast<double>(opt.long_side) * ratio),
+                                                  static_cast<int>(static_cast<double>(opt.short_side) * ratio));
     for (int flip = 0; flip < (opt.flip ? 2 : 1); ++flip) {
       cv::Mat img = resized;
       if (flip) cv::flip(resized, img, 1);
@@ -251,7 +250,8 @@ SegEvalResult evaluate_segmentation(const models::Segmenter& model, const std::v
 std::unique_ptr<models::Segmenter> load_segmenter_weights(const io::Config& cfg, const std::string& weights_path,
                                                           Device device, const WeightsLoadOptions& options) {
   VT_CHECK(!cfg.model.decoder.type.empty(), "[seg-eval] the config has no model.decoder: not a segmentation model");
-  auto model = std::make_unique<models::Segmenter>(models::segmenter_config(cfg.model, static_cast<uint64_t>(cfg.train.seed)));
+  auto model =
+      std::make_unique<models::Segmenter>(models::segmenter_config(cfg.model, static_cast<uint64_t>(cfg.train.seed)));
   load_segmenter_file(*model, weights_path, options);
   model->to(device);
   model->eval();

@@ -35,7 +35,7 @@ struct SegEvalOptions {
   bool flip = false;
   std::array<float, 3> mean{0.5f, 0.5f, 0.5f}, std{0.5f, 0.5f, 0.5f};  ///< 0-1 scale
   bool reduce_zero_label = true;
-  bool amp = false;  ///< bf16 autocast for the forward passes (CUDA only)
+  bool amp = false;                                         ///< bf16 autocast for the forward passes (CUDA only)
   int64_t max_image_pixels = data::kDefaultMaxImagePixels;  ///< a larger image or label map is an error; 0: none
 };
 

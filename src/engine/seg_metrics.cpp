@@ -40,7 +40,10 @@ std::string two_decimals(double x) {
 }  // namespace
 
 SegAreas::SegAreas(int64_t num_classes, int64_t ignore_index)
-    : intersect_(static_cast<size_t>(num_classes)), union_(intersect_), pred_(intersect_), label_(intersect_),
+    : intersect_(static_cast<size_t>(num_classes)),
+      union_(intersect_),
+      pred_(intersect_),
+      label_(intersect_),
       ignore_(ignore_index) {
   VT_CHECK(num_classes > 0 && num_classes <= 256, "[seg] class count must be in 1..256, got ", num_classes);
 }
@@ -84,8 +87,7 @@ std::vector<int64_t> SegAreas::totals() const {
 }
 
 SegAreas SegAreas::from_totals(const std::vector<int64_t>& totals, int64_t ignore_index) {
-  VT_CHECK(!totals.empty() && totals.size() % 4 == 0, "[seg] area totals need 4 counts per class, got ",
-           totals.size());
+  VT_CHECK(!totals.empty() && totals.size() % 4 == 0, "[seg] area totals need 4 counts per class, got ", totals.size());
   const size_t K = totals.size() / 4;
   SegAreas a(static_cast<int64_t>(K), ignore_index);
   for (size_t c = 0; c < K; ++c) {
@@ -116,7 +118,8 @@ std::string seg_scores_table(const SegScores& s, const std::vector<std::string>&
   size_t width = 5;  // "Class"
   for (size_t c = 0; c < s.iou.size(); ++c) width = std::max(width, class_name(class_names, c).size());
   const int w = static_cast<int>(width);
-  std::string rule(width + 3, '-');  // "+" and width + 2 dashes, built in place: GCC 12 warns (-Wrestrict) on "+" + std::string(...)
+  std::string rule(
+      width + 3, '-');  // "+" and width + 2 dashes, built in place: GCC 12 warns (-Wrestrict) on "+" + std::string(...)
   rule.front() = '+';
   rule += "+-------+-------+\n";
   char buf[512];

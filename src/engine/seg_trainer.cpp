@@ -46,10 +46,15 @@ std::vector<data::SegmentationPair> limited(std::vector<data::SegmentationPair> 
 class SegmentationTask final : public TrainTask {
  public:
   SegmentationTask(const io::Config& cfg, const RunStart& run, SegTrainSummary& out)
-      : cfg_(cfg), out_(out), device_(run.group.device), comm_(run.group.comm), log_(*run.log),
-        train_source_(limited(data::ade20k(cfg.data.data_dir, "training"), cfg.data.train_limit),
-                      seg_train_config(cfg), /*reduce_zero=*/true, normalization(cfg.data)),
-        val_pairs_(data::ade20k(cfg.data.data_dir, "validation")), eval_opt_(seg_eval_options(cfg)) {
+      : cfg_(cfg),
+        out_(out),
+        device_(run.group.device),
+        comm_(run.group.comm),
+        log_(*run.log),
+        train_source_(limited(data::ade20k(cfg.data.data_dir, "training"), cfg.data.train_limit), seg_train_config(cfg),
+                      /*reduce_zero=*/true, normalization(cfg.data)),
+        val_pairs_(data::ade20k(cfg.data.data_dir, "validation")),
+        eval_opt_(seg_eval_options(cfg)) {
     // Data parallel: each rank reads its shard of the epoch's order and draws its own augmentations.
     const int rank = run.group.rank, world = run.group.world;
     const int64_t n_train = train_source_.size();
@@ -58,8 +63,8 @@ class SegmentationTask final : public TrainTask {
     VT_CHECK(batches_ >= 1, "[train] ", n_train, " training images make no batch of train.batch_size ",
              cfg.train.batch_size, world > 1 ? fmt::format(" on each of {} ranks", world) : std::string());
     loader_.emplace(train_source_, sampler, train_loader_options(cfg, rank));
-    log_.info("ADE20K {}: {} training pairs ({} updates per epoch), {} validation images{}", cfg.data.data_dir,
-              n_train, batches_ / cfg.train.grad_accum_steps, val_pairs_.size(),
+    log_.info("ADE20K {}: {} training pairs ({} updates per epoch), {} validation images{}", cfg.data.data_dir, n_train,
+              batches_ / cfg.train.grad_accum_steps, val_pairs_.size(),
               cfg.data.test_limit > 0 ? fmt::format(" (evaluating the first {})", cfg.data.test_limit) : "");
     const models::SegmenterConfig arch = models::segmenter_config(cfg.model, static_cast<uint64_t>(cfg.train.seed));
     model_ = std::make_unique<models::Segmenter>(arch);
@@ -111,8 +116,11 @@ class SegmentationTask final : public TrainTask {
     TaskEvaluation e;
     e.value = test.scores.miou;
     e.line = fmt::format("{} ({} images, {:.1f} img/s)", seg_summary_line(test.scores), test.images, test.img_per_s);
-    e.scores = {{"miou", test.scores.miou}, {"macc", test.scores.macc}, {"aacc", test.scores.aacc},
-                {"eval_images", static_cast<double>(test.images)}, {"eval_img_per_s", test.img_per_s}};
+    e.scores = {{"miou", test.scores.miou},
+                {"macc", test.scores.macc},
+                {"aacc", test.scores.aacc},
+                {"eval_images", static_cast<double>(test.images)},
+                {"eval_img_per_s", test.img_per_s}};
     if (ema_model_) {
       const SegEvalResult ema = evaluate_segmentation(*ema_model_, val_pairs_, eval_opt_, device_, comm_);
       e.line += "; EMA " + seg_summary_line(ema.scores);
@@ -148,10 +156,11 @@ SegTrainSummary train_segmentation(const io::Config& given_cfg, const TrainHooks
 }
 
 std::string seg_train_report(const SegTrainSummary& s) {
-  return fmt::format("validation {} ({} images); best mIoU {:.2f} (epoch {})\ntraining speed {:.1f} img/s over "
-                     "{:.1f} s\nlog: {}\nmetrics: {}\nweights: {}",
-                     seg_summary_line(s.test.scores), s.test.images, s.best_metric, s.best_epoch,
-                     s.train_img_per_s, s.train_seconds, s.log_path, s.metrics_path, s.weights_path);
+  return fmt::format(
+      "validation {} ({} images); best mIoU {:.2f} (epoch {})\ntraining speed {:.1f} img/s over "
+      "{:.1f} s\nlog: {}\nmetrics: {}\nweights: {}",
+      seg_summary_line(s.test.scores), s.test.images, s.best_metric, s.best_epoch, s.train_img_per_s, s.train_seconds,
+      s.log_path, s.metrics_path, s.weights_path);
 }
 
 }  // namespace vt::engine

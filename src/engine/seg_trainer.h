@@ -13,7 +13,7 @@
 namespace vt::engine {
 
 struct SegTrainSummary : RunSummary {  // best_metric: the best mIoU (eval.best_metric: miou)
-  SegEvalResult test;  // the last evaluation on the validation split
+  SegEvalResult test;                  // the last evaluation on the validation split
 };
 
 /// Trains the configured Segmenter (model.decoder set, data.dataset ade20k under data.data_dir), starting from

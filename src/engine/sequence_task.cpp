@@ -30,10 +30,10 @@ std::string split_name(const io::Config& cfg, const std::string& split) {
 void require_same_kind(const io::Config& cfg, const SequenceSet& train, const SequenceSet& other,
                        const std::string& split) {
   VT_CHECK(!other.examples.empty(), "[data] the ", split_name(cfg, split), " has no examples");
-  VT_CHECK(other.vocab_size <= train.vocab_size && other.num_classes == train.num_classes &&
-               other.pairs() == train.pairs(),
-           "[data] the ", split_name(cfg, split), " has vocabulary ", other.vocab_size, " and ", other.num_classes,
-           " classes, the training split ", train.vocab_size, " and ", train.num_classes);
+  VT_CHECK(
+      other.vocab_size <= train.vocab_size && other.num_classes == train.num_classes && other.pairs() == train.pairs(),
+      "[data] the ", split_name(cfg, split), " has vocabulary ", other.vocab_size, " and ", other.num_classes,
+      " classes, the training split ", train.vocab_size, " and ", train.num_classes);
 }
 
 // Top-1 and loss of `model` over `set` in batches of `batch`; batch s goes to rank s % world and the sums are
@@ -75,8 +75,14 @@ SequenceEval evaluate_set(const models::LraClassifier& model, const SequenceSet&
 class SequenceTask final : public TrainTask {
  public:
   SequenceTask(const io::Config& cfg, const RunStart& run, SequenceTrainSummary& out, const LraSplits& data)
-      : cfg_(cfg), out_(out), data_(data), rank_(run.group.rank), world_(run.group.world),
-        device_(run.group.device), amp_(amp_dtype(cfg)), comm_(run.group.comm),
+      : cfg_(cfg),
+        out_(out),
+        data_(data),
+        rank_(run.group.rank),
+        world_(run.group.world),
+        device_(run.group.device),
+        amp_(amp_dtype(cfg)),
+        comm_(run.group.comm),
         stream_(static_cast<int64_t>(data.train.examples.size()), static_cast<uint64_t>(cfg.train.seed)) {
     const auto n = static_cast<int64_t>(data.train.examples.size());
     const int64_t update_rows = static_cast<int64_t>(cfg.train.batch_size) * world_ * cfg.train.grad_accum_steps;
@@ -90,10 +96,11 @@ class SequenceTask final : public TrainTask {
     const models::LraConfig arch = lra_model_config(cfg, data.train);
     model_ = std::make_unique<models::LraClassifier>(arch);
     if (cfg.train.model_ema) ema_model_ = std::make_unique<models::LraClassifier>(arch);
-    run.log->info("LRA {}: {} training sequences ({} updates per epoch), {} validation, {} test; max_length {}, "
-                  "vocabulary {}, {} classes{}", cfg.data.lra_task, n, updates, data.val.examples.size(),
-                  data.test.examples.size(), arch.max_length, arch.vocab_size, arch.num_classes,
-                  arch.dual ? ", document pairs" : "");
+    run.log->info(
+        "LRA {}: {} training sequences ({} updates per epoch), {} validation, {} test; max_length {}, "
+        "vocabulary {}, {} classes{}",
+        cfg.data.lra_task, n, updates, data.val.examples.size(), data.test.examples.size(), arch.max_length,
+        arch.vocab_size, arch.num_classes, arch.dual ? ", document pairs" : "");
     run.log->info("model {} ({} attention, {} pooling): {} parameters", cfg.model.name, cfg.model.attention.type,
                   arch.pooling, model_->num_parameters());
   }
@@ -200,9 +207,10 @@ LraSplits load_lra_splits(const io::Config& cfg) {
 
 models::LraConfig lra_model_config(const io::Config& cfg, const SequenceSet& data) {
   const io::ModelConfig& m = cfg.model;
-  VT_CHECK(m.embed_dim > 0 && m.depth > 0 && m.num_heads > 0, "[config] an LRA model has no preset: set "
-           "model.embed_dim, model.depth and model.num_heads (got ", m.embed_dim, ", ", m.depth, ", ", m.num_heads,
-           ")");
+  VT_CHECK(m.embed_dim > 0 && m.depth > 0 && m.num_heads > 0,
+           "[config] an LRA model has no preset: set "
+           "model.embed_dim, model.depth and model.num_heads (got ",
+           m.embed_dim, ", ", m.depth, ", ", m.num_heads, ")");
   VT_CHECK(m.num_classes == 0 || m.num_classes == data.num_classes, "[config] model.num_classes is ", m.num_classes,
            " but LRA ", data.task, " has ", data.num_classes, " classes: set model.num_classes: 0 (the task's)");
   models::LraConfig c;
@@ -276,10 +284,11 @@ SequenceEval evaluate_sequence_weights(const io::Config& cfg, const std::string&
 }
 
 std::string sequence_train_report(const SequenceTrainSummary& s) {
-  return fmt::format("val top-1 {:.2f}% ({} sequences); best val {:.4f} (epoch {}), its test top-1 {:.2f}% ({} "
-                     "sequences)\ntraining speed {:.1f} sequences/s over {:.1f} s\nlog: {}\nmetrics: {}\nweights: {}",
-                     s.val.top1, s.val.count, s.best_metric, s.best_epoch, s.test.top1, s.test.count,
-                     s.train_img_per_s, s.train_seconds, s.log_path, s.metrics_path, s.weights_path);
+  return fmt::format(
+      "val top-1 {:.2f}% ({} sequences); best val {:.4f} (epoch {}), its test top-1 {:.2f}% ({} "
+      "sequences)\ntraining speed {:.1f} sequences/s over {:.1f} s\nlog: {}\nmetrics: {}\nweights: {}",
+      s.val.top1, s.val.count, s.best_metric, s.best_epoch, s.test.top1, s.test.count, s.train_img_per_s,
+      s.train_seconds, s.log_path, s.metrics_path, s.weights_path);
 }
 
 }  // namespace vt::engine

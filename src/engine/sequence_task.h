@@ -30,8 +30,8 @@ struct SequenceEval {
 };
 
 struct SequenceTrainSummary : RunSummary {  // best_metric: eval.best_metric of the validation split
-  SequenceEval val;   // the last evaluation of the validation split
-  SequenceEval test;  // the test split, scored when the model last became the best
+  SequenceEval val;                         // the last evaluation of the validation split
+  SequenceEval test;                        // the test split, scored when the model last became the best
 };
 
 /// Reads data.lra_task's train (the first data.train_limit examples; 0: all), val and test (data.test_limit each)

@@ -30,8 +30,8 @@ std::vector<WindowBox> sliding_windows(int64_t height, int64_t width, int64_t wi
 std::vector<int32_t> window_counts(const std::vector<WindowBox>& windows, int64_t height, int64_t width) {
   std::vector<int32_t> count(static_cast<size_t>(height * width), 0);
   for (const WindowBox& b : windows) {
-    VT_CHECK(b.y >= 0 && b.x >= 0 && b.y + b.h <= height && b.x + b.w <= width, "[sliding window] window at (",
-             b.y, ", ", b.x, ") of ", b.h, "x", b.w, " leaves the ", height, "x", width, " image");
+    VT_CHECK(b.y >= 0 && b.x >= 0 && b.y + b.h <= height && b.x + b.w <= width, "[sliding window] window at (", b.y,
+             ", ", b.x, ") of ", b.h, "x", b.w, " leaves the ", height, "x", width, " image");
     for (int64_t y = b.y; y < b.y + b.h; ++y)
       for (int64_t x = b.x; x < b.x + b.w; ++x) ++count[static_cast<size_t>(y * width + x)];
   }

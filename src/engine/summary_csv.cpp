@@ -22,8 +22,8 @@ const std::vector<std::pair<std::string, std::string>> kSegmentation = {
 // Long Range Arena: the validation split decides (eval_*); the test split is scored when the model becomes the best.
 const std::vector<std::pair<std::string, std::string>> kSequence = {
     {"eval_loss", "val_loss"}, {"eval_top1", "val_top1"}, {"test_top1", "best_test_top1"}};
-const std::vector<std::pair<std::string, std::string>> kSequenceEma = {
-    {"ema_eval_loss", "ema_val_loss"}, {"ema_eval_top1", "ema_val_top1"}};
+const std::vector<std::pair<std::string, std::string>> kSequenceEma = {{"ema_eval_loss", "ema_val_loss"},
+                                                                       {"ema_eval_top1", "ema_val_top1"}};
 
 // Python's csv module writes floats with repr(): the shortest text that reads back, integral values with ".0"
 // (51.0), "nan" for NaN.
@@ -96,7 +96,8 @@ std::string SummaryCsv::take(const io::MetricRow& row) {
   std::map<std::string, double> values;
   values["epoch"] = epoch - 1;  // timm counts epochs from 0
   values["train_loss"] = loss_updates_.count(e) ? loss_sum_[e] / loss_updates_[e] : std::nan("");
-  for (const auto* table : seq ? std::vector{&kSequence, &kSequenceEma} : std::vector{&kClassification, &kEma, &kSegmentation})
+  for (const auto* table :
+       seq ? std::vector{&kSequence, &kSequenceEma} : std::vector{&kClassification, &kEma, &kSegmentation})
     for (const auto& [col, key] : *table)
       if (row.count(key)) values[col] = field(row, key);
   values["lr"] = field(row, "lr");

@@ -35,8 +35,8 @@ class SummaryCsv {
   std::string take(const io::MetricRow& row);
   std::string path_;
   std::FILE* file_ = nullptr;
-  std::vector<std::string> columns_;       // fixed by the first evaluation row
-  std::map<int64_t, double> loss_sum_;     // per (1-based) epoch: Σ window mean × updates in the window
+  std::vector<std::string> columns_;    // fixed by the first evaluation row
+  std::map<int64_t, double> loss_sum_;  // per (1-based) epoch: Σ window mean × updates in the window
   std::map<int64_t, double> loss_updates_;
   double last_step_ = 0;
 };

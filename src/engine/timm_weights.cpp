@@ -130,8 +130,8 @@ Tensor resample_pos_embed(const Tensor& pos_embed, int64_t old_h, int64_t old_w,
                           int64_t num_prefix_tokens, PosEmbedResize mode) {
   VT_CHECK(pos_embed.dim() == 3 && pos_embed.size(0) == 1, "[timm] pos_embed must be [1, tokens, C], got ",
            to_string(pos_embed.shape()));
-  VT_CHECK(old_h > 0 && old_w > 0 && new_h > 0 && new_w > 0 && num_prefix_tokens >= 0,
-           "[timm] bad pos_embed grid ", old_h, "x", old_w, " -> ", new_h, "x", new_w);
+  VT_CHECK(old_h > 0 && old_w > 0 && new_h > 0 && new_w > 0 && num_prefix_tokens >= 0, "[timm] bad pos_embed grid ",
+           old_h, "x", old_w, " -> ", new_h, "x", new_w);
   VT_CHECK(pos_embed.size(1) == num_prefix_tokens + old_h * old_w, "[timm] pos_embed has ", pos_embed.size(1),
            " tokens, expected ", num_prefix_tokens, " + ", old_h, "x", old_w);
   if (old_h == new_h && old_w == new_w) return pos_embed;
@@ -183,8 +183,8 @@ std::vector<std::string> adapt_timm_weights(io::NamedTensors& weights, const mod
     if (name != "pos_embed") continue;
     VT_CHECK(t.dim() == 3 && t.size(0) == 1 && t.size(1) >= prefix, "[timm] pos_embed must be [1, ", prefix,
              " + N, C], got ", to_string(t.shape()));
-    VT_CHECK(target.patch_size > 0 && target.img_size % target.patch_size == 0, "[timm] image size ",
-             target.img_size, " is not a multiple of the patch size ", target.patch_size);
+    VT_CHECK(target.patch_size > 0 && target.img_size % target.patch_size == 0, "[timm] image size ", target.img_size,
+             " is not a multiple of the patch size ", target.patch_size);
     const int64_t old_side = square_side(t.size(1) - prefix, "pos_embed");
     const int64_t new_side = target.token_grid();
     if (old_side == new_side) continue;
@@ -200,9 +200,8 @@ std::vector<std::string> adapt_timm_weights(io::NamedTensors& weights, const mod
   if (head && old_classes != target.num_classes) {
     VT_CHECK(head->dim() == 2, "[timm] head.weight must be [classes, C], got ", to_string(head->shape()));
     const int64_t C = head->size(1);
-    std::erase_if(weights, [](const auto& nt) {
-      return starts_with(nt.first, "head.") || starts_with(nt.first, "head_dist.");
-    });
+    std::erase_if(weights,
+                  [](const auto& nt) { return starts_with(nt.first, "head.") || starts_with(nt.first, "head_dist."); });
     if (target.num_classes > 0 && options.zero_new_head) {
       for (const std::string h : {"head", "head_dist"}) {
         if (h == "head_dist" && !target.distilled) continue;
@@ -256,17 +255,17 @@ std::vector<std::pair<std::string, Shape>> timm_state_dict_spec(const models::Vi
   for (int64_t i = 0; i < cfg.depth; ++i) {
     const std::string b = "blocks." + std::to_string(i) + ".";
     for (auto& [n, s] : std::vector<std::pair<std::string, Shape>>{{"norm1.weight", {C}},
-                                                                    {"norm1.bias", {C}},
-                                                                    {"attn.qkv.weight", {3 * C, C}},
-                                                                    {"attn.qkv.bias", {3 * C}},
-                                                                    {"attn.proj.weight", {C, C}},
-                                                                    {"attn.proj.bias", {C}},
-                                                                    {"norm2.weight", {C}},
-                                                                    {"norm2.bias", {C}},
-                                                                    {"mlp.fc1.weight", {H, C}},
-                                                                    {"mlp.fc1.bias", {H}},
-                                                                    {"mlp.fc2.weight", {C, H}},
-                                                                    {"mlp.fc2.bias", {C}}})
+                                                                   {"norm1.bias", {C}},
+                                                                   {"attn.qkv.weight", {3 * C, C}},
+                                                                   {"attn.qkv.bias", {3 * C}},
+                                                                   {"attn.proj.weight", {C, C}},
+                                                                   {"attn.proj.bias", {C}},
+                                                                   {"norm2.weight", {C}},
+                                                                   {"norm2.bias", {C}},
+                                                                   {"mlp.fc1.weight", {H, C}},
+                                                                   {"mlp.fc1.bias", {H}},
+                                                                   {"mlp.fc2.weight", {C, H}},
+                                                                   {"mlp.fc2.bias", {C}}})
       spec.emplace_back(b + n, s);
   }
   spec.push_back({"norm.weight", {C}});

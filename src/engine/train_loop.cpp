@@ -100,19 +100,22 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
   // train.cuda_graph: the update replayed from a CUDA graph after two eager ones (engine/train_step.h).
   const bool use_graph = cfg.train.cuda_graph && device.is_cuda();
   if (cfg.train.cuda_graph && !device.is_cuda()) log->warn("train.cuda_graph is ignored on the CPU");
-  VT_CHECK(!use_graph || (world == 1 && accum == 1), "[train] train.cuda_graph needs one process and "
-           "train.grad_accum_steps = 1, got ", world, " processes and ", accum, " accumulation steps");
+  VT_CHECK(!use_graph || (world == 1 && accum == 1),
+           "[train] train.cuda_graph needs one process and "
+           "train.grad_accum_steps = 1, got ",
+           world, " processes and ", accum, " accumulation steps");
   double data_wait = 0;  // seconds spent waiting for batches in this progress window
   // A one-rank job's data parallelism changes nothing: a captured update leaves it out.
-  TrainStep step(device, use_graph, {model, *opt, use_graph ? nullptr : dp.get(), ema ? &*ema : nullptr, amp,
-                                     cfg.optim.clip_grad, accum},
-                 [&] {
-                   const auto t_data = RunClock::now();
-                   TaskBatch b = task.next_batch();
-                   data_wait += seconds_since(t_data);
-                   return b;
-                 },
-                 [&](const TaskBatch& b) { return task.loss(b); });
+  TrainStep step(
+      device, use_graph,
+      {model, *opt, use_graph ? nullptr : dp.get(), ema ? &*ema : nullptr, amp, cfg.optim.clip_grad, accum},
+      [&] {
+        const auto t_data = RunClock::now();
+        TaskBatch b = task.next_batch();
+        data_wait += seconds_since(t_data);
+        return b;
+      },
+      [&](const TaskBatch& b) { return task.loss(b); });
 
   // The losses since the last check, summed on the device (NaN/Inf propagate), read only where the run
   // synchronises anyway (progress lines, checkpoints): a non-finite sum stops it before a checkpoint holds it.
@@ -122,7 +125,8 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
     if (!unchecked_losses.defined()) return;
     const double v = unchecked_losses.item();
     VT_CHECK(std::isfinite(v), "[train] non-finite loss (", v, ") in updates ", unchecked_from, "..",
-             state.position.global_step, ": stopping; the last checkpoint was written before it (lower optim.lr "
+             state.position.global_step,
+             ": stopping; the last checkpoint was written before it (lower optim.lr "
              "or set optim.clip_grad)");
     unchecked_losses = Tensor();
     unchecked_from = state.position.global_step + 1;
@@ -177,9 +181,11 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
         if (stop.signal == 0)
           log->info("train.max_steps = {} reached: stopping; resume with --resume auto", cfg.train.max_steps);
         else
-          log->info("{} received: stopped in epoch {}/{} after update {}/{} of the epoch ({} updates done); "
-                    "recovery checkpoint {}; resume with --resume auto", signal_name(stop.signal), epoch + 1,
-                    cfg.train.epochs, pos.step_in_epoch, updates_per_epoch, pos.global_step, recovery_path);
+          log->info(
+              "{} received: stopped in epoch {}/{} after update {}/{} of the epoch ({} updates done); "
+              "recovery checkpoint {}; resume with --resume auto",
+              signal_name(stop.signal), epoch + 1, cfg.train.epochs, pos.step_in_epoch, updates_per_epoch,
+              pos.global_step, recovery_path);
         summary.stopped_at_max_steps = stop.signal == 0;
         summary.stop_signal = stop.signal;
         return record(summary);
@@ -208,12 +214,15 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
             static_cast<double>(total - pos.global_step) * static_cast<double>(global_batch(cfg, world)) / ips;
         const std::optional<int64_t> bad = task.bad_files();
         log->info("{} data {:.0f}%{}",
-                  io::progress_line(static_cast<int>(epoch + 1), cfg.train.epochs, s + 1, updates_per_epoch,
-                                    loss_mean, opt->lr, ips, eta),
+                  io::progress_line(static_cast<int>(epoch + 1), cfg.train.epochs, s + 1, updates_per_epoch, loss_mean,
+                                    opt->lr, ips, eta),
                   100.0 * data_wait / dt, bad && *bad > 0 ? " bad files " + std::to_string(*bad) : std::string());
-        std::vector<std::pair<std::string, double>> fields{
-            {"epoch", static_cast<double>(epoch + 1)}, {"step", static_cast<double>(pos.global_step)},
-            {"train_loss", loss_mean}, {"lr", opt->lr}, {"img_per_s", ips}, {"data_wait", data_wait / dt}};
+        std::vector<std::pair<std::string, double>> fields{{"epoch", static_cast<double>(epoch + 1)},
+                                                           {"step", static_cast<double>(pos.global_step)},
+                                                           {"train_loss", loss_mean},
+                                                           {"lr", opt->lr},
+                                                           {"img_per_s", ips},
+                                                           {"data_wait", data_wait / dt}};
         if (bad) fields.emplace_back("bad_files", static_cast<double>(*bad));
         if (metrics) metrics->log(fields);
         loss_window = Tensor();
@@ -244,8 +253,7 @@ RunSummary train_loop(const io::Config& cfg, const TrainHooks& hooks,
       log->info("epoch {}/{}: {}; {} (epoch {})", pos.epoch, cfg.train.epochs, e.line,
                 task.best_text(state.best_metric), state.best_epoch);
       std::vector<std::pair<std::string, double>> row = {
-          {"epoch", static_cast<double>(pos.epoch)}, {"step", static_cast<double>(pos.global_step)},
-          {"lr", opt->lr}};
+          {"epoch", static_cast<double>(pos.epoch)}, {"step", static_cast<double>(pos.global_step)}, {"lr", opt->lr}};
       row.insert(row.end(), e.scores.begin(), e.scores.end());
       row.emplace_back("elapsed_s", seconds_since(t_start));
       row.insert(row.end(), e.ema_scores.begin(), e.ema_scores.end());

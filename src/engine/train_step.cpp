@@ -15,10 +15,11 @@ TrainStep::TrainStep(Device device, bool use_graph, StepParts parts, std::functi
       use_graph_(use_graph && device.is_cuda()),
       next_batch_(std::move(next_batch)),
       loss_fn_(std::move(loss)),
-      step_(device, use_graph_, kEagerSteps, [this] { parts_.opt.prepare_step(); }, [this] { body(); }) {
+      step_(
+          device, use_graph_, kEagerSteps, [this] { parts_.opt.prepare_step(); }, [this] { body(); }) {
   VT_CHECK(!use_graph_ || (parts_.accum == 1 && !parts_.dp),
-           "[cuda_graph] a captured update takes one micro-batch on one process, got ", parts_.accum,
-           " micro-batches", parts_.dp ? " under data parallelism" : "");
+           "[cuda_graph] a captured update takes one micro-batch on one process, got ", parts_.accum, " micro-batches",
+           parts_.dp ? " under data parallelism" : "");
 }
 
 TrainStep::Result TrainStep::run() {
@@ -56,7 +57,7 @@ void TrainStep::body() {
     }
     if (p.accum > 1) loss = ops::mul(loss, 1.0 / static_cast<double>(p.accum));
     if (p.dp) p.dp->begin_backward(j + 1 == p.accum);  // only the last micro-batch communicates (no_sync)
-    loss.backward();  // gradients of the micro-batches add up in .grad
+    loss.backward();                                   // gradients of the micro-batches add up in .grad
     total = total.defined() ? total + loss.detach() : loss.detach();
   }
   if (p.dp) p.dp->finish_backward(p.clip_grad > 0);  // averaged gradients (ZeRO-1: this rank's slice)

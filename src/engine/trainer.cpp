@@ -105,9 +105,12 @@ EvalResult evaluate_batches(const models::VisionTransformer& model,
 // The Fashion-MNIST test split: batch s goes to rank s % world.
 EvalResult evaluate_fashion(const models::VisionTransformer& model, data::ImageBatches& batches, Device device,
                             std::optional<DType> amp, int rank = 0, int world = 1, dist::Communicator* comm = nullptr) {
-  return evaluate_batches(model, [&](const auto& fn) {
-    for (int64_t s = rank; s < batches.batches_per_epoch(); s += world) fn(batches.get(0, s));
-  }, device, amp, comm);
+  return evaluate_batches(
+      model,
+      [&](const auto& fn) {
+        for (int64_t s = rank; s < batches.batches_per_epoch(); s += world) fn(batches.get(0, s));
+      },
+      device, amp, comm);
 }
 
 // Image classification as a task of the training loop: Fashion-MNIST in memory or an ImageFolder through the
@@ -116,8 +119,13 @@ EvalResult evaluate_fashion(const models::VisionTransformer& model, data::ImageB
 class ClassificationTask final : public TrainTask {
  public:
   ClassificationTask(const io::Config& cfg, const RunStart& run, TrainSummary& out)
-      : cfg_(cfg), out_(out), rank_(run.group.rank), world_(run.group.world), device_(run.group.device),
-        amp_(amp_dtype(cfg)), comm_(run.group.comm) {
+      : cfg_(cfg),
+        out_(out),
+        rank_(run.group.rank),
+        world_(run.group.world),
+        device_(run.group.device),
+        amp_(amp_dtype(cfg)),
+        comm_(run.group.comm) {
     if (uses_image_folder(cfg)) {
       imagenet_.emplace(cfg, vit_config(cfg).img_size, device_, true, rank_, world_);
       VT_CHECK(imagenet_->num_classes() <= vit_config(cfg).num_classes, "[data] ", cfg.data.data_dir, " has ",
@@ -176,11 +184,10 @@ class ClassificationTask final : public TrainTask {
     VT_CHECK(!of_ema || ema, "[train] eval.best_metric ", metric, " needs the EMA");
     TaskEvaluation e;
     e.value = higher_is_better() ? (of_ema ? *ema : test).top1 : (of_ema ? *ema : test).loss;
-    e.line = fmt::format("test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images){}", test.top1, test.top5,
-                         test.loss, test.count,
-                         ema ? fmt::format("; EMA top-1 {:.2f}% top-5 {:.2f}% loss {:.4f}", ema->top1, ema->top5,
-                                           ema->loss)
-                             : std::string());
+    e.line = fmt::format(
+        "test top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images){}", test.top1, test.top5, test.loss, test.count,
+        ema ? fmt::format("; EMA top-1 {:.2f}% top-5 {:.2f}% loss {:.4f}", ema->top1, ema->top5, ema->loss)
+            : std::string());
     e.scores = {{"test_top1", test.top1}, {"test_top5", test.top5}, {"test_loss", test.loss}};
     if (imagenet_) e.scores.emplace_back("test_bad_files", static_cast<double>(test.bad_files));
     if (ema) e.ema_scores = {{"ema_top1", ema->top1}, {"ema_top5", ema->top5}, {"ema_loss", ema->loss}};
@@ -198,8 +205,8 @@ class ClassificationTask final : public TrainTask {
   bool higher_is_better() const { return cfg_.eval.best_metric.find("top1") != std::string::npos; }
   EvalResult evaluate_on_test(const models::VisionTransformer& m) {
     if (!imagenet_) return evaluate_fashion(m, *test_batches_, device_, amp_, rank_, world_, comm_);
-    EvalResult r = evaluate_batches(m, [&](const auto& fn) { imagenet_->for_each_eval_batch(fn); }, device_, amp_,
-                                    comm_);
+    EvalResult r = evaluate_batches(
+        m, [&](const auto& fn) { imagenet_->for_each_eval_batch(fn); }, device_, amp_, comm_);
     r.bad_files = imagenet_->eval_bad_files();  // val/ images left out, over all ranks
     if (comm_ && world_ > 1)
       r.bad_files = static_cast<int64_t>(dist::sum_over_ranks(*comm_, {static_cast<double>(r.bad_files)}, device_)[0]);
@@ -271,13 +278,14 @@ EvalResult evaluate_weights(const io::Config& cfg, const std::string& weights_pa
     VT_CHECK(val.num_classes() <= vit_config(cfg).num_classes, "[data] ", cfg.data.data_dir, "/val has ",
              val.num_classes(), " class folders, more than the model's ", vit_config(cfg).num_classes, " classes");
     start = std::chrono::steady_clock::now();
-    r = evaluate_batches(model, [&](const auto& fn) { val.for_each_eval_batch(fn); }, device, amp);
+    r = evaluate_batches(
+        model, [&](const auto& fn) { val.for_each_eval_batch(fn); }, device, amp);
     r.bad_files = val.eval_bad_files();
   } else {
     VT_CHECK(cfg.data.dataset == "fashion_mnist", "[config] unknown data.dataset '", cfg.data.dataset, "'");
     data::FashionMnist ds = data::load_fashion_mnist(cfg.data.data_dir);
-    data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit),
-                                    cfg.eval.batch_size, false, 0.0, kFashionMean, kFashionStd, 0);
+    data::ImageBatches test_batches(image_set(ds.test_images, ds.test_labels, cfg.data.test_limit), cfg.eval.batch_size,
+                                    false, 0.0, kFashionMean, kFashionStd, 0);
     start = std::chrono::steady_clock::now();
     r = evaluate_fashion(model, test_batches, device, amp);
   }

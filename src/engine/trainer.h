@@ -20,14 +20,14 @@ namespace vt::engine {
 struct EvalResult {
   double loss = 0, top1 = 0, top5 = 0;  // top1/top5 in percent
   int64_t count = 0;
-  int64_t params = 0;    // evaluate_weights only: the model's parameter count
-  double img_per_s = 0;  // evaluate_weights only: evaluation throughput
+  int64_t params = 0;     // evaluate_weights only: the model's parameter count
+  double img_per_s = 0;   // evaluate_weights only: evaluation throughput
   int64_t bad_files = 0;  // ImageFolder: unreadable val/ images, left out of count and metrics
 };
 
 /// What every training run reports besides its scores (TrainSummary, SegTrainSummary).
 struct RunSummary {
-  double best_metric = 0;             // best eval.best_metric value; best_epoch 1-based, -1: never evaluated
+  double best_metric = 0;  // best eval.best_metric value; best_epoch 1-based, -1: never evaluated
   int64_t best_epoch = -1;
   int64_t steps = 0;                  // optimizer updates applied in total (including before a resume)
   bool stopped_at_max_steps = false;  // train.max_steps ended the run (a recovery checkpoint was written)

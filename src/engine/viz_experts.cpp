@@ -51,9 +51,7 @@ figures::RgbImage picture_from(const cv::Mat& rgb) {
   return p;
 }
 
-const int32_t* head_ptr(const Tensor& t, int64_t head) {
-  return t.data<int32_t>() + head * (t.numel() / t.size(1));
-}
+const int32_t* head_ptr(const Tensor& t, int64_t head) { return t.data<int32_t>() + head * (t.numel() / t.size(1)); }
 
 void check_head(const ImageRouting& r, int64_t head) {
   VT_CHECK(head >= 0 && head < r.heads, "[viz] --head ", head, " is out of range: the model has ", r.heads, " heads");
@@ -94,10 +92,12 @@ ImageRouting record_image_routing(const models::VisionTransformer& model, const 
   ImageRouting r;
   for (const auto& block : model.blocks) {
     auto mita = std::dynamic_pointer_cast<models::MitaAttention>(block->attn);
-    VT_CHECK(mita, "[viz] expert pictures need MiTA attention (model.attention.type mita or mita_route); this model's "
-                   "attention is '", v.attention.type, "'");
-    VT_CHECK(mita->options().s == 1, "[viz] expert pictures need top-1 routing; model.attention.s = ",
-             mita->options().s);
+    VT_CHECK(mita,
+             "[viz] expert pictures need MiTA attention (model.attention.type mita or mita_route); this model's "
+             "attention is '",
+             v.attention.type, "'");
+    VT_CHECK(mita->options().s == 1,
+             "[viz] expert pictures need top-1 routing; model.attention.s = ", mita->options().s);
     r.m = mita->options().m;
     r.k = mita->options().k;
     r.heads = mita->options().heads;
@@ -142,7 +142,8 @@ std::vector<int64_t> routed_experts(const ImageRouting& routing, int64_t layer, 
 }
 
 std::vector<std::vector<double>> mean_selection_counts(const ImageRouting& routing) {
-  std::vector<std::vector<double>> mean(routing.layers.size(), std::vector<double>(static_cast<size_t>(routing.tokens)));
+  std::vector<std::vector<double>> mean(routing.layers.size(),
+                                        std::vector<double>(static_cast<size_t>(routing.tokens)));
   for (int64_t h = 0; h < routing.heads; ++h) {
     const auto counts = selection_counts(routing, h);
     for (size_t l = 0; l < counts.size(); ++l)
@@ -222,8 +223,8 @@ void draw_expert_grid(const ImageRouting& routing, int64_t layer, std::optional<
                       const figures::RgbImage& picture, const std::string& path) {
   using figures::Align, figures::Font, figures::VAlign;
   if (head) check_head(routing, *head);
-  VT_CHECK(picture.width() == picture.height() && picture.width() % routing.grid == 0, "[viz] a ", picture.width(),
-           "x", picture.height(), " picture does not split into the ", routing.grid, "x", routing.grid, " patch grid");
+  VT_CHECK(picture.width() == picture.height() && picture.width() % routing.grid == 0, "[viz] a ", picture.width(), "x",
+           picture.height(), " picture does not split into the ", routing.grid, "x", routing.grid, " patch grid");
   const int f = panel_scale(picture.width()), panel = picture.width() * f;
   const int cell = panel / static_cast<int>(routing.grid);
   const int cols = static_cast<int>(grid_columns(routing.m));
@@ -238,8 +239,8 @@ void draw_expert_grid(const ImageRouting& routing, int64_t layer, std::optional<
     fig.text(w / 2.0, 26, "orange: its k = " + k + " keys;  blue: the queries routed to it (q);  square: CLS",
              Font{11.5}, figures::kInk, Align::centre, VAlign::top);
   } else {
-    fig.text(w / 2.0, 26, "shade: share of the " + heads + " heads;  orange: among its k = " + k +
-                          " keys (framed: in half or more)",
+    fig.text(w / 2.0, 26,
+             "shade: share of the " + heads + " heads;  orange: among its k = " + k + " keys (framed: in half or more)",
              Font{11.5}, figures::kInk, Align::centre, VAlign::top);
     fig.text(w / 2.0, 26 + kLegendLine, "blue: queries routed to it;  q: routed queries per head;  square: CLS",
              Font{11.5}, figures::kInk, Align::centre, VAlign::top);
@@ -266,8 +267,8 @@ void draw_expert_grid(const ImageRouting& routing, int64_t layer, std::optional<
         const figures::Rgb8 p = picture.get(x, y);
         const auto t = static_cast<size_t>(1 + (y * f / cell) * static_cast<int>(routing.grid) + x * f / cell);
         const double kf = s.key[t], qf = s.query[t], lit = 0.3 + 0.7 * std::max(kf, qf);
-        tinted.set(x, y, {static_cast<uint8_t>(p.r * lit), static_cast<uint8_t>(p.g * lit),
-                          static_cast<uint8_t>(p.b * lit)});
+        tinted.set(x, y,
+                   {static_cast<uint8_t>(p.r * lit), static_cast<uint8_t>(p.g * lit), static_cast<uint8_t>(p.b * lit)});
         if (kf * (1 - qf) > 0) tinted.blend(x, y, kKey, 0.55 * kf * (1 - qf));
         if (qf > 0) tinted.blend(x, y, kQuery, 0.55 * qf);
       }
@@ -284,8 +285,10 @@ void draw_expert_grid(const ImageRouting& routing, int64_t layer, std::optional<
 
 std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOptions& options) {
   const std::string& type = cfg.model.attention.type;
-  VT_CHECK(type == "mita" || type == "mita_route", "[viz] expert pictures need MiTA attention (model.attention.type "
-                                                   "mita or mita_route); this model's attention is '", type, "'");
+  VT_CHECK(type == "mita" || type == "mita_route",
+           "[viz] expert pictures need MiTA attention (model.attention.type "
+           "mita or mita_route); this model's attention is '",
+           type, "'");
   io::Config c = cfg;
   c.model.attention.impl = "fused";  // the routing tap sees the fused path only; both paths route alike
   const Device device = resolve_device(c.train.device);
@@ -309,7 +312,8 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
   // The counts of the drawn head, or of every head (their mean drawn).
   std::vector<int64_t> heads;
   if (options.head) heads.push_back(*options.head);
-  else for (int64_t h = 0; h < routing.heads; ++h) heads.push_back(h);
+  else
+    for (int64_t h = 0; h < routing.heads; ++h) heads.push_back(h);
   std::vector<std::vector<double>> drawn;
   if (options.head) {
     for (const auto& layer : selection_counts(routing, *options.head)) drawn.emplace_back(layer.begin(), layer.end());
@@ -317,8 +321,8 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
     drawn = mean_selection_counts(routing);
   }
   const std::string map = (fs::path(options.out_dir) / "selection_map.png").string();
-  figures::draw_selection_map(drawn, routing.grid, figures::selection_heads_label(options.head.value_or(-1), routing.heads),
-                              routing.m, map);
+  figures::draw_selection_map(drawn, routing.grid,
+                              figures::selection_heads_label(options.head.value_or(-1), routing.heads), routing.m, map);
   written.push_back(map);
   const std::string csv = (fs::path(options.out_dir) / "selection_counts.csv").string();
   std::ofstream out(csv);
@@ -329,8 +333,8 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
     for (size_t l = 0; l < counts.size(); ++l)
       for (int64_t t = 0; t < routing.tokens; ++t) {
         const int64_t row = t == 0 ? -1 : (t - 1) / routing.grid, col = t == 0 ? -1 : (t - 1) % routing.grid;
-        out << l + 1 << ',' << head << ',' << t << ',' << row << ',' << col << ','
-            << counts[l][static_cast<size_t>(t)] << '\n';
+        out << l + 1 << ',' << head << ',' << t << ',' << row << ',' << col << ',' << counts[l][static_cast<size_t>(t)]
+            << '\n';
       }
   }
   VT_CHECK(out.flush(), "[viz] failed writing '", csv, "'");
@@ -341,9 +345,8 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
   std::ofstream iou_out(iou_csv);
   VT_CHECK(iou_out, "[viz] cannot write '", iou_csv, "'");
   iou_out << "layer,miou\n";
-  figures::Series series{"mean over " + std::to_string(routing.heads) + " heads × " + std::to_string(routing.m) +
-                             " experts",
-                         {}, true};
+  figures::Series series{
+      "mean over " + std::to_string(routing.heads) + " heads × " + std::to_string(routing.m) + " experts", {}, true};
   for (size_t l = 0; l < iou.size(); ++l) {
     iou_out << l + 1 << ',' << iou[l] << '\n';
     series.points.emplace_back(static_cast<double>(l + 1), 100.0 * iou[l]);

@@ -26,11 +26,12 @@ std::vector<std::string> from_official_layout(io::NamedTensors& weights) {
     if (replace_part(name, ".attn.to_qkv.", ".attn.qkv.") || replace_part(name, ".attn.to_out.0.", ".attn.proj."))
       ++renamed;
   if (renamed > 0)
-    notes.push_back(std::to_string(renamed) + " linear-attention / MHLA tensor(s) renamed from the official to_qkv / "
+    notes.push_back(std::to_string(renamed) +
+                    " linear-attention / MHLA tensor(s) renamed from the official to_qkv / "
                     "to_out.0 to qkv / proj");
 
-  const bool segmenter = std::any_of(weights.begin(), weights.end(),
-                                     [](const auto& nt) { return starts_with(nt.first, "decoder."); });
+  const bool segmenter =
+      std::any_of(weights.begin(), weights.end(), [](const auto& nt) { return starts_with(nt.first, "decoder."); });
   const auto dropped = std::erase_if(weights, [&](const auto& nt) {
     return starts_with(nt.first, "pre_logits.") || (segmenter && starts_with(nt.first, "encoder.head."));
   });

@@ -19,8 +19,8 @@ bool ends_with_ci(const std::string& s, const std::string& suffix) {
 // Names written by DistributedDataParallel's wrapper keep a "module." in front; the torch reader strips it too.
 void strip_module_prefix(io::NamedTensors& tensors) {
   const std::string prefix = "module.";
-  if (tensors.empty() || !std::all_of(tensors.begin(), tensors.end(),
-                                      [&](const auto& nt) { return nt.first.rfind(prefix, 0) == 0; }))
+  if (tensors.empty() ||
+      !std::all_of(tensors.begin(), tensors.end(), [&](const auto& nt) { return nt.first.rfind(prefix, 0) == 0; }))
     return;
   for (auto& [name, t] : tensors) name = name.substr(prefix.size());
 }

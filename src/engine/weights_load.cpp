@@ -89,8 +89,7 @@ void load_vit_weights(models::VisionTransformer& model, const std::string& path,
   }
   TimmAdaptOptions adapt;  // pos_embed to the model's grid (as timm's create_model does); the head stays as is
   adapt.adapt_head = false;
-  for (const auto& line : adapt_timm_weights(file.tensors, model.config(), adapt))
-    spdlog::info("{}: {}", path, line);
+  for (const auto& line : adapt_timm_weights(file.tensors, model.config(), adapt)) spdlog::info("{}: {}", path, line);
   enforce_fit(compare_names(state_names(model), file.tensors), path, what, true);
   load_exactly(model, file.tensors, path);
 }

@@ -28,8 +28,7 @@ struct Axis {
   std::vector<std::pair<double, std::string>> ticks() const {
     std::vector<std::pair<double, std::string>> out;
     if (log) {
-      for (double e = std::ceil(lo - 1e-9); e <= hi + 1e-9; ++e)
-        out.emplace_back(e, decade_label(static_cast<int>(e)));
+      for (double e = std::ceil(lo - 1e-9); e <= hi + 1e-9; ++e) out.emplace_back(e, decade_label(static_cast<int>(e)));
       if (out.size() >= 2) return out;
       out.clear();  // less than two decades: 1-2-5 ticks of the values themselves
       std::vector<double> t = linear_ticks(std::pow(10.0, lo), std::pow(10.0, hi), 5);
@@ -213,7 +212,8 @@ std::unique_ptr<Figure> draw_dots(const std::vector<DotRow>& rows, const std::st
     f.marker(px(r.value), y, dot, 9);
     const std::string v = value_label(r.value, 2);
     const double vw = f.text_size(v, kTickFont).first;
-    if (px(r.value + e) + 8 + vw < L + pw) f.text(px(r.value + e) + 8, y, v, kTickFont, kInk, Align::left, VAlign::middle);
+    if (px(r.value + e) + 8 + vw < L + pw)
+      f.text(px(r.value + e) + 8, y, v, kTickFont, kInk, Align::left, VAlign::middle);
     else f.text(px(r.value - e) - 8, y, v, kTickFont, kInk, Align::right, VAlign::middle);
   }
   f.frame_rect(L, T, pw, ph, kAxisColour);

@@ -11,9 +11,9 @@
 namespace vt::figures {
 
 struct Series {
-  std::string name;                                   // the legend's text ("" : not in the legend)
-  std::vector<std::pair<double, double>> points;      // (x, y) in drawing order; a non-finite y leaves a gap
-  bool markers = false;                               // a dot at every point (sparse series: evaluations)
+  std::string name;                               // the legend's text ("" : not in the legend)
+  std::vector<std::pair<double, double>> points;  // (x, y) in drawing order; a non-finite y leaves a gap
+  bool markers = false;                           // a dot at every point (sparse series: evaluations)
   bool dashed = false;
 };
 

@@ -59,7 +59,7 @@ struct Layout {
 Colour rgb(uint8_t r, uint8_t g, uint8_t b, double alpha) { return {r / 255.0, g / 255.0, b / 255.0, alpha}; }
 
 Colour palette(size_t i) {
-  static const std::array<Colour, 8> p = {rgb(31, 119, 180),  rgb(255, 127, 14), rgb(44, 160, 44),
+  static const std::array<Colour, 8> p = {rgb(31, 119, 180),  rgb(255, 127, 14),  rgb(44, 160, 44),
                                           rgb(214, 39, 40),   rgb(148, 103, 189), rgb(140, 86, 75),
                                           rgb(227, 119, 194), rgb(127, 127, 127)};
   return p[i % p.size()];
@@ -115,7 +115,8 @@ void Figure::frame_rect(double x, double y, double w, double h, Colour c, double
 }
 
 void Figure::gradient_rect(double x, double y, double w, double h, const std::vector<Colour>& stops, bool upward) {
-  cairo_pattern_t* g = upward ? cairo_pattern_create_linear(x, y + h, x, y) : cairo_pattern_create_linear(x, y, x + w, y);
+  cairo_pattern_t* g =
+      upward ? cairo_pattern_create_linear(x, y + h, x, y) : cairo_pattern_create_linear(x, y, x + w, y);
   for (size_t i = 0; i < stops.size(); ++i) {
     const double at = stops.size() > 1 ? static_cast<double>(i) / static_cast<double>(stops.size() - 1) : 0;
     cairo_pattern_add_color_stop_rgba(g, at, stops[i].r, stops[i].g, stops[i].b, stops[i].a);

@@ -45,8 +45,7 @@ class Figure {
 
   void line(double x0, double y0, double x1, double y1, Colour c, double width = 1, bool dashed = false);
   /// A connected line through `points`; `dashed` for reference lines.
-  void polyline(const std::vector<std::pair<double, double>>& points, Colour c, double width = 2,
-                bool dashed = false);
+  void polyline(const std::vector<std::pair<double, double>>& points, Colour c, double width = 2, bool dashed = false);
   void fill_rect(double x, double y, double w, double h, Colour c);
   /// The rectangle's outline, `width` wide, drawn inside it.
   void frame_rect(double x, double y, double w, double h, Colour c, double width = 1);

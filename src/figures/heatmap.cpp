@@ -15,8 +15,8 @@ namespace {
 constexpr Font kTitle{16, true}, kLabel{13, false}, kCellFont{13, false}, kAxis{13, true};
 // Layout in pixels: title band, column axis title + labels above the cells, row axis title + labels at the left,
 // the colour bar at the right.
-constexpr int kPad = 14, kTitleH = 34, kColTitleH = 22, kColLabelH = 22, kRowTitleW = 24, kRowLabelW = 48,
-              kBarGap = 22, kBarW = 16, kBarLabelW = 56, kBarTitleW = 22;
+constexpr int kPad = 14, kTitleH = 34, kColTitleH = 22, kColLabelH = 22, kRowTitleW = 24, kRowLabelW = 48, kBarGap = 22,
+              kBarW = 16, kBarLabelW = 56, kBarTitleW = 22;
 
 Colour to_colour(Rgb8 c) { return rgb(c.r, c.g, c.b); }
 
@@ -35,8 +35,8 @@ std::unique_ptr<Figure> draw_heatmap(const std::vector<std::vector<double>>& val
   for (const auto& r : values)
     VT_CHECK(static_cast<int>(r.size()) == cols, "[heatmap] ragged rows: ", r.size(), " values, expected ", cols);
   VT_CHECK(static_cast<int>(spec.row_labels.size()) == rows && static_cast<int>(spec.col_labels.size()) == cols,
-           "[heatmap] ", spec.row_labels.size(), " row / ", spec.col_labels.size(), " column labels for a ", rows,
-           "x", cols, " matrix");
+           "[heatmap] ", spec.row_labels.size(), " row / ", spec.col_labels.size(), " column labels for a ", rows, "x",
+           cols, " matrix");
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const auto& r : values)
     for (double v : r)
@@ -54,8 +54,7 @@ std::unique_ptr<Figure> draw_heatmap(const std::vector<std::vector<double>>& val
     f.text(x0 + cols * c / 2.0, kPad + kTitleH + kColTitleH / 2.0, spec.col_axis, kAxis, kInk, Align::centre,
            VAlign::middle);
   if (!spec.row_axis.empty())
-    f.text(kPad + kRowTitleW / 2.0, y0 + rows * c / 2.0, spec.row_axis, kAxis, kInk, Align::centre, VAlign::middle,
-           90);
+    f.text(kPad + kRowTitleW / 2.0, y0 + rows * c / 2.0, spec.row_axis, kAxis, kInk, Align::centre, VAlign::middle, 90);
   for (int j = 0; j < cols; ++j)
     f.text(x0 + (j + 0.5) * c, y0 - kColLabelH / 2.0, spec.col_labels[j], kLabel, kInk, Align::centre, VAlign::middle);
   for (int i = 0; i < rows; ++i) {
@@ -89,8 +88,7 @@ std::unique_ptr<Figure> draw_heatmap(const std::vector<std::vector<double>>& val
       f.text(bx + kBarW + 7, y, labels[i], Font{11.5}, kInk, Align::left, VAlign::middle);
     }
   } else if (std::isfinite(lo)) {
-    f.text(bx + kBarW + 7, by + bh / 2, value_label(lo, spec.decimals), Font{11.5}, kInk, Align::left,
-           VAlign::middle);
+    f.text(bx + kBarW + 7, by + bh / 2, value_label(lo, spec.decimals), Font{11.5}, kInk, Align::left, VAlign::middle);
   }
   if (!spec.value_name.empty())
     f.text(bx + kBarW + kBarLabelW + kBarTitleW / 2.0, by + bh / 2, spec.value_name, kLabel, kInk, Align::centre,

@@ -34,9 +34,7 @@ void RgbImage::set(int x, int y, Rgb8 c) {
 
 void RgbImage::blend(int x, int y, Rgb8 c, double alpha) {
   const Rgb8 o = get(x, y);
-  auto mix = [alpha](uint8_t a, uint8_t b) {
-    return static_cast<uint8_t>(std::lround((1.0 - alpha) * a + alpha * b));
-  };
+  auto mix = [alpha](uint8_t a, uint8_t b) { return static_cast<uint8_t>(std::lround((1.0 - alpha) * a + alpha * b)); };
   set(x, y, {mix(o.r, c.r), mix(o.g, c.g), mix(o.b, c.b)});
 }
 
@@ -60,7 +58,7 @@ void RgbImage::save(const std::string& path) const {
 
 namespace {
 // Viridis sampled at t = 0, 1/8, ..., 1 (matplotlib's table).
-constexpr std::array<Rgb8, 9> kViridis = {Rgb8{68, 1, 84},   Rgb8{71, 44, 122},  Rgb8{59, 81, 139},
+constexpr std::array<Rgb8, 9> kViridis = {Rgb8{68, 1, 84},    Rgb8{71, 44, 122},  Rgb8{59, 81, 139},
                                           Rgb8{44, 113, 142}, Rgb8{33, 144, 141}, Rgb8{39, 173, 129},
                                           Rgb8{92, 200, 99},  Rgb8{170, 220, 50}, Rgb8{253, 231, 37}};
 }  // namespace

@@ -71,13 +71,15 @@ std::vector<std::string> plot_metrics(const std::vector<io::MetricRow>& rows, co
     per_epoch = 1;
   }
   chart("loss",
-        {collect(rows, "train_loss", "train", true, per_epoch),
-         collect(rows, "test_loss", "test", false, per_epoch), collect(rows, "ema_loss", "test, EMA weights", false, per_epoch)},
+        {collect(rows, "train_loss", "train", true, per_epoch), collect(rows, "test_loss", "test", false, per_epoch),
+         collect(rows, "ema_loss", "test, EMA weights", false, per_epoch)},
         {"Loss", "", "cross-entropy loss"});
   chart("lr", {collect(rows, "lr", "", true, per_epoch)}, {"Learning rate", "", "learning rate"});
   chart("accuracy",
-        {collect(rows, "test_top1", "test top-1", false, per_epoch), collect(rows, "test_top5", "test top-5", false, per_epoch),
-         collect(rows, "ema_top1", "EMA top-1", false, per_epoch), collect(rows, "ema_top5", "EMA top-5", false, per_epoch)},
+        {collect(rows, "test_top1", "test top-1", false, per_epoch),
+         collect(rows, "test_top5", "test top-5", false, per_epoch),
+         collect(rows, "ema_top1", "EMA top-1", false, per_epoch),
+         collect(rows, "ema_top5", "EMA top-5", false, per_epoch)},
         {"Test accuracy", "", "accuracy (%)"});
   chart("miou",
         {collect(rows, "miou", "mIoU", false, per_epoch), collect(rows, "macc", "mAcc", false, per_epoch),

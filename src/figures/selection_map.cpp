@@ -47,8 +47,8 @@ void draw_selection_map(const std::vector<std::vector<double>>& counts, int64_t 
   double hi = 0;
   bool whole = true;  // one head's counts: integer ticks and CLS label; a mean over heads: one decimal
   for (const auto& layer : counts) {
-    VT_CHECK(static_cast<int64_t>(layer.size()) == grid * grid + 1, "[viz] ", layer.size(), " counts for a ", grid,
-             "x", grid, " grid + CLS");
+    VT_CHECK(static_cast<int64_t>(layer.size()) == grid * grid + 1, "[viz] ", layer.size(), " counts for a ", grid, "x",
+             grid, " grid + CLS");
     for (size_t t = 1; t < layer.size(); ++t) hi = std::max(hi, layer[t]);
     for (double c : layer) whole = whole && c == std::floor(c);
   }

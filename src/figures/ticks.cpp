@@ -58,7 +58,8 @@ std::vector<std::string> tick_labels(const std::vector<double>& ticks) {
   std::vector<std::string> out;
   for (double t : ticks) {
     if (t == 0) out.push_back("0");
-    else if (!sci) out.push_back(fixed(t, std::min(6, std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9))))));
+    else if (!sci)
+      out.push_back(fixed(t, std::min(6, std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9))))));
     else {
       const int e = static_cast<int>(std::floor(std::log10(std::fabs(t)) + 1e-9));
       out.push_back(scientific(t, std::min(3, std::max(0, static_cast<int>(std::ceil(e - std::log10(step) - 1e-9))))));

@@ -25,7 +25,8 @@ namespace {
 
 // ---- the field tables (one line per key) ----
 
-template <class V> void fields(AttentionConfig& c, V& v) {
+template <class V>
+void fields(AttentionConfig& c, V& v) {
   v("type", c.type);
   v("m", c.m);
   v("k", c.k);
@@ -39,7 +40,8 @@ template <class V> void fields(AttentionConfig& c, V& v) {
   v("agent_num", c.agent_num);
 }
 
-template <class V> void fields(DecoderConfig& c, V& v) {
+template <class V>
+void fields(DecoderConfig& c, V& v) {
   v("type", c.type);
   v("layers", c.layers);
   v("heads", c.heads);
@@ -47,7 +49,8 @@ template <class V> void fields(DecoderConfig& c, V& v) {
   v("reps_grid", c.reps_grid);
 }
 
-template <class V> void fields(ModelConfig& c, V& v) {
+template <class V>
+void fields(ModelConfig& c, V& v) {
   v("name", c.name);
   v("img_size", c.img_size);
   v("patch_size", c.patch_size);
@@ -66,7 +69,8 @@ template <class V> void fields(ModelConfig& c, V& v) {
   v("initial_checkpoint", c.initial_checkpoint);
 }
 
-template <class V> void fields(DataConfig& c, V& v) {
+template <class V>
+void fields(DataConfig& c, V& v) {
   v("dataset", c.dataset);
   v("data_dir", c.data_dir);
   v("hflip", c.hflip);
@@ -94,7 +98,8 @@ template <class V> void fields(DataConfig& c, V& v) {
   v("updates_per_epoch", c.updates_per_epoch);
 }
 
-template <class V> void fields(OptimConfig& c, V& v) {
+template <class V>
+void fields(OptimConfig& c, V& v) {
   v("opt", c.opt);
   v("lr", c.lr);
   v("weight_decay", c.weight_decay);
@@ -108,7 +113,8 @@ template <class V> void fields(OptimConfig& c, V& v) {
   v("lr_base_scale", c.lr_base_scale);
 }
 
-template <class V> void fields(ScheduleConfig& c, V& v) {
+template <class V>
+void fields(ScheduleConfig& c, V& v) {
   v("sched", c.sched);
   v("poly_power", c.poly_power);
   v("warmup_epochs", c.warmup_epochs);
@@ -119,7 +125,8 @@ template <class V> void fields(ScheduleConfig& c, V& v) {
   v("deit_epoch_lag", c.deit_epoch_lag);
 }
 
-template <class V> void fields(TrainConfig& c, V& v) {
+template <class V>
+void fields(TrainConfig& c, V& v) {
   v("epochs", c.epochs);
   v("batch_size", c.batch_size);
   v("global_batch_size", c.global_batch_size);
@@ -142,7 +149,8 @@ template <class V> void fields(TrainConfig& c, V& v) {
   v("cuda_graph", c.cuda_graph);
 }
 
-template <class V> void fields(EvalConfig& c, V& v) {
+template <class V>
+void fields(EvalConfig& c, V& v) {
   v("batch_size", c.batch_size);
   v("interval", c.interval);
   v("best_metric", c.best_metric);
@@ -153,12 +161,14 @@ template <class V> void fields(EvalConfig& c, V& v) {
   v("seg_flip", c.seg_flip);
 }
 
-template <class V> void fields(DistConfig& c, V& v) {
+template <class V>
+void fields(DistConfig& c, V& v) {
   v("bucket_mb", c.bucket_mb);
   v("zero1", c.zero1);
 }
 
-template <class V> void fields(Config& c, V& v) {
+template <class V>
+void fields(Config& c, V& v) {
   v("model", c.model);
   v("data", c.data);
   v("optim", c.optim);
@@ -172,12 +182,20 @@ template <class V> void fields(Config& c, V& v) {
 
 struct NameCollector {
   std::vector<std::string> names;
-  template <class T> void operator()(const char* name, T&) { names.emplace_back(name); }
+  template <class T>
+  void operator()(const char* name, T&) {
+    names.emplace_back(name);
+  }
 };
 
-template <class T> concept Section = requires(T& t, NameCollector& v) { fields(t, v); };
-template <class T> struct is_vector : std::false_type {};
-template <class T> struct is_vector<std::vector<T>> : std::true_type {};
+template <class T>
+concept Section = requires(T& t, NameCollector& v) {
+  fields(t, v);
+};
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
 
 /// Where a value came from: a file (errors say file:line) or a --set override (errors quote the override).
 struct Source {
@@ -190,7 +208,8 @@ std::string where(const Source& src, const YAML::Mark& mark) {
   return src.name;
 }
 
-template <class T> std::string expected() {
+template <class T>
+std::string expected() {
   if constexpr (std::is_same_v<T, bool>) return "a boolean (true/false)";
   else if constexpr (std::is_integral_v<T>) return "an integer";
   else if constexpr (std::is_floating_point_v<T>) return "a number";
@@ -239,8 +258,7 @@ void decode_section(const YAML::Node& n, S& s, const std::string& key, const Sou
     const YAML::Node& k = kv.first;
     if (!k.IsScalar()) VT_FAIL("[config] ", where(src, k.Mark()), ": keys under '", key, "' must be plain names");
     const std::string name = k.Scalar();
-    if (!seen.insert(name).second)
-      VT_FAIL("[config] ", where(src, k.Mark()), ": duplicate key '", prefix + name, "'");
+    if (!seen.insert(name).second) VT_FAIL("[config] ", where(src, k.Mark()), ": duplicate key '", prefix + name, "'");
     // The key's line: a null value's mark points past it, at the next token.
     const YAML::Mark value_mark = k.Mark();
     bool found = false;
@@ -320,7 +338,8 @@ std::string yaml_scalar(double v) {
   }
   return s;
 }
-template <class T> std::string yaml_scalar(const std::vector<T>& v) {
+template <class T>
+std::string yaml_scalar(const std::vector<T>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) s += ", ";
@@ -332,7 +351,8 @@ template <class T> std::string yaml_scalar(const std::vector<T>& v) {
 struct YamlWriter {
   std::string& out;
   int indent;
-  template <class T> void operator()(const char* name, T& field) {
+  template <class T>
+  void operator()(const char* name, T& field) {
     out.append(static_cast<size_t>(indent), ' ');
     out += name;
     out += ":";
@@ -350,7 +370,8 @@ struct YamlWriter {
 
 // ---- validation helpers ----
 
-template <class T> void require(bool ok, const char* key, const char* rule, const T& got) {
+template <class T>
+void require(bool ok, const char* key, const char* rule, const T& got) {
   if (!ok) VT_FAIL("[config] ", key, " must be ", rule, ", got ", got);
 }
 
@@ -365,17 +386,18 @@ void require_one_of(const char* key, const std::string& value, std::initializer_
 // Upper bounds for sizes: far beyond any real model or run (ViT-22B has embed_dim 6144, depth 48, 48 heads; ViT
 // training uses patch 8-32, images up to a few thousand pixels, batches up to 64K), yet low enough that a typo
 // fails here, naming the key, instead of in an allocation of terabytes or the creation of 100000 threads.
-constexpr int64_t kMaxEmbedDim = 65536, kMaxDepth = 1024, kMaxHeads = 1024, kMaxImgSize = 16384,
-                  kMaxPatchSize = 1024, kMaxInChans = 64, kMaxClasses = 1'000'000, kMaxWorkers = 512,
-                  kMaxBatch = 1 << 20, kMaxAccum = 1 << 16, kMaxThreads = 4096, kMaxTokenSet = 1 << 20,
-                  kMaxSegSide = 1 << 16, kMaxSequence = 1 << 24;
+constexpr int64_t kMaxEmbedDim = 65536, kMaxDepth = 1024, kMaxHeads = 1024, kMaxImgSize = 16384, kMaxPatchSize = 1024,
+                  kMaxInChans = 64, kMaxClasses = 1'000'000, kMaxWorkers = 512, kMaxBatch = 1 << 20,
+                  kMaxAccum = 1 << 16, kMaxThreads = 4096, kMaxTokenSet = 1 << 20, kMaxSegSide = 1 << 16,
+                  kMaxSequence = 1 << 24;
 constexpr double kMaxMlpRatio = 64;
 
 // The dotted name of every float key (lists included) with its values: all must be finite, whatever the key's
 // own range check says (".inf" passes "> 0").
 struct FiniteCheck {
   std::string prefix;
-  template <class T> void operator()(const char* name, T& field) {
+  template <class T>
+  void operator()(const char* name, T& field) {
     const std::string key = prefix + name;
     if constexpr (Section<T>) {
       FiniteCheck inner{key + "."};
@@ -405,8 +427,9 @@ bool valid_device(const std::string& d) {
 
 void AttentionConfig::validate() const {
   // The kinds models::make_attention builds.
-  require_one_of("model.attention.type", type, {"dense", "mita", "mita_route", "mita_compress", "agent", "agent_bias",
-                                                   "linear", "flatten", "inline", "mhla", "pola"});
+  require_one_of("model.attention.type", type,
+                 {"dense", "mita", "mita_route", "mita_compress", "agent", "agent_bias", "linear", "flatten", "inline",
+                  "mhla", "pola"});
   require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches", "sequence", "random"});
   require_one_of("model.attention.impl", impl, {"fused", "reference"});
   require_one_of("model.attention.shared_scale", shared_scale, {"official", "paper"});
@@ -419,12 +442,14 @@ void AttentionConfig::validate() const {
   require_at_most("model.attention.k", k, kMaxTokenSet);
   require_at_most("model.attention.agent_num", agent_num, kMaxTokenSet);
   if (type == "agent_bias" && landmark_pool == "sequence")
-    VT_FAIL("[config] model.attention.landmark_pool 'sequence' (1-D agents) goes with type agent, not agent_bias: its "
-            "biases are laid out on a patch grid");
+    VT_FAIL(
+        "[config] model.attention.landmark_pool 'sequence' (1-D agents) goes with type agent, not agent_bias: its "
+        "biases are laid out on a patch grid");
   const bool mita = is_mita();
   // dwc/gate belong to the mita types; other kinds ignore them (with a warning when the model is built), so
   // MiTA+DWC weights can be evaluated as dense with just --set model.attention.type=dense (Appendix C).
-  if (mita && gate && !dwc) VT_FAIL("[config] model.attention.gate requires model.attention.dwc: true (MiTA + DWC + Gate)");
+  if (mita && gate && !dwc)
+    VT_FAIL("[config] model.attention.gate requires model.attention.dwc: true (MiTA + DWC + Gate)");
 }
 
 void ModelConfig::validate() const {
@@ -503,7 +528,8 @@ void DataConfig::validate() const {
           updates_per_epoch);
   const bool lra = dataset == "lra";
   if (lra != !lra_task.empty())
-    VT_FAIL("[config] data.dataset '", dataset, "' and data.lra_task '", lra_task, "' disagree: a Long Range Arena "
+    VT_FAIL("[config] data.dataset '", dataset, "' and data.lra_task '", lra_task,
+            "' disagree: a Long Range Arena "
             "task (data.lra_task) goes with data.dataset: lra and only with it");
   if (!lra && (max_length > 0 || updates_per_epoch > 0))
     VT_FAIL("[config] data.", max_length > 0 ? "max_length" : "updates_per_epoch",
@@ -549,7 +575,8 @@ void TrainConfig::validate() const {
   require_at_most("train.global_batch_size", static_cast<int64_t>(global_batch_size), kMaxBatch);
   require(valid_device(device), "train.device", "auto, cpu, cuda or cuda:N", "'" + device + "'");
   if (amp_dtype == "float16" || amp_dtype == "fp16" || amp_dtype == "f16" || amp_dtype == "half")
-    VT_FAIL("[config] train.amp_dtype '", amp_dtype, "' is not supported: only bfloat16 (float16 would need loss "
+    VT_FAIL("[config] train.amp_dtype '", amp_dtype,
+            "' is not supported: only bfloat16 (float16 would need loss "
             "scaling); set train.amp: false for f32");
   require_one_of("train.amp_dtype", amp_dtype, {"bfloat16"});
   require(threads >= 0, "train.threads", ">= 0 (0: all cores)", threads);
@@ -585,9 +612,7 @@ void EvalConfig::validate() const {
   for (double s : seg_scales) require(s > 0, "eval.seg_scales", "> 0", yaml_scalar(seg_scales));
 }
 
-void DistConfig::validate() const {
-  require(bucket_mb > 0, "dist.bucket_mb", "> 0", bucket_mb);
-}
+void DistConfig::validate() const { require(bucket_mb > 0, "dist.bucket_mb", "> 0", bucket_mb); }
 
 void Config::validate() const {
   Config copy = *this;  // the field tables take non-const references
@@ -612,7 +637,8 @@ void Config::validate() const {
     VT_FAIL("[config] model.decoder.type '", model.decoder.type, "' and data.dataset '", data.dataset,
             "' disagree: segmentation (a decoder) goes with data.dataset: ade20k and only with it");
   if ((eval.best_metric == "miou") != segmentation)
-    VT_FAIL("[config] eval.best_metric '", eval.best_metric, "': miou is the segmentation metric (set it, and only "
+    VT_FAIL("[config] eval.best_metric '", eval.best_metric,
+            "': miou is the segmentation metric (set it, and only "
             "it, with model.decoder)");
   if (schedule.deit_epoch_lag && schedule.sched_on_updates)
     VT_FAIL("[config] schedule.deit_epoch_lag applies to per-epoch schedules: set schedule.sched_on_updates: false");
@@ -658,7 +684,8 @@ struct ValueFinder {
   size_t depth = 0;
   std::string found;
   bool ok = false;
-  template <class T> void operator()(const char* name, T& field) {
+  template <class T>
+  void operator()(const char* name, T& field) {
     if (ok || depth >= path.size() || path[depth] != name) return;
     if constexpr (Section<T>) {
       ++depth;

@@ -49,7 +49,7 @@ struct DecoderConfig {
 
 struct ModelConfig {
   std::string name = "deit_small_patch16_224";  ///< registry preset
-  int img_size = 0;     ///< 0: from the preset (and likewise below)
+  int img_size = 0;                             ///< 0: from the preset (and likewise below)
   int patch_size = 0;
   int in_chans = 0;
   int num_classes = 0;
@@ -75,32 +75,32 @@ struct DataConfig {
   std::string dataset = "imagenet";  ///< imagenet | imagefolder (train/, val/ under data_dir) | fashion_mnist | ade20k
                                      ///< | lra (a Long Range Arena task, data.lra_task)
   std::string data_dir = "";         ///< the dataset folder; "" must be set before training (vitrain train DIR)
-  double hflip = 0.5;       ///< probability of a horizontal flip during training
-  int workers = 10;         ///< loader threads
-  int64_t max_bad_files = 100;  ///< unreadable images skipped (logged, counted in metrics); more stop the run
+  double hflip = 0.5;                ///< probability of a horizontal flip during training
+  int workers = 10;                  ///< loader threads
+  int64_t max_bad_files = 100;       ///< unreadable images skipped (logged, counted in metrics); more stop the run
   int64_t max_image_pixels = 89478485;  ///< an image declaring more pixels is a bad file (Pillow's limit); 0: none
   int64_t train_limit = 0;  ///< 0: all training images (ImageFolder: N files evenly spaced over the classes)
   int64_t test_limit = 0;   ///< 0: all test images (likewise)
   // ImageNet-recipe augmentation (timm names), honoured for data.dataset: imagefolder (engine/imagenet_data);
   // engine::check_supported refuses them with fashion_mnist rather than ignoring them.
-  double mixup = 0.8;                 ///< Mixup alpha; 0: off
-  double cutmix = 1.0;                ///< CutMix alpha; 0: off
-  double mixup_prob = 1.0;            ///< probability of applying mixup or cutmix to a batch
-  double mixup_switch_prob = 0.5;     ///< probability of cutmix instead of mixup when both are on
-  std::string mixup_mode = "batch";   ///< batch | pair | elem
-  std::string aa = "rand-m9-mstd0.5-inc1";  ///< RandAugment spec; "": off
-  double reprob = 0.25;               ///< random erasing probability; 0: off
-  std::string remode = "pixel";       ///< const | rand | pixel
-  int recount = 1;                    ///< random erasing count
-  int aug_repeats = 3;                ///< repeated augmentation (RASampler) repeats; 0: off
+  double mixup = 0.8;                           ///< Mixup alpha; 0: off
+  double cutmix = 1.0;                          ///< CutMix alpha; 0: off
+  double mixup_prob = 1.0;                      ///< probability of applying mixup or cutmix to a batch
+  double mixup_switch_prob = 0.5;               ///< probability of cutmix instead of mixup when both are on
+  std::string mixup_mode = "batch";             ///< batch | pair | elem
+  std::string aa = "rand-m9-mstd0.5-inc1";      ///< RandAugment spec; "": off
+  double reprob = 0.25;                         ///< random erasing probability; 0: off
+  std::string remode = "pixel";                 ///< const | rand | pixel
+  int recount = 1;                              ///< random erasing count
+  int aug_repeats = 3;                          ///< repeated augmentation (RASampler) repeats; 0: off
   std::string train_interpolation = "bicubic";  ///< bilinear | bicubic | random
-  double crop_pct = 0.875;            ///< eval resize = img_size / crop_pct, then center crop
+  double crop_pct = 0.875;                      ///< eval resize = img_size / crop_pct, then center crop
   /// Normalisation on a 0-1 scale (timm --mean/--std); empty: the dataset's default (ImageNet's for images,
   /// ade20k: ImageNet's as mmseg; Segmenter/Table 4 configs set 0.5).
   std::vector<double> mean = {};
   std::vector<double> std = {};
   // Long Range Arena (data.dataset: lra; engine/sequence_task).
-  std::string lra_task = "";   ///< "" | listops | text | retrieval | image | pathfinder
+  std::string lra_task = "";  ///< "" | listops | text | retrieval | image | pathfinder
   /// Tokens per sequence: longer ones are truncated, shorter ones padded; 0: the task's LRA length (listops 2000,
   /// text and retrieval 4000, image and pathfinder 1024).
   int64_t max_length = 0;
@@ -155,20 +155,21 @@ struct TrainConfig {
   /// With both set, batch_size × grad_accum_steps × processes must equal it.
   int global_batch_size = 1024;
   int64_t seed = 0;
-  std::string device = "auto";  ///< "auto" (cuda:0 if a GPU is usable, else cpu), "cpu", "cuda" or "cuda:N"
-  bool amp = true;              ///< mixed precision on CUDA (timm's --amp); the CPU always computes in f32
+  std::string device = "auto";         ///< "auto" (cuda:0 if a GPU is usable, else cpu), "cpu", "cuda" or "cuda:N"
+  bool amp = true;                     ///< mixed precision on CUDA (timm's --amp); the CPU always computes in f32
   std::string amp_dtype = "bfloat16";  ///< the autocast dtype; only bfloat16 (no loss scaling for float16)
-  int threads = 0;              ///< CPU threads; 0: all cores
+  int threads = 0;                     ///< CPU threads; 0: all cores
   std::string output = "output/train";
-  int log_interval = 50;  ///< steps between progress lines
-  int grad_accum_steps = 1;     ///< micro-batches per optimizer update (timm --grad-accum-steps)
-  int64_t max_steps = 0;        ///< stop after this many optimizer updates in total (a recovery checkpoint is written); 0: off
-  std::string resume = "";      ///< "" | checkpoint path | "auto" (the newest of last / recovery in train.output)
-  int checkpoint_interval = 1;  ///< epochs between checkpoint-<epoch> files; 0: none (last and best are always kept)
-  int checkpoint_hist = 10;     ///< how many checkpoint-<epoch> files to keep (the newest)
+  int log_interval = 50;     ///< steps between progress lines
+  int grad_accum_steps = 1;  ///< micro-batches per optimizer update (timm --grad-accum-steps)
+  int64_t max_steps =
+      0;  ///< stop after this many optimizer updates in total (a recovery checkpoint is written); 0: off
+  std::string resume = "";        ///< "" | checkpoint path | "auto" (the newest of last / recovery in train.output)
+  int checkpoint_interval = 1;    ///< epochs between checkpoint-<epoch> files; 0: none (last and best are always kept)
+  int checkpoint_hist = 10;       ///< how many checkpoint-<epoch> files to keep (the newest)
   int64_t recovery_interval = 0;  ///< optimizer updates between recovery checkpoints; 0: off
   double recovery_minutes = 30;   ///< a recovery checkpoint once this long has passed since the last checkpoint; 0: off
-  bool model_ema = true;        ///< keep an EMA of the weights (timm ModelEmaV2), updated every update
+  bool model_ema = true;          ///< keep an EMA of the weights (timm ModelEmaV2), updated every update
   double model_ema_decay = 0.99996;
   /// CUDA: capture the training step in a CUDA graph after two eager steps and replay it (one process,
   /// grad_accum_steps 1, equal batch shapes; engine/graph_step.h). Ignored on the CPU.
@@ -182,11 +183,11 @@ struct EvalConfig {
   std::string best_metric = "top1";  ///< top1 (DeiT: the raw model) | ema_top1 (timm with EMA) | loss | ema_loss
                                      ///< | miou (segmentation); LRA: of the validation split
   // Segmentation (model.decoder set): Segmenter's sliding-window protocol.
-  int seg_short_side = 512;   ///< resize so the short side is this (keep ratio) ...
-  int seg_long_side = 2048;   ///< ... unless the long side would exceed this
-  int seg_stride = 0;         ///< window stride; 0: crop − 32 (Segmenter's miou.py; window = model.img_size)
+  int seg_short_side = 512;  ///< resize so the short side is this (keep ratio) ...
+  int seg_long_side = 2048;  ///< ... unless the long side would exceed this
+  int seg_stride = 0;        ///< window stride; 0: crop − 32 (Segmenter's miou.py; window = model.img_size)
   std::vector<double> seg_scales = {1.0};  ///< multi-scale ratios (ms: 0.5, 0.75, 1.0, 1.25, 1.5, 1.75)
-  bool seg_flip = false;      ///< also average the horizontally flipped prediction
+  bool seg_flip = false;                   ///< also average the horizontally flipped prediction
   void validate() const;
 };
 

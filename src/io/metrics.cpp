@@ -99,8 +99,8 @@ void MetricsLog::log(const std::vector<std::pair<std::string, double>>& fields,
   VT_CHECK(ok, "[metrics] write to '", path_, "' failed: ", std::strerror(errno));
 }
 
-std::string progress_line(int epoch, int epochs, int64_t step, int64_t steps, double loss, double lr,
-                          double img_per_s, double eta_s) {
+std::string progress_line(int epoch, int epochs, int64_t step, int64_t steps, double loss, double lr, double img_per_s,
+                          double eta_s) {
   int ew = static_cast<int>(std::to_string(epochs).size());
   int sw = std::max<int>(4, static_cast<int>(std::to_string(steps).size()));
   char buf[256];

@@ -59,7 +59,7 @@ std::string format_duration(double seconds);
 
 /// `epoch 1/5 [ 120/ 468] loss 1.2345 lr 2.00e-03 1234 img/s ETA 3m12s`. Step counters are padded to the width
 /// of `steps` (at least 4) and the epoch to the width of `epochs`, so successive lines stay aligned.
-std::string progress_line(int epoch, int epochs, int64_t step, int64_t steps, double loss, double lr,
-                          double img_per_s, double eta_s);
+std::string progress_line(int epoch, int epochs, int64_t step, int64_t steps, double loss, double lr, double img_per_s,
+                          double eta_s);
 
 }  // namespace vt::io

@@ -46,9 +46,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 
   std::vector<std::pair<std::string, uint32_t>> checksums;
   for (size_t i : order)
-    checksums.emplace_back(tensors[i].first,
-                           tensor_checksum(data[i].dtype(), data[i].shape(), data[i].raw_data(),
-                                           data[i].numel() * dtype_size(data[i].dtype())));
+    checksums.emplace_back(tensors[i].first, tensor_checksum(data[i].dtype(), data[i].shape(), data[i].raw_data(),
+                                                             data[i].numel() * dtype_size(data[i].dtype())));
   std::map<std::string, std::string> all_metadata = metadata;
   all_metadata[kChecksumKey] = encode_checksums(checksums, metadata_checksum(metadata));
 

@@ -86,8 +86,8 @@ uint64_t safetensors_header_length(const std::string& path, const unsigned char 
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | prefix[i];
   VT_CHECK(file_size >= 8 && header_len <= file_size - 8, "[safetensors] ", path, ": header length ", header_len,
            " runs past the end of the file (", file_size, " bytes; truncated or not a safetensors file?)");
-  VT_CHECK(header_len <= kMaxHeaderBytes, "[safetensors] ", path, ": header length ", header_len,
-           " exceeds the ", kMaxHeaderBytes, "-byte limit");
+  VT_CHECK(header_len <= kMaxHeaderBytes, "[safetensors] ", path, ": header length ", header_len, " exceeds the ",
+           kMaxHeaderBytes, "-byte limit");
   return header_len;
 }
 

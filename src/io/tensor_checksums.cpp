@@ -115,8 +115,8 @@ void ChecksumTable::expect_names(const std::string& path, const std::vector<std:
     VT_CHECK(stored_.count(name), "[safetensors] ", path, ": tensor '", name, "' has no checksum in __metadata__['",
              kChecksumKey, "'] (a damaged header renamed it?)");
   for (const auto& [name, crc] : stored_)
-    VT_CHECK(have.count(name), "[safetensors] ", path, ": tensor '", name, "' is missing: __metadata__['",
-             kChecksumKey, "'] lists it but the header has no such tensor (a damaged header renamed it?)");
+    VT_CHECK(have.count(name), "[safetensors] ", path, ": tensor '", name, "' is missing: __metadata__['", kChecksumKey,
+             "'] lists it but the header has no such tensor (a damaged header renamed it?)");
 }
 
 void ChecksumTable::verify(const std::string& path, const std::string& name, uint32_t computed) const {

@@ -112,10 +112,10 @@ EventFileWriter::EventFileWriter(const std::string& dir, int64_t purge_step) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const double t = now_seconds();
-  const std::string stem = (std::filesystem::path(dir) / ("events.out.tfevents." +
-                                                          std::to_string(static_cast<int64_t>(t)) + "." + hostname() +
-                                                          "." + std::to_string(getpid()) + "."))
-                               .string();
+  const std::string stem =
+      (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(t)) + "." +
+                                     hostname() + "." + std::to_string(getpid()) + "."))
+          .string();
   for (int n = 0; !file_; ++n) {  // a second writer in the same second and process gets the next number
     path_ = stem + std::to_string(n);
     if (std::filesystem::exists(path_)) continue;

@@ -90,7 +90,8 @@ const std::vector<TimmFlag>& timm_flags() {
   static const std::vector<TimmFlag> flags = {
       {"data_dir", "data_dir", "data.data_dir", A::value, nullptr, nullptr, "dataset folder (train/, val/)"},
       {"--data-dir", "data", "data.data_dir", A::value, nullptr, nullptr, "dataset folder (timm's newer spelling)"},
-      {"--model", "model", "model.name", A::value, nullptr, nullptr, "model name (timm's, e.g. deit_small_patch16_224)"},
+      {"--model", "model", "model.name", A::value, nullptr, nullptr,
+       "model name (timm's, e.g. deit_small_patch16_224)"},
       {"--initial-checkpoint", "initial_checkpoint", "model.initial_checkpoint", A::value, "\"\"", nullptr,
        "start from these weights (fine-tuning)"},
       {"--resume", "resume", "train.resume", A::value, "\"\"", nullptr,
@@ -115,8 +116,7 @@ const std::vector<TimmFlag>& timm_flags() {
        "change the lr every update, not every epoch"},
       {"--lr", "lr", "optim.lr", A::value, "0.0", nullptr, "learning rate as is (default: --lr-base scaled)"},
       {"--lr-base", "lr_base", "optim.lr_base", A::value, nullptr, nullptr, "lr at --lr-base-size images"},
-      {"--lr-base-size", "lr_base_size", "optim.lr_base_size", A::value, nullptr, nullptr,
-       "global batch of --lr-base"},
+      {"--lr-base-size", "lr_base_size", "optim.lr_base_size", A::value, nullptr, nullptr, "global batch of --lr-base"},
       {"--lr-base-scale", "lr_base_scale", "optim.lr_base_scale", A::value, nullptr, nullptr, "linear | sqrt"},
       {"--warmup-lr", "warmup_lr", "schedule.warmup_lr", A::value, nullptr, nullptr, "warm-up start lr"},
       {"--min-lr", "min_lr", "schedule.min_lr", A::value, nullptr, nullptr, "cosine floor"},
@@ -262,15 +262,16 @@ std::vector<std::string> timm_args_overrides(const std::string& text, const std:
     // timm disables colour jitter when RandAugment is on; without it we cannot jitter.
     if (dest == "color_jitter") {
       VT_CHECK(has_aa || v.IsNull() || same_value(v, YAML::Load("0.0")), "[config] ", where,
-               ": timm key 'color_jitter: ", flow(v), "' without 'aa' cannot be honoured (no colour jitter here): set "
+               ": timm key 'color_jitter: ", flow(v),
+               "' without 'aa' cannot be honoured (no colour jitter here): set "
                "it to 0 or set aa (RandAugment replaces it, as in timm)");
       continue;
     }
     const TimmIgnored* ignored = nullptr;
     for (const auto& k : timm_ignored())
       if (dest == k.dest) ignored = &k;
-    VT_CHECK(ignored, "[config] ", where, ": '", dest, "' is not a key of timm's args.yaml (",
-             path, " looks like one: no sections)");
+    VT_CHECK(ignored, "[config] ", where, ": '", dest, "' is not a key of timm's args.yaml (", path,
+             " looks like one: no sections)");
     bool ok = false;
     std::string allowed;
     for (const char* a : ignored->accepted) {
@@ -282,8 +283,8 @@ std::vector<std::string> timm_args_overrides(const std::string& text, const std:
       ok = ok || same_value(v, accepted);
       allowed += (allowed.empty() ? "" : " or ") + flow(accepted);
     }
-    VT_CHECK(ok, "[config] ", where, ": timm key '", dest, ": ", flow(v), "' cannot be honoured here (accepted: ",
-             allowed, ")");
+    VT_CHECK(ok, "[config] ", where, ": timm key '", dest, ": ", flow(v),
+             "' cannot be honoured here (accepted: ", allowed, ")");
   }
   if (!output.empty() || !experiment.empty()) out.push_back("train.output=" + timm_output_dir(output, experiment));
   return out;

@@ -12,9 +12,9 @@ namespace vt::io {
 enum class TimmArg { value, list, flag };
 
 struct TimmFlag {
-  const char* names;    ///< CLI11 names, e.g. "-b,--batch-size"
-  const char* dest;     ///< timm's argparse dest, which is also its args.yaml key, e.g. "batch_size"
-  const char* key;      ///< our dotted config key, e.g. "train.batch_size"
+  const char* names;  ///< CLI11 names, e.g. "-b,--batch-size"
+  const char* dest;   ///< timm's argparse dest, which is also its args.yaml key, e.g. "batch_size"
+  const char* key;    ///< our dotted config key, e.g. "train.batch_size"
   TimmArg kind;
   const char* if_null;  ///< the YAML value that an args.yaml `null` stands for; nullptr: keep our default
   const char* also;     ///< a second override the flag implies ("train.global_batch_size=0"), or nullptr

@@ -17,8 +17,8 @@ namespace vt::io {
 // TorchPick (weights | ema: which state dict of a training checkpoint to take) is in io/torch_state_dict.h.
 
 struct TorchCheckpoint {
-  NamedTensors tensors;                 // the chosen state dict: dotted names in file order, CPU tensors, "module." stripped
-  std::string source_key;               // "" for a bare state dict, else "model" / "state_dict" / "model_ema" / "state_dict_ema"
+  NamedTensors tensors;    // the chosen state dict: dotted names in file order, CPU tensors, "module." stripped
+  std::string source_key;  // "" for a bare state dict, else "model" / "state_dict" / "model_ema" / "state_dict_ema"
   std::vector<std::string> other_keys;  // the top-level entries left out (optimizer, epoch, args, ...)
 };
 

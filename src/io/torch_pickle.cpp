@@ -14,10 +14,16 @@ namespace vt::io {
 
 size_t torch_dtype_size(TorchDType t) {
   switch (t) {
-    case TorchDType::f64: case TorchDType::i64: return 8;
-    case TorchDType::f32: case TorchDType::i32: return 4;
-    case TorchDType::f16: case TorchDType::bf16: case TorchDType::i16: return 2;
-    case TorchDType::i8: case TorchDType::u8: case TorchDType::boolean: return 1;
+    case TorchDType::f64:
+    case TorchDType::i64: return 8;
+    case TorchDType::f32:
+    case TorchDType::i32: return 4;
+    case TorchDType::f16:
+    case TorchDType::bf16:
+    case TorchDType::i16: return 2;
+    case TorchDType::i8:
+    case TorchDType::u8:
+    case TorchDType::boolean: return 1;
   }
   return 1;
 }
@@ -42,7 +48,8 @@ std::string PyValue::describe() const {
   switch (kind) {
     case Kind::none: return "None";
     case Kind::boolean: return "a bool";
-    case Kind::integer: case Kind::big_integer: return "an int";
+    case Kind::integer:
+    case Kind::big_integer: return "an int";
     case Kind::floating: return "a float";
     case Kind::string: return "a string";
     case Kind::bytes: return "bytes";
@@ -96,9 +103,9 @@ bool dangerous_module(const std::string& m) {
 std::optional<TorchDType> torch_storage_dtype(const std::string& module, const std::string& name) {
   if (module != "torch") return std::nullopt;
   static const std::pair<const char*, TorchDType> kStorages[] = {
-      {"DoubleStorage", TorchDType::f64}, {"FloatStorage", TorchDType::f32}, {"HalfStorage", TorchDType::f16},
-      {"BFloat16Storage", TorchDType::bf16}, {"LongStorage", TorchDType::i64}, {"IntStorage", TorchDType::i32},
-      {"ShortStorage", TorchDType::i16}, {"CharStorage", TorchDType::i8}, {"ByteStorage", TorchDType::u8},
+      {"DoubleStorage", TorchDType::f64},    {"FloatStorage", TorchDType::f32}, {"HalfStorage", TorchDType::f16},
+      {"BFloat16Storage", TorchDType::bf16}, {"LongStorage", TorchDType::i64},  {"IntStorage", TorchDType::i32},
+      {"ShortStorage", TorchDType::i16},     {"CharStorage", TorchDType::i8},   {"ByteStorage", TorchDType::u8},
       {"BoolStorage", TorchDType::boolean}};
   for (const auto& [n, t] : kStorages)
     if (name == n) return t;
@@ -154,8 +161,9 @@ class Machine {
   }
 
   std::string_view take(uint64_t n) {
-    if (n > b_.size() - pos_) fail("the pickle ends early: " + std::to_string(n) + " bytes needed, " +
-                                   std::to_string(b_.size() - pos_) + " left (truncated?)");
+    if (n > b_.size() - pos_)
+      fail("the pickle ends early: " + std::to_string(n) + " bytes needed, " + std::to_string(b_.size() - pos_) +
+           " left (truncated?)");
     std::string_view s = b_.substr(pos_, n);
     pos_ += n;
     return s;
@@ -267,8 +275,7 @@ class Machine {
 
   // The allow-listed calls, evaluated as values.
   PyValue* call(PyValue* callable, PyValue* args) {
-    if (callable->kind != PyValue::Kind::global)
-      fail("REDUCE calls " + callable->describe() + ", not a global");
+    if (callable->kind != PyValue::Kind::global) fail("REDUCE calls " + callable->describe() + ", not a global");
     if (args->kind != PyValue::Kind::tuple) fail("REDUCE with " + args->describe() + " as arguments, not a tuple");
     const std::string& m = callable->s;
     const std::string& n = callable->name;
@@ -361,7 +368,8 @@ class Machine {
       case '0': pop(); return;
       case '1': pop_to_mark(); return;
       case 'N': push(make(K::none)); return;
-      case 0x88: case 0x89: {
+      case 0x88:
+      case 0x89: {
         PyValue* v = make(K::boolean);
         v->i = op == 0x88;
         push(v);
@@ -401,7 +409,9 @@ class Machine {
       case 0x8e: push(make_string(take(take_le(8)), K::bytes)); return;
       case ')': push(make(K::tuple)); return;
       case 't': push(make_seq(K::tuple, pop_to_mark())); return;
-      case 0x85: case 0x86: case 0x87: {
+      case 0x85:
+      case 0x86:
+      case 0x87: {
         std::vector<PyValue*> items(op - 0x84);
         for (size_t i = items.size(); i-- > 0;) items[i] = pop();
         push(make_seq(K::tuple, std::move(items)));
@@ -409,7 +419,8 @@ class Machine {
       }
       case ']': push(make(K::list)); return;
       case 'l': push(make_seq(K::list, pop_to_mark())); return;
-      case 'a': case 'e': {
+      case 'a':
+      case 'e': {
         std::vector<PyValue*> items = op == 'a' ? std::vector<PyValue*>{pop()} : pop_to_mark();
         PyValue* list = top();
         if (list->kind != K::list && list->kind != K::object) fail("APPEND to " + list->describe() + ", not a list");
@@ -426,7 +437,9 @@ class Machine {
       }
       case 0x91: push(make_seq(K::set, pop_to_mark())); return;
       case '}': push(make(K::dict)); return;
-      case 'd': case 's': case 'u': {
+      case 'd':
+      case 's':
+      case 'u': {
         std::vector<PyValue*> items;
         if (op == 's') {
           PyValue* v = pop();
@@ -443,7 +456,8 @@ class Machine {
       case 'q': memo_[take_le(1)] = top(); return;
       case 'r': memo_[take_le(4)] = top(); return;
       case 0x94: memo_[memo_.size()] = top(); return;
-      case 'h': case 'j': {
+      case 'h':
+      case 'j': {
         const uint64_t k = take_le(op == 'h' ? 1 : 4);
         const auto it = memo_.find(k);
         if (it == memo_.end()) fail("memo entry " + std::to_string(k) + " read before it was written");
@@ -468,7 +482,8 @@ class Machine {
         push(call(pop(), args));
         return;
       }
-      case 0x81: case 0x92: {  // NEWOBJ, NEWOBJ_EX: cls.__new__(cls, ...) makes an opaque object, runs nothing
+      case 0x81:
+      case 0x92: {              // NEWOBJ, NEWOBJ_EX: cls.__new__(cls, ...) makes an opaque object, runs nothing
         if (op == 0x92) pop();  // kwargs
         pop();                  // args
         PyValue* cls = pop();
@@ -501,10 +516,23 @@ class Machine {
       }
       default: break;
     }
-    static const std::pair<unsigned char, const char*> kKnown[] = {
-        {'i', "INST"}, {'o', "OBJ"}, {'P', "PERSID"}, {'g', "GET"}, {'p', "PUT"}, {'I', "INT"}, {'L', "LONG"},
-        {'F', "FLOAT"}, {'S', "STRING"}, {'V', "UNICODE"}, {'2', "DUP"}, {0x82, "EXT1"}, {0x83, "EXT2"},
-        {0x84, "EXT4"}, {0x96, "BYTEARRAY8"}, {0x97, "NEXT_BUFFER"}, {0x98, "READONLY_BUFFER"}};
+    static const std::pair<unsigned char, const char*> kKnown[] = {{'i', "INST"},
+                                                                   {'o', "OBJ"},
+                                                                   {'P', "PERSID"},
+                                                                   {'g', "GET"},
+                                                                   {'p', "PUT"},
+                                                                   {'I', "INT"},
+                                                                   {'L', "LONG"},
+                                                                   {'F', "FLOAT"},
+                                                                   {'S', "STRING"},
+                                                                   {'V', "UNICODE"},
+                                                                   {'2', "DUP"},
+                                                                   {0x82, "EXT1"},
+                                                                   {0x83, "EXT2"},
+                                                                   {0x84, "EXT4"},
+                                                                   {0x96, "BYTEARRAY8"},
+                                                                   {0x97, "NEXT_BUFFER"},
+                                                                   {0x98, "READONLY_BUFFER"}};
     std::string name = "unknown";
     for (const auto& [c, n] : kKnown)
       if (c == op) name = n;

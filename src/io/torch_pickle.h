@@ -26,16 +26,31 @@ const char* torch_dtype_name(TorchDType t);  // torch's: "float32", "bfloat16", 
 std::optional<TorchDType> torch_storage_dtype(const std::string& module, const std::string& name);
 
 struct PyValue {
-  enum class Kind { none, boolean, integer, big_integer, floating, string, bytes, list, tuple, dict, set, global,
-                    object, storage, tensor };
+  enum class Kind {
+    none,
+    boolean,
+    integer,
+    big_integer,
+    floating,
+    string,
+    bytes,
+    list,
+    tuple,
+    dict,
+    set,
+    global,
+    object,
+    storage,
+    tensor
+  };
   Kind kind = Kind::none;
-  int64_t i = 0;   // boolean, integer; storage: numel; tensor: storage offset
-  double f = 0;    // floating
-  std::string s;   // string, bytes (raw), big_integer (little-endian two's complement); global/object: module;
-                   // storage: key
-  std::string name;                                    // global/object: name; storage: location
-  std::vector<PyValue*> items;                         // list, tuple, set; tensor: {storage}
-  std::vector<std::pair<PyValue*, PyValue*>> entries;  // dict, in insertion order
+  int64_t i = 0;     // boolean, integer; storage: numel; tensor: storage offset
+  double f = 0;      // floating
+  std::string s;     // string, bytes (raw), big_integer (little-endian two's complement); global/object: module;
+                     // storage: key
+  std::string name;  // global/object: name; storage: location
+  std::vector<PyValue*> items;                          // list, tuple, set; tensor: {storage}
+  std::vector<std::pair<PyValue*, PyValue*>> entries;   // dict, in insertion order
   std::unordered_map<std::string, size_t> string_keys;  // dict: where each string key is in `entries`
   TorchDType dtype = TorchDType::f32;                   // storage
   std::vector<int64_t> shape, strides;                  // tensor

@@ -22,13 +22,13 @@ constexpr int64_t kMaxRepeatedElements = int64_t{1} << 26;  // for tensors that 
 // A pickled storage: the persistent id's fields, its data found once the whole pickle is read.
 PyValue* storage_from_pid(const PyValue& pid, Unpickled& arena, const std::string& where, bool legacy) {
   const auto& f = pid.items;
-  VT_CHECK(pid.kind == K::tuple && f.size() >= 5 && f[0]->kind == K::string && f[0]->s == "storage", "[torch] ",
-           where, ": a persistent id that is not a storage: ", pid.describe());
+  VT_CHECK(pid.kind == K::tuple && f.size() >= 5 && f[0]->kind == K::string && f[0]->s == "storage", "[torch] ", where,
+           ": a persistent id that is not a storage: ", pid.describe());
   VT_CHECK(f[1]->kind == K::global, "[torch] ", where, ": storage type is ", f[1]->describe());
   const auto dtype = torch_storage_dtype(f[1]->s, f[1]->name);
   VT_CHECK(dtype.has_value(), "[torch] ", where, ": storage type ", f[1]->global_name(), " is not supported");
-  VT_CHECK(f[2]->kind == K::string && f[3]->kind == K::string && f[4]->kind == K::integer && f[4]->i >= 0,
-           "[torch] ", where, ": malformed storage persistent id (key, location, size)");
+  VT_CHECK(f[2]->kind == K::string && f[3]->kind == K::string && f[4]->kind == K::integer && f[4]->i >= 0, "[torch] ",
+           where, ": malformed storage persistent id (key, location, size)");
   arena.arena.emplace_back();
   PyValue* s = &arena.arena.back();
   s->kind = K::storage;
@@ -107,7 +107,8 @@ Chosen choose_state_dict(const PyValue& root, const std::string& label, TorchPic
     for (const auto& k : top)
       if (k != out.source_key) out.other_keys.push_back(k);
     VT_CHECK(dict->kind == K::dict, "[torch] ", label, ": '", out.source_key, "' holds ", dict->describe(),
-             ", not a state dict", dict->kind == K::object ? " (a pickled module: save module.state_dict() instead)" : "");
+             ", not a state dict",
+             dict->kind == K::object ? " (a pickled module: save module.state_dict() instead)" : "");
   }
   for (const auto& [k, v] : dict->entries) {
     if (!wrapper && v->kind != K::tensor) {  // a bare dict's non-tensor entries are left out, like a wrapper's
@@ -115,15 +116,14 @@ Chosen choose_state_dict(const PyValue& root, const std::string& label, TorchPic
       continue;
     }
     const std::string in = out.source_key.empty() ? "the state dict" : "'" + out.source_key + "'";
-    VT_CHECK(k->kind == K::string, "[torch] ", label, ": ", in, " has a key that is ", k->describe(),
-             ", not a string");
+    VT_CHECK(k->kind == K::string, "[torch] ", label, ": ", in, " has a key that is ", k->describe(), ", not a string");
     VT_CHECK(v->kind == K::tensor, "[torch] ", label, ": entry '", k->s, "' of ", in, " is ", v->describe(),
              ", not a tensor");
     out.tensors.emplace_back(k->s, v);
   }
-  VT_CHECK(wrapper || !out.tensors.empty(), "[torch] ", label,
-           ": no tensors, and none of 'model', 'state_dict', 'model_ema', 'state_dict_ema'; top-level keys: ",
-           joined(top));
+  VT_CHECK(
+      wrapper || !out.tensors.empty(), "[torch] ", label,
+      ": no tensors, and none of 'model', 'state_dict', 'model_ema', 'state_dict_ema'; top-level keys: ", joined(top));
   return out;
 }
 
@@ -149,14 +149,14 @@ TorchTensorRecord make_record(const std::string& name, const PyValue& t, std::st
   }
   if (numel > 0) {
     for (size_t d = 0; d < r.shape.size(); ++d) {
-      VT_CHECK(r.strides[d] == 0 || r.shape[d] - 1 <= ((int64_t{1} << 60) - last) / r.strides[d], what,
-               ": its stride ", r.strides[d], " reaches past any storage");
+      VT_CHECK(r.strides[d] == 0 || r.shape[d] - 1 <= ((int64_t{1} << 60) - last) / r.strides[d], what, ": its stride ",
+               r.strides[d], " reaches past any storage");
       last += (r.shape[d] - 1) * r.strides[d];
     }
-    VT_CHECK(last < s.i, what, " (size ", to_string(r.shape), ", stride ", to_string(r.strides), ", offset ",
-             r.offset, ") reads element ", last, " of a ", s.i, "-element storage");
-    VT_CHECK(numel <= s.i || numel <= kMaxRepeatedElements, what, " repeats its ", s.i, "-element storage into ",
-             numel, " elements (zero strides); more than vitrain expands");
+    VT_CHECK(last < s.i, what, " (size ", to_string(r.shape), ", stride ", to_string(r.strides), ", offset ", r.offset,
+             ") reads element ", last, " of a ", s.i, "-element storage");
+    VT_CHECK(numel <= s.i || numel <= kMaxRepeatedElements, what, " repeats its ", s.i, "-element storage into ", numel,
+             " elements (zero strides); more than vitrain expands");
   }
   r.numel = numel;
   return r;
@@ -276,8 +276,8 @@ TorchStateDictRecords read_legacy(std::string_view bytes, const std::string& lab
              "', whose data the file does not list");
     const size_t elsize = torch_dtype_size(s.dtype);
     check_storage_size(rs, it->second.size(), label, "its data");
-    std::string_view view = it->second.substr(static_cast<size_t>(s.view_offset) * elsize,
-                                              static_cast<size_t>(s.i) * elsize);
+    std::string_view view =
+        it->second.substr(static_cast<size_t>(s.view_offset) * elsize, static_cast<size_t>(s.i) * elsize);
     VT_CHECK(rs.dtype == s.dtype, "[torch] ", label, ": tensor '", name, "': a storage view of another dtype");
     out.tensors.push_back(make_record(name, *t, view, label));
   }
@@ -327,11 +327,15 @@ TorchStateDictRecords parse_torch_checkpoint(std::string_view bytes, const std::
 DType torch_read_dtype(TorchDType t) {
   switch (t) {
     case TorchDType::f64: return DType::f64;
-    case TorchDType::f32: case TorchDType::f16: return DType::f32;
+    case TorchDType::f32:
+    case TorchDType::f16: return DType::f32;
     case TorchDType::bf16: return DType::bf16;
     case TorchDType::i64: return DType::i64;
-    case TorchDType::i32: case TorchDType::i16: case TorchDType::i8: return DType::i32;
-    case TorchDType::u8: case TorchDType::boolean: return DType::u8;
+    case TorchDType::i32:
+    case TorchDType::i16:
+    case TorchDType::i8: return DType::i32;
+    case TorchDType::u8:
+    case TorchDType::boolean: return DType::u8;
   }
   return DType::f32;
 }

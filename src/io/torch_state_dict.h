@@ -20,9 +20,9 @@ enum class TorchPick { weights, ema };
 struct TorchTensorRecord {
   std::string name;  // "module." stripped
   TorchDType dtype = TorchDType::f32;
-  Shape shape, strides;         // strides in elements
-  int64_t offset = 0;           // in elements, into `storage`
-  std::string_view storage;     // the storage's bytes, inside the file's bytes
+  Shape shape, strides;      // strides in elements
+  int64_t offset = 0;        // in elements, into `storage`
+  std::string_view storage;  // the storage's bytes, inside the file's bytes
   int64_t numel = 0;
 };
 

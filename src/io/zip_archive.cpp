@@ -35,8 +35,8 @@ struct Reader {
   const std::string& label;
   const std::string& tag;
   const unsigned char* at(uint64_t offset, uint64_t n, const char* what) const {
-    VT_CHECK(offset <= bytes.size() && n <= bytes.size() - offset, "[", tag, "] ", label, ": the zip's ", what,
-             " (", n, " bytes at offset ", offset, ") lies outside the ", bytes.size(), "-byte file (truncated?)");
+    VT_CHECK(offset <= bytes.size() && n <= bytes.size() - offset, "[", tag, "] ", label, ": the zip's ", what, " (", n,
+             " bytes at offset ", offset, ") lies outside the ", bytes.size(), "-byte file (truncated?)");
     return reinterpret_cast<const unsigned char*>(bytes.data()) + offset;
   }
 };
@@ -81,8 +81,8 @@ std::vector<ZipEntry> read_stored_zip(std::string_view bytes, const std::string&
   }
   VT_CHECK(dir_offset <= dir_limit && dir_size <= dir_limit - dir_offset, "[", tag, "] ", label,
            ": the central directory (", dir_size, " bytes at ", dir_offset, ") overlaps the end records");
-  VT_CHECK(count <= dir_size / kCentralSize, "[", tag, "] ", label, ": ", count, " entries cannot fit in a ",
-           dir_size, "-byte central directory");
+  VT_CHECK(count <= dir_size / kCentralSize, "[", tag, "] ", label, ": ", count, " entries cannot fit in a ", dir_size,
+           "-byte central directory");
 
   std::vector<ZipEntry> entries;
   entries.reserve(count);
@@ -132,8 +132,8 @@ std::vector<ZipEntry> read_stored_zip(std::string_view bytes, const std::string&
     VT_CHECK(std::string_view(reinterpret_cast<const char*>(lname), lname_len) == name, "[", tag, "] ", label,
              ": entry '", name, "': its local header names a different file");
     const uint64_t data_at = local_at + kLocalSize + lname_len + lextra_len;
-    VT_CHECK(data_at <= dir_offset && usize <= dir_offset - data_at, "[", tag, "] ", label, ": entry '", name,
-             "' (", usize, " bytes at ", data_at, ") runs into the central directory (truncated?)");
+    VT_CHECK(data_at <= dir_offset && usize <= dir_offset - data_at, "[", tag, "] ", label, ": entry '", name, "' (",
+             usize, " bytes at ", data_at, ") runs into the central directory (truncated?)");
     const std::string_view data(bytes.data() + data_at, usize);
     if (verify_crc)
       VT_CHECK(zip_crc32(data.data(), data.size()) == crc, "[", tag, "] ", label, ": entry '", name,

@@ -39,14 +39,10 @@ namespace {
 
 std::string format_bytes(size_t n) {
   char buf[64];
-  if (n >= (size_t(1) << 30))
-    std::snprintf(buf, sizeof buf, "%.2f GiB", double(n) / double(size_t(1) << 30));
-  else if (n >= (size_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%.2f MiB", double(n) / double(size_t(1) << 20));
-  else if (n >= 1024)
-    std::snprintf(buf, sizeof buf, "%.2f KiB", double(n) / 1024.0);
-  else
-    std::snprintf(buf, sizeof buf, "%zu B", n);
+  if (n >= (size_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(n) / double(size_t(1) << 30));
+  else if (n >= (size_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(n) / double(size_t(1) << 20));
+  else if (n >= 1024) std::snprintf(buf, sizeof buf, "%.2f KiB", double(n) / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%zu B", n);
   return std::string(buf) + " (" + std::to_string(n) + " bytes)";
 }
 
@@ -56,8 +52,7 @@ CachingAllocatorConfig CachingAllocatorConfig::from_env() {
   CachingAllocatorConfig config;
   if (const char* mode = std::getenv("VT_CUDA_ALLOCATOR"); mode && *mode) {
     std::string_view m(mode);
-    VT_CHECK(m == "caching" || m == "direct", "[cuda_alloc] VT_CUDA_ALLOCATOR=", m,
-             " is not one of: caching, direct");
+    VT_CHECK(m == "caching" || m == "direct", "[cuda_alloc] VT_CUDA_ALLOCATOR=", m, " is not one of: caching, direct");
     config.direct = m == "direct";
   }
   if (const char* mb = std::getenv("VT_CUDA_MAX_SPLIT_SIZE_MB"); mb && *mb) {
@@ -175,9 +170,8 @@ void* CachingAllocator::allocate(size_t nbytes, Stream stream) {
       stats_.ooms += 1;
       VT_FAIL("[cuda_alloc] out of memory: tried to allocate ", format_bytes(nbytes), " (a new segment of ",
               format_bytes(alloc_size), ") on stream ", stream, "; allocated ", format_bytes(stats_.allocated_bytes),
-              ", reserved ", format_bytes(stats_.reserved_bytes), " in ", stats_.segments,
-              " segments, peak allocated ", format_bytes(stats_.peak_allocated_bytes),
-              " (cached unused segments were released before this retry)");
+              ", reserved ", format_bytes(stats_.reserved_bytes), " in ", stats_.segments, " segments, peak allocated ",
+              format_bytes(stats_.peak_allocated_bytes), " (cached unused segments were released before this retry)");
     }
     if (!block) {
       block = new Block;

@@ -57,17 +57,17 @@ struct CachingAllocatorConfig {
 };
 
 struct CachingAllocatorStats {
-  size_t allocated_bytes = 0;       // blocks handed out (rounded sizes)
-  size_t requested_bytes = 0;       // what callers asked for
-  size_t reserved_bytes = 0;        // segments held from the backend
+  size_t allocated_bytes = 0;  // blocks handed out (rounded sizes)
+  size_t requested_bytes = 0;  // what callers asked for
+  size_t reserved_bytes = 0;   // segments held from the backend
   size_t peak_allocated_bytes = 0;
   size_t peak_reserved_bytes = 0;
-  uint64_t allocations = 0;         // allocate() calls that returned memory
-  uint64_t raw_allocations = 0;     // successful backend raw_alloc calls
+  uint64_t allocations = 0;      // allocate() calls that returned memory
+  uint64_t raw_allocations = 0;  // successful backend raw_alloc calls
   uint64_t raw_frees = 0;
-  uint64_t cache_hits = 0;          // allocations served from a cached block
-  uint64_t alloc_retries = 0;       // cache flushed after a backend OOM
-  uint64_t ooms = 0;                // allocations that failed after the retry
+  uint64_t cache_hits = 0;     // allocations served from a cached block
+  uint64_t alloc_retries = 0;  // cache flushed after a backend OOM
+  uint64_t ooms = 0;           // allocations that failed after the retry
   size_t segments = 0;
   size_t pending_event_blocks = 0;  // freed blocks waiting on other streams' events
 };
@@ -75,9 +75,9 @@ struct CachingAllocatorStats {
 class CachingAllocator {
  public:
   static constexpr size_t kMinBlockSize = 512;
-  static constexpr size_t kSmallSize = size_t(1) << 20;      // largest request of the small pool
-  static constexpr size_t kSmallBuffer = size_t(2) << 20;    // segment size of the small pool
-  static constexpr size_t kLargeBuffer = size_t(20) << 20;   // segment size for 1-10 MiB requests
+  static constexpr size_t kSmallSize = size_t(1) << 20;     // largest request of the small pool
+  static constexpr size_t kSmallBuffer = size_t(2) << 20;   // segment size of the small pool
+  static constexpr size_t kLargeBuffer = size_t(20) << 20;  // segment size for 1-10 MiB requests
   static constexpr size_t kMinLargeAlloc = size_t(10) << 20;
   static constexpr size_t kRoundLarge = size_t(2) << 20;
 

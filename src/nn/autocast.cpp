@@ -34,8 +34,7 @@ Tensor cached_cast(const Tensor& t, DType dtype) {
 }  // namespace
 
 AutocastGuard::AutocastGuard(std::optional<DType> dtype) : previous_(t_autocast) {
-  VT_CHECK(!dtype || *dtype == DType::bf16, "[autocast] only bf16 autocast is supported, got ",
-           dtype_name(*dtype));
+  VT_CHECK(!dtype || *dtype == DType::bf16, "[autocast] only bf16 autocast is supported, got ", dtype_name(*dtype));
   t_autocast = dtype;
   if (dtype && !t_cache) {
     cache_ = std::make_unique<WeightCastCache>();

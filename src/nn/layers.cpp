@@ -65,8 +65,8 @@ PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch, int64_t in_chans, int64_
 Tensor PatchEmbed::forward(const Tensor& x) const {
   VT_CHECK(x.dim() == 4 && x.size(1) == in_chans_ && x.size(2) == img_size_ && x.size(3) == img_size_,
            "[patch_embed] expected input [B, ", in_chans_, ", ", img_size_, ", ", img_size_, "], got ", x.describe());
-  Tensor y = proj->forward(x);  // [B, D, G, G]
-  return y.flatten(2).transpose(1, 2);                       // [B, N, D]
+  Tensor y = proj->forward(x);          // [B, D, G, G]
+  return y.flatten(2).transpose(1, 2);  // [B, N, D]
 }
 
 Mlp::Mlp(int64_t dim, int64_t hidden, double drop_, Generator& gen) : drop(drop_) {

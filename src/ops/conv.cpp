@@ -123,10 +123,8 @@ Tensor pool_impl(const Tensor& x, int64_t H, int64_t W, int64_t oh, int64_t ow, 
   const Device dev = common_device(op, {&x});
   VT_CHECK(H >= 1 && W >= 1, "[", op, "] cannot pool the empty input ", x.describe());
   VT_CHECK(oh >= 1 && ow >= 1, "[", op, "] output size must be positive, got ", oh, "x", ow);
-  if (dev.is_cuda())
-    check_cuda_float(x, op);
-  else
-    VT_CHECK(is_floating(x.dtype()) && x.dtype() != DType::bf16, "[", op, "] needs f32 or f64, got ", x.describe());
+  if (dev.is_cuda()) check_cuda_float(x, op);
+  else VT_CHECK(is_floating(x.dtype()) && x.dtype() != DType::bf16, "[", op, "] needs f32 or f64, got ", x.describe());
   Tensor xc = x.detach().contiguous();
   Tensor out = Tensor::empty(out_shape, x.dtype(), dev);
   kernels::dispatch(
@@ -200,8 +198,8 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     beta = 1.0;
   }
   // out_b [D, G] = W [D, K] · cols_bᵀ [K, G], written straight into the NCHW output.
-  kernels::cpu::gemm_batched(x.dtype(), B, D, G, K, 1.0, {w.raw_data(), false, K, 0},
-                             {cols.raw_data(), true, K, G * K}, beta, out.raw_data(), G, D * G);
+  kernels::cpu::gemm_batched(x.dtype(), B, D, G, K, 1.0, {w.raw_data(), false, K, 0}, {cols.raw_data(), true, K, G * K},
+                             beta, out.raw_data(), G, D * G);
   if (any_requires_grad({&x, &weight, &bias})) {
     auto node = std::make_shared<Conv2dPatchBackward>();
     if (weight.requires_grad()) node->cols = cols;  // only dW needs the patches

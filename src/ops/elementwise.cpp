@@ -28,8 +28,8 @@ const char* binary_name(BinaryOp op) {
 // The dtype of a binary op's result: the common dtype, or f32 for bf16 ⊕ f32 (as PyTorch). Other pairs fail.
 DType result_dtype(const char* op, const Tensor& a, const Tensor& b) {
   if (a.dtype() == b.dtype()) return a.dtype();
-  const bool promotes = (a.dtype() == DType::bf16 && b.dtype() == DType::f32) ||
-                        (a.dtype() == DType::f32 && b.dtype() == DType::bf16);
+  const bool promotes =
+      (a.dtype() == DType::bf16 && b.dtype() == DType::f32) || (a.dtype() == DType::f32 && b.dtype() == DType::bf16);
   VT_CHECK(promotes, "[", op, "] dtypes differ: ", a.describe(), " and ", b.describe(),
            " (only bf16 and f32 mix, giving f32)");
   return DType::f32;

@@ -22,8 +22,8 @@ Tensor checked_index(const Tensor& index, int64_t dim, int64_t bound, const char
   if (ic.device().is_cuda()) return ic;
   const int64_t* p = ic.data<int64_t>();
   for (int64_t i = 0; i < ic.numel(); ++i)
-    VT_CHECK(p[i] >= 0 && p[i] < bound, "[", op, "] index ", p[i], " is out of range for dim ", dim, " of size ",
-             bound, " (at flat position ", i, " of index ", index.describe(), ")");
+    VT_CHECK(p[i] >= 0 && p[i] < bound, "[", op, "] index ", p[i], " is out of range for dim ", dim, " of size ", bound,
+             " (at flat position ", i, " of index ", index.describe(), ")");
   return ic;
 }
 
@@ -167,8 +167,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
   bool needs_grad = false;
   for (size_t i = 0; i < xs.size(); ++i) {
     const Tensor& x = xs[i];
-    VT_CHECK(x.dtype() == first.dtype(), "[concat] tensor ", i, " ", x.describe(), " and tensor 0 ",
-             first.describe(), " dtypes differ");
+    VT_CHECK(x.dtype() == first.dtype(), "[concat] tensor ", i, " ", x.describe(), " and tensor 0 ", first.describe(),
+             " dtypes differ");
     bool fits = x.dim() == first.dim();
     for (int64_t d = 0; fits && d < x.dim(); ++d) fits = d == dim || x.size(d) == first.size(d);
     VT_CHECK(fits, "[concat] tensor ", i, " ", x.describe(), " does not match tensor 0 ", first.describe(),
@@ -276,10 +276,9 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
   dim = wrap_dim(dim, base.dim(), "scatter_add");
   VT_CHECK(base.dtype() == src.dtype(), "[scatter_add] base ", base.describe(), " and src ", src.describe(),
            " dtypes differ");
-  VT_CHECK(index.defined() && index.dim() == base.dim() && src.dim() == base.dim(),
-           "[scatter_add] base ", base.describe(), ", index ",
-           index.defined() ? index.describe() : std::string("(undefined)"), " and src ", src.describe(),
-           " must have the same rank");
+  VT_CHECK(index.defined() && index.dim() == base.dim() && src.dim() == base.dim(), "[scatter_add] base ",
+           base.describe(), ", index ", index.defined() ? index.describe() : std::string("(undefined)"), " and src ",
+           src.describe(), " must have the same rank");
   for (int64_t d = 0; d < base.dim(); ++d) {
     VT_CHECK(index.size(d) <= src.size(d), "[scatter_add] index ", index.describe(), " is larger than src ",
              src.describe(), " in dim ", d);
@@ -316,8 +315,7 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim) {
   VT_CHECK(x.dim() >= 1, "[topk] needs at least 1 dim, got ", x.describe());
   dim = wrap_dim(dim, x.dim(), "topk");
   const int64_t R = x.size(dim), n = x.dim();
-  VT_CHECK(k >= 0 && k <= R, "[topk] k = ", k, " is out of range for dim ", dim, " of size ", R, " in ",
-           x.describe());
+  VT_CHECK(k >= 0 && k <= R, "[topk] k = ", k, " is out of range for dim ", dim, " of size ", R, " in ", x.describe());
   // Work on [outer, R] with `dim` moved last, then move it back.
   std::vector<int64_t> perm, back(n);
   for (int64_t i = 0; i < n; ++i)

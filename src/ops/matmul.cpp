@@ -23,8 +23,10 @@ namespace {
 GemmOperand operand(Tensor& x) {
   auto s = x.strides();
   const int64_t rows = x.size(-2), cols = x.size(-1);
-  if (s[2] == 1 && (s[1] >= std::max<int64_t>(cols, 1) || rows == 1)) return {x.raw_data(), false, std::max<int64_t>(s[1], cols), s[0]};
-  if (s[1] == 1 && (s[2] >= std::max<int64_t>(rows, 1) || cols == 1)) return {x.raw_data(), true, std::max<int64_t>(s[2], rows), s[0]};
+  if (s[2] == 1 && (s[1] >= std::max<int64_t>(cols, 1) || rows == 1))
+    return {x.raw_data(), false, std::max<int64_t>(s[1], cols), s[0]};
+  if (s[1] == 1 && (s[2] >= std::max<int64_t>(rows, 1) || cols == 1))
+    return {x.raw_data(), true, std::max<int64_t>(s[2], rows), s[0]};
   x = x.contiguous();
   return {x.raw_data(), false, cols, x.strides()[0]};
 }
@@ -32,7 +34,12 @@ GemmOperand operand(Tensor& x) {
 // Flattens the leading batch dims of x (already expanded to `batch`) into one; copies if they do not merge.
 Tensor as_batched3(const Tensor& x, const Shape& batch) {
   const int64_t nb = numel(batch);
-  Tensor e = x.expand([&] { Shape s = batch; s.push_back(x.size(-2)); s.push_back(x.size(-1)); return s; }());
+  Tensor e = x.expand([&] {
+    Shape s = batch;
+    s.push_back(x.size(-2));
+    s.push_back(x.size(-1));
+    return s;
+  }());
   // Batch dims merge when each stride equals the next one times its size (or all are 0: broadcast). Dims of
   // size 1 are skipped: their stride is arbitrary (e.g. a stepped slice) and says nothing about the others.
   const auto& st = e.strides();
@@ -164,8 +171,8 @@ struct LinearBackward : Node {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   // bf16 with f32 promotes to f32, as the element-wise ops do (a bf16 activation meeting an f32 one under
   // autocast); the differentiable to() returns the bf16 operand's gradient in bf16.
-  const bool promote = (a.dtype() == DType::bf16 && b.dtype() == DType::f32) ||
-                       (a.dtype() == DType::f32 && b.dtype() == DType::bf16);
+  const bool promote =
+      (a.dtype() == DType::bf16 && b.dtype() == DType::f32) || (a.dtype() == DType::f32 && b.dtype() == DType::bf16);
   if (promote) return matmul(a.to(DType::f32), b.to(DType::f32));
   Tensor out = matmul_raw(a, b);
   if (any_requires_grad({&a, &b})) {
@@ -238,8 +245,9 @@ Tensor linear_2d_cuda(const Tensor& x2, const Tensor& weight, const Tensor& bias
   const Device dev = common_device("linear", {&x2, &weight, &bias});
   VT_CHECK(dev.is_cuda(), "[linear] linear_2d_cuda needs CUDA tensors, got ", x2.describe(), " on ", dev.str());
   check_cuda_float(x2, "linear");
-  VT_CHECK(x2.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x2.dtype()), "[linear] dtypes differ: ",
-           x2.describe(), ", ", weight.describe(), bias.defined() ? ", " + bias.describe() : std::string());
+  VT_CHECK(x2.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x2.dtype()),
+           "[linear] dtypes differ: ", x2.describe(), ", ", weight.describe(),
+           bias.defined() ? ", " + bias.describe() : std::string());
   const int64_t M = x2.size(0), in = x2.size(1), out_f = weight.size(0);
   Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   if (in == 0) {  // cuBLASLt rejects K = 0: the product is zero

@@ -35,10 +35,8 @@ MitaRouting empty_routing(int64_t B, int64_t H, int64_t N, int64_t m, int64_t to
 namespace kc = kernels::cuda;
 
 kernels::MitaRoutingArrays routing_arrays(const MitaRouting& r) {
-  return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(),
-          r.offsets.data<int32_t>()};
+  return {r.expert_keys.data<int32_t>(), r.experts.data<int32_t>(), r.order.data<int32_t>(), r.offsets.data<int32_t>()};
 }
-
 
 void check_routing(const MitaRouting& r, const Tensor& q, int64_t m, Device dev) {
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2);
@@ -243,8 +241,7 @@ MitaRouting mita_route(const Tensor& q_in, const Tensor& k_in, const Tensor& lan
              t->defined() ? t->describe() : std::string("an undefined tensor"));
   VT_CHECK(q_in.shape() == k_in.shape(), "[mita_route] q ", q_in.describe(), " and k ", k_in.describe(),
            " must have the same shape");
-  VT_CHECK(landmarks.size(0) == q_in.size(0) && landmarks.size(1) == q_in.size(1) &&
-               landmarks.size(3) == q_in.size(3),
+  VT_CHECK(landmarks.size(0) == q_in.size(0) && landmarks.size(1) == q_in.size(1) && landmarks.size(3) == q_in.size(3),
            "[mita_route] landmarks ", landmarks.describe(), " do not match q ", q_in.describe());
   VT_CHECK(q_in.dtype() == k_in.dtype() && q_in.dtype() == landmarks.dtype(), "[mita_route] dtypes differ: q ",
            q_in.describe(), ", k ", k_in.describe(), ", landmarks ", landmarks.describe());
@@ -347,22 +344,21 @@ Tensor mita_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   for (const Tensor* t : {&q_in, &k_in, &v_in})
     VT_CHECK(t->defined() && t->dim() == 4, "[mita_attention] q, k, v must be [B, H, N, d], got ",
              t->defined() ? t->describe() : std::string("an undefined tensor"));
-  VT_CHECK(q_in.shape() == k_in.shape() && q_in.shape() == v_in.shape(), "[mita_attention] q ", q_in.describe(),
-           ", k ", k_in.describe(), " and v ", v_in.describe(), " must have the same shape");
+  VT_CHECK(q_in.shape() == k_in.shape() && q_in.shape() == v_in.shape(), "[mita_attention] q ", q_in.describe(), ", k ",
+           k_in.describe(), " and v ", v_in.describe(), " must have the same shape");
   VT_CHECK(q_in.dtype() == k_in.dtype() && q_in.dtype() == v_in.dtype(), "[mita_attention] q, k, v dtypes differ");
   const Device dev = common_device("mita_attention", {&q_in, &k_in, &v_in});
   check_device_float(q_in, "mita_attention");
   VT_CHECK(routing.offsets.defined() && routing.offsets.dim() == 3,
            "[mita_attention] routing.offsets must be [B, H, m + 1]");
-  const int64_t B = q_in.size(0), H = q_in.size(1), N = q_in.size(2), d = q_in.size(3),
-                m = routing.offsets.size(2) - 1;
+  const int64_t B = q_in.size(0), H = q_in.size(1), N = q_in.size(2), d = q_in.size(3), m = routing.offsets.size(2) - 1;
   check_routing(routing, q_in, m, dev);
   const int64_t kk = routing.expert_keys.size(3);
   VT_CHECK(kk >= 1 && kk <= N, "[mita_attention] routing has k = ", kk, " keys per expert for N = ", N);
   if (options.shared) {
     for (const Tensor* t : {&landmarks, &v_hat_in}) {
-      VT_CHECK(t->defined() && t->shape() == Shape({B, H, m, d}), "[mita_attention] landmarks and v_hat must be [",
-               B, ", ", H, ", ", m, ", ", d, "], got ", t->defined() ? t->describe() : std::string("undefined"));
+      VT_CHECK(t->defined() && t->shape() == Shape({B, H, m, d}), "[mita_attention] landmarks and v_hat must be [", B,
+               ", ", H, ", ", m, ", ", d, "], got ", t->defined() ? t->describe() : std::string("undefined"));
       VT_CHECK(t->dtype() == q_in.dtype() && t->device() == dev, "[mita_attention] landmarks/v_hat ", t->describe(),
                " must match q ", q_in.describe());
     }

@@ -36,22 +36,22 @@ Tensor mita_shared_values(const Tensor& landmarks, const Tensor& k, const Tensor
 /// stores the [m, N] score matrix (kernels/cuda/mita/mita.h: the V̂ kernel collects each landmark's top-k candidates).
 /// Applies on CUDA to bf16 operands the tensor-core kernels can read, N ≥ 16384 and a multiple of 4096, with no
 /// gradient recorded; returns false (and does nothing) otherwise. Same routing rule as mita_route.
-bool mita_route_with_values(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
-                            int64_t topk, double scale, MitaRouting& routing, Tensor& v_hat);
+bool mita_route_with_values(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks, int64_t topk,
+                            double scale, MitaRouting& routing, Tensor& v_hat);
 
 struct MitaAttentionOptions {
-  double scale = 1.0;         ///< routed logits: scale·q·k (1/√d)
-  double shared_scale = 1.0;  ///< shared logits: shared_scale·q·r (official 1/d)
-  bool shared = true;         ///< false: route-only (softmax over the k routed slots alone; landmarks, v_hat unused)
-  bool deterministic = false; ///< CUDA backward without float atomics (same bits run to run); CPU always is
+  double scale = 1.0;          ///< routed logits: scale·q·k (1/√d)
+  double shared_scale = 1.0;   ///< shared logits: shared_scale·q·r (official 1/d)
+  bool shared = true;          ///< false: route-only (softmax over the k routed slots alone; landmarks, v_hat unused)
+  bool deterministic = false;  ///< CUDA backward without float atomics (same bits run to run); CPU always is
 };
 
 /// o_n = Σ softmax([shared_scale·q_n·R ; scale·q_n·K_I]) · [V̂ ; V_I] with I = expert_keys[e(n)], per (b, h).
 /// q, k, v [B, H, N, d]; landmarks, v_hat [B, H, m, d]; all one float dtype (CUDA bf16: f32 accumulation and
 /// softmax statistics, bf16 output). Differentiable in q, k, v, landmarks and v_hat; the routing is fixed.
 /// Returns [B, H, N, d] laid out [B, N, H, d].
-Tensor mita_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks,
-                      const Tensor& v_hat, const MitaRouting& routing, const MitaAttentionOptions& options);
+Tensor mita_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& landmarks, const Tensor& v_hat,
+                      const MitaRouting& routing, const MitaAttentionOptions& options);
 
 /// Which tokens MiTA pools into its m landmarks (experts): tokens first .. first + tokens - 1; with grid G > 0 they
 /// are a row-major G×G grid pooled 2-D to pool × pool = m landmarks (landmark j = row·pool + col), with grid 0 they
@@ -78,7 +78,7 @@ struct MitaQkvOptions {
   MitaLandmarkLayout landmarks;    ///< the m landmarks and the tokens they pool
   int64_t topk = 25;               ///< keys per expert
   MitaAttentionOptions attention;  ///< scale (also V̂'s), shared_scale, shared (false: route-only), deterministic
-  bool gate = false;  ///< the input is qkvg [B, N, 4C] and the result is multiplied by SiLU(g)
+  bool gate = false;               ///< the input is qkvg [B, N, 4C] and the result is multiplied by SiLU(g)
 };
 
 /// The training path of the whole fused MiTA core (s = 1) on the packed projection qkv [B, N, 3C] (q, k, v at

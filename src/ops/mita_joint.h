@@ -8,7 +8,7 @@ namespace vt::ops {
 
 /// The CUDA kernel family that ran the joint attention's forward, so the backward runs its twin.
 enum class JointKernel {
-  cuda_cores,    // kernels/cuda/mita/mita.h: per expert, f32 or bf16 on CUDA cores (its backward holds an expert's slots)
+  cuda_cores,  // kernels/cuda/mita/mita.h: per expert, f32 or bf16 on CUDA cores (its backward holds an expert's slots)
   masked_flash,  // kernels/cuda/mita/mita_flash.h: every query against all m + N slots with a mask (short N)
   expert,        // kernels/cuda/mita/mita_expert.h: per expert on tensor cores, slots streamed (any m, k)
 };

@@ -67,8 +67,7 @@ SharedBranch choose_shared_branch(const JointSaved& sv) {
   const char* force = std::getenv("VT_MITA_SHARED");
   if (force && std::strcmp(force, "composite") == 0) return SharedBranch::composite;
   bool flash = sv.q.dtype() == DType::bf16 && kc::flash_attention_supports(s.d);
-  for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.r})
-    flash = flash && kc::flash_attention_aligned(head_view(*t));
+  for (const Tensor* t : {&sv.q, &sv.k, &sv.v, &sv.r}) flash = flash && kc::flash_attention_aligned(head_view(*t));
   const bool fused = kc::mita_shared_supported(s);
   if (force && std::strcmp(force, "fused") == 0 && fused) return SharedBranch::fused;
   if (force && std::strcmp(force, "flash") == 0 && flash) return SharedBranch::flash;
@@ -126,8 +125,8 @@ void one_cta_backward(const JointSaved& sv, const Tensor& lse_shared, const kern
                                            rt.order.data<int32_t>(), rt.offsets.data<int32_t>()};
     kc::mita_small_backward(head_view(dq), head_view(dk), head_view(dv), dr0.data<float>(), head_view(dout),
                             head_view(sv.q), head_view(sv.k), head_view(sv.v), head_view(sv.r), head_view(sv.v_hat),
-                            head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index,
-                            small_pool(pool), s, scratch.data<float>(), c.stream);
+                            head_view(sv.out), sv.lse.data<float>(), lse_shared.data<float>(), index, small_pool(pool),
+                            s, scratch.data<float>(), c.stream);
   });
 }
 
@@ -174,8 +173,8 @@ void fused_shared_forward(JointSaved& sv, Tensor& probs) {
 
 // The fused backward of the shared branch: adds its shares into dk, dv ([B, H, N, d] views) and returns
 // dR [B, m, C] f32 (the joint attention's part included) from the joint backward's per-query terms.
-Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const JointSharedTerms& terms,
-                             const Tensor& dk, const Tensor& dv) {
+Tensor fused_shared_backward(const JointSaved& sv, const Tensor& probs, const JointSharedTerms& terms, const Tensor& dk,
+                             const Tensor& dv) {
   const Device dev = sv.q.device();
   return kernels::on_cuda(dev, [&](kernels::Cuda c) {
     const kernels::MitaShape s = shared_shape(sv);
@@ -249,12 +248,13 @@ JointSaved packed_operands(const Tensor& x, int64_t C, int64_t H, const MitaAtte
 
 struct MitaQkvBackward : Node {
   JointSaved joint;  // q, k, v: head views of the packed qkv; r: the landmarks [B, H, m, d]
-  Tensor probs;      // composite, fused: P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); flash, one_cta: its lse [B, H, m]
+  Tensor
+      probs;  // composite, fused: P = softmax(scale·R·Kᵀ) [B, H, m, N] (f32, or f64); flash, one_cta: its lse [B, H, m]
   SharedBranch shared_branch = SharedBranch::composite;
   kernels::LandmarkPoolShape pool;
   Tensor dwc_v, dwc_weight;  // DWC only: v [B, N, C] (a view of the packed qkv) and the conv weight
   int64_t dwc_side = 0;      // G: the patch tokens form a G×G grid
-  Tensor gate, pre_gate;        // gate only: g [B, N, C] (a view of qkvg) and the result before the gate
+  Tensor gate, pre_gate;     // gate only: g [B, N, C] (a view of qkvg) and the result before the gate
   const char* name() const override { return "MitaQkvBackward"; }
 
   std::vector<Tensor> backward(const Tensor& grad_out) override {
@@ -367,8 +367,8 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   const int64_t d = C / H;
   VT_CHECK(mita_fused_supports(qkv.dtype(), qkv.device(), d), "[mita_qkv_attention] no fused kernels for ",
            qkv.describe(), " with head dim ", d);
-  VT_CHECK(o.topk >= 1 && o.topk <= N, "[mita_qkv_attention] k = ", o.topk, " keys per expert must be in [1, N = ",
-           N, "]");
+  VT_CHECK(o.topk >= 1 && o.topk <= N, "[mita_qkv_attention] k = ", o.topk, " keys per expert must be in [1, N = ", N,
+           "]");
   const bool dwc = dwc_weight.defined();
   VT_CHECK(dwc == dwc_bias.defined(), "[mita_qkv_attention] the DWC needs both its weight and its bias");
   int64_t G = 0;

@@ -82,15 +82,14 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
 // ---------------------------------------------------------------- layer_norm
 
 struct LayerNormBackward : Node {
-  Tensor x, weight, mean, rstd;  // x contiguous; weight undefined when absent
+  Tensor x, weight, mean, rstd;    // x contiguous; weight undefined when absent
   DType param_dtype = DType::f32;  // of dweight/dbias: x's dtype on the CPU, f32 on CUDA
   int64_t rows = 0, C = 0;
   const char* name() const override { return "LayerNormBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override { return run(g, Tensor()); }
   // x's pending gradient (the residual branch's in a pre-norm block) is added by the kernel writing dx.
   bool can_fold_pending(size_t input, const Tensor& pending) const override {
-    return input == 0 && pending.shape() == x.shape() && pending.dtype() == x.dtype() &&
-           pending.device() == x.device();
+    return input == 0 && pending.shape() == x.shape() && pending.dtype() == x.dtype() && pending.device() == x.device();
   }
   std::vector<Tensor> backward_folding(const Tensor& g, size_t input, const Tensor& pending) override {
     VT_ASSERT(can_fold_pending(input, pending));
@@ -145,8 +144,8 @@ void check_affine(const Tensor& p, const char* what, const Tensor& x, int64_t C)
   VT_CHECK(p.shape() == Shape{C}, "[layer_norm] ", what, " must be [", C, "] for input ", x.describe(), ", got ",
            p.describe());
   const DType want = x.device().is_cuda() ? DType::f32 : x.dtype();
-  VT_CHECK(p.dtype() == want, "[layer_norm] ", what, " ", p.describe(), " must be ", dtype_name(want),
-           " for input ", x.describe(), " on ", x.device().str());
+  VT_CHECK(p.dtype() == want, "[layer_norm] ", what, " ", p.describe(), " must be ", dtype_name(want), " for input ",
+           x.describe(), " on ", x.device().str());
 }
 
 // ---------------------------------------------------------------- losses
@@ -211,7 +210,7 @@ struct SoftTargetCrossEntropyBackward : Node {
 
 struct PixelCrossEntropyBackward : Node {
   Tensor logits, target, lse;
-  Tensor inv_count;  // CUDA: f32 device scalar 1 / valid pixels (0 when none)
+  Tensor inv_count;   // CUDA: f32 device scalar 1 / valid pixels (0 when none)
   int64_t count = 0;  // CPU: valid pixels
   kernels::PixelCeShape shape;
   const char* name() const override { return "PixelCrossEntropyBackward"; }
@@ -306,9 +305,9 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const
                                          double eps, std::optional<DType> out_dtype) {
   const Device dev = common_device("add_layer_norm", {&x, &y, &weight, &bias});
   const bool fusable = dev.is_cuda() && x.dtype() == DType::f32 &&
-                       (y.dtype() == DType::f32 || y.dtype() == DType::bf16) && x.dim() >= 1 && y.shape() == x.shape() && x.is_contiguous() && y.is_contiguous() &&
-                       x.numel() > 0 && eps >= 0 && (!weight.defined() || weight.is_contiguous()) &&
-                       (!bias.defined() || bias.is_contiguous());
+                       (y.dtype() == DType::f32 || y.dtype() == DType::bf16) && x.dim() >= 1 &&
+                       y.shape() == x.shape() && x.is_contiguous() && y.is_contiguous() && x.numel() > 0 && eps >= 0 &&
+                       (!weight.defined() || weight.is_contiguous()) && (!bias.defined() || bias.is_contiguous());
   if (fusable) {
     const int64_t C = x.shape().back(), rows = x.numel() / C;
     check_affine(weight, "weight", x, C);
@@ -325,8 +324,8 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& y, const
     if (fused) {
       h = record_add(h, x, y);
       if (any_requires_grad({&h, &weight, &bias}))
-        attach_node(out, layer_norm_node(h.detach(), weight.defined() ? weight.detach() : Tensor(), mean, rstd,
-                                         DType::f32),
+        attach_node(out,
+                    layer_norm_node(h.detach(), weight.defined() ? weight.detach() : Tensor(), mean, rstd, DType::f32),
                     {&h, &weight, &bias});
       return {h, out};
     }
@@ -339,8 +338,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_sm
   const Device dev = common_device("cross_entropy", {&logits, &target});
   check_logits(logits, "cross_entropy");
   const int64_t B = logits.shape()[0], C = logits.shape()[1];
-  VT_CHECK(target.dtype() == DType::i64, "[cross_entropy] target must be i64 class indices, got ",
-           target.describe());
+  VT_CHECK(target.dtype() == DType::i64, "[cross_entropy] target must be i64 class indices, got ", target.describe());
   VT_CHECK(target.shape() == Shape{B}, "[cross_entropy] target must be [", B, "] for logits ", logits.describe(),
            ", got ", target.describe());
   VT_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "[cross_entropy] label_smoothing must be in [0, 1], got ",
@@ -383,8 +381,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_sm
 Tensor soft_target_cross_entropy(const Tensor& logits, const Tensor& target) {
   const Device dev = common_device("soft_target_cross_entropy", {&logits, &target});
   check_logits(logits, "soft_target_cross_entropy");
-  const bool dtype_ok =
-      target.dtype() == logits.dtype() || (dev.is_cuda() && target.dtype() == DType::f32);
+  const bool dtype_ok = target.dtype() == logits.dtype() || (dev.is_cuda() && target.dtype() == DType::f32);
   VT_CHECK(target.shape() == logits.shape() && dtype_ok, "[soft_target_cross_entropy] target must match logits ",
            logits.describe(), dev.is_cuda() ? " (or be f32)" : "", ", got ", target.describe());
   const int64_t B = logits.shape()[0], C = logits.shape()[1];

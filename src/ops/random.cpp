@@ -37,9 +37,7 @@ void fill_tensor(const Tensor& t, const char* op, F&& fill) {
   t.copy_(tmp);
 }
 
-void check_drop_prob(double p, const char* op) {
-  VT_CHECK(p >= 0 && p < 1, "[", op, "] p must be in [0, 1), got ", p);
-}
+void check_drop_prob(double p, const char* op) { VT_CHECK(p >= 0 && p < 1, "[", op, "] p must be in [0, 1), got ", p); }
 
 // Backward of dropout and drop_path: dx = dy·mask·scale, the mask broadcast over `inner` trailing elements.
 struct MaskScaleBackward : Node {

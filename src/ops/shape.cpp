@@ -263,8 +263,8 @@ Tensor Tensor::to(DType target) const {
 }
 
 Tensor as_cast_of(const Tensor& t, const Tensor& cast) {
-  VT_CHECK(cast.shape() == t.shape() && cast.device() == t.device() && is_floating(cast.dtype()),
-           "[as_cast_of] ", cast.describe(), " is not a floating cast of ", t.describe());
+  VT_CHECK(cast.shape() == t.shape() && cast.device() == t.device() && is_floating(cast.dtype()), "[as_cast_of] ",
+           cast.describe(), " is not a floating cast of ", t.describe());
   auto node = std::make_shared<ToBackward>();
   node->input_dtype = t.dtype();
   return attach_unary(make_view(cast, cast.shape(), cast.strides(), cast.offset()), t, node);

@@ -38,8 +38,8 @@ void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, const AdamWStep& s, F
 
 AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps)
     : Optimizer(std::move(groups), lr), beta1_(beta1), beta2_(beta2), eps_(eps) {
-  VT_CHECK(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0, "[adamw] betas must be in [0, 1), got (",
-           beta1, ", ", beta2, ")");
+  VT_CHECK(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0, "[adamw] betas must be in [0, 1), got (", beta1,
+           ", ", beta2, ")");
   VT_CHECK(eps >= 0.0, "[adamw] eps must be >= 0, got ", eps);
 }
 
@@ -85,8 +85,7 @@ void AdamW::apply_update() {
                 1.0 - std::pow(beta1_, t),
                 std::sqrt(1.0 - std::pow(beta2_, t))};
     VT_DISPATCH_FLOAT(p.dtype(), "adamw", [&] {
-      adamw_update(p.data<scalar_t>(), grad.data<scalar_t>(), m.data<scalar_t>(), v.data<scalar_t>(), p.numel(),
-                   s);
+      adamw_update(p.data<scalar_t>(), grad.data<scalar_t>(), m.data<scalar_t>(), v.data<scalar_t>(), p.numel(), s);
     });
   });
 }
@@ -94,9 +93,10 @@ void AdamW::apply_update() {
 void AdamW::set_flat_range(int64_t begin, int64_t end) {
   VT_CHECK(flat_, "[adamw] set_flat_range needs flat buffers (use_flat_buffers())");
   VT_CHECK(!ema_.buffer.defined(), "[adamw] set_flat_range: a fused EMA (set_ema) needs the whole flat buffers");
-  VT_CHECK(0 <= begin && begin <= end && end <= flat_->size() && begin % 4 == 0 && (end % 4 == 0 || end == flat_->size()),
-           "[adamw] flat range [", begin, ", ", end, ") is not a 4-aligned range of the ", flat_->size(),
-           "-element flat buffers");
+  VT_CHECK(
+      0 <= begin && begin <= end && end <= flat_->size() && begin % 4 == 0 && (end % 4 == 0 || end == flat_->size()),
+      "[adamw] flat range [", begin, ", ", end, ") is not a 4-aligned range of the ", flat_->size(),
+      "-element flat buffers");
   range_begin_ = begin;
   range_end_ = end;
 }
@@ -183,13 +183,13 @@ void AdamW::flat_step() {
   }
   // Everything here is the same at every step (graph capture): the step's values come from device_step_scalars().
   const kernels::cuda::FlatGroups flat_groups = kernels::cuda::make_flat_groups(group_ends);
-  const kernels::cuda::AdamWHyper hyper{
-      static_cast<float>(beta1_),
-      static_cast<float>(beta2_),
-      static_cast<float>(eps_),
-      static_cast<float>(1.0 - beta1_),
-      static_cast<float>(1.0 - beta2_),
-      static_cast<const kernels::cuda::AdamWStepScalars*>(device_step_scalars(sizeof(kernels::cuda::AdamWStepScalars)))};
+  const kernels::cuda::AdamWHyper hyper{static_cast<float>(beta1_),
+                                        static_cast<float>(beta2_),
+                                        static_cast<float>(eps_),
+                                        static_cast<float>(1.0 - beta1_),
+                                        static_cast<float>(1.0 - beta2_),
+                                        static_cast<const kernels::cuda::AdamWStepScalars*>(
+                                            device_step_scalars(sizeof(kernels::cuda::AdamWStepScalars)))};
   kernels::cuda::DeviceClip device_clip;
   if (clip.partials.defined())
     device_clip = {clip.partials.data<double>(), clip.norm.data<float>(), static_cast<float>(clip.max_norm)};

@@ -45,8 +45,8 @@ class AdamW : public Optimizer {
   void drop_whole_state();
 
   double beta1_, beta2_, eps_;
-  int64_t range_begin_ = 0, range_end_ = -1;  // flat step range; end -1: the whole buffer
-  Tensor range_m_, range_v_;                  // ranged mode: exp_avg / exp_avg_sq of [range_begin_, range_end_)
+  int64_t range_begin_ = 0, range_end_ = -1;      // flat step range; end -1: the whole buffer
+  Tensor range_m_, range_v_;                      // ranged mode: exp_avg / exp_avg_sq of [range_begin_, range_end_)
   const TensorImpl* whole_from_range_ = nullptr;  // the whole-size exp_avg that flat_state_buffers() made
   struct PreparedScalars {
     double lr = 0.0, bias_correction1 = 1.0, bias_correction2_sqrt = 1.0;

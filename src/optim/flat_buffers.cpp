@@ -75,10 +75,8 @@ void FlatBuffers::reattach_grads() {
     auto& grad = param_impls_[k]->grad;
     if (grad == grad_views_[k]) continue;
     Tensor view(grad_views_[k]);
-    if (grad)
-      view.copy_(Tensor(grad));
-    else
-      view.fill_(0.0);
+    if (grad) view.copy_(Tensor(grad));
+    else view.fill_(0.0);
     grad = grad_views_[k];
   }
 }

@@ -9,7 +9,10 @@
 namespace vt::optim {
 
 LrSchedule::LrSchedule(double base_lr, double warmup_lr, double min_lr, int64_t warmup_steps, int64_t total_steps)
-    : base_lr_(base_lr), warmup_lr_(warmup_lr), min_lr_(min_lr), warmup_steps_(warmup_steps),
+    : base_lr_(base_lr),
+      warmup_lr_(warmup_lr),
+      min_lr_(min_lr),
+      warmup_steps_(warmup_steps),
       total_steps_(total_steps) {
   VT_CHECK(warmup_steps >= 0 && total_steps > warmup_steps, "[lr_schedule] need 0 <= warmup_steps < total_steps, got ",
            warmup_steps, " and ", total_steps);

@@ -80,8 +80,7 @@ void Optimizer::set_ema(const Tensor& flat_ema, double decay) {
   VT_CHECK(can_fuse_ema(), "[optimizer] a fused EMA needs flat buffers over the whole parameter set (no flat range)");
   VT_CHECK(decay > 0.0 && decay < 1.0, "[optimizer] EMA decay must be in (0, 1), got ", decay);
   VT_CHECK(flat_ema.defined() && flat_ema.dim() == 1 && flat_ema.numel() == flat_->size() &&
-               flat_ema.dtype() == flat_->dtype() && flat_ema.device() == flat_->device() &&
-               flat_ema.is_contiguous(),
+               flat_ema.dtype() == flat_->dtype() && flat_ema.device() == flat_->device() && flat_ema.is_contiguous(),
            "[optimizer] EMA buffer ", flat_ema.defined() ? flat_ema.describe() : "(undefined)", " on ",
            flat_ema.defined() ? flat_ema.device().str() : "-", " does not have the flat layout (", flat_->size(),
            " values of ", dtype_name(flat_->dtype()), " on ", flat_->device().str(), ")");
@@ -177,17 +176,15 @@ void Optimizer::load_state(const NamedTensors& state) {
       steps[k] = static_cast<int64_t>(t.item());
       continue;
     }
-    VT_CHECK(std::find(names.begin(), names.end(), slot_name) != names.end(), "[load_state] unknown key '", key,
-             "'");
-    VT_CHECK(t.shape() == params[k].shape(), "[load_state] '", key, "' is ", t.describe(), " but parameter ", k,
-             " is ", params[k].describe());
+    VT_CHECK(std::find(names.begin(), names.end(), slot_name) != names.end(), "[load_state] unknown key '", key, "'");
+    VT_CHECK(t.shape() == params[k].shape(), "[load_state] '", key, "' is ", t.describe(), " but parameter ", k, " is ",
+             params[k].describe());
     Tensor copy = Tensor::empty(params[k].shape(), params[k].dtype(), params[k].device());
     copy.copy_(t);
     slots[k][slot_name] = copy;
   }
   for (size_t k = 0; k < params.size(); ++k) {
-    VT_CHECK(slots[k].empty() || steps[k] > 0, "[load_state] parameter ", k, " has state but no 'param.", k,
-             ".step'");
+    VT_CHECK(slots[k].empty() || steps[k] > 0, "[load_state] parameter ", k, " has state but no 'param.", k, ".step'");
     VT_CHECK(!flat_ || steps[k] == steps.front(), "[load_state] parameter ", k, " has step ", steps[k],
              " but parameter 0 has ", steps.front(), ": flat buffers keep one step count for all parameters");
   }

@@ -144,22 +144,22 @@ class Optimizer {
   PendingClip take_pending_clip();
 
   int64_t step_count_ = 0;
-  std::vector<int64_t> param_steps_;                 // updates applied to each parameter
+  std::vector<int64_t> param_steps_;                  // updates applied to each parameter
   std::vector<std::map<std::string, Tensor>> slots_;  // per parameter: slot name -> tensor
   std::unique_ptr<FlatBuffers> flat_;
-  std::map<std::string, Tensor> flat_slots_;          // slot name -> flat buffer (flat mode)
+  std::map<std::string, Tensor> flat_slots_;  // slot name -> flat buffer (flat mode)
   PendingClip pending_clip_;
-  Tensor norm_workspace_;                             // partial sums of the device grad norm
-  Tensor clip_norm_;                                  // the device grad norm, written by the clipped step (same buffer)
-  double step_lr_ = 0.0;                              // lr read by the last prepare_step()
-  bool prepared_ = false;                             // a prepare_step() awaits its apply_step()
+  Tensor norm_workspace_;  // partial sums of the device grad norm
+  Tensor clip_norm_;       // the device grad norm, written by the clipped step (same buffer)
+  double step_lr_ = 0.0;   // lr read by the last prepare_step()
+  bool prepared_ = false;  // a prepare_step() awaits its apply_step()
   struct FusedEmaState {
     Tensor buffer;  // flat layout; undefined: no fused EMA
     double decay = 0.0;
   } ema_;
 
  private:
-  Tensor step_scalars_;                               // device values of the prepared step (CUDA)
+  Tensor step_scalars_;  // device values of the prepared step (CUDA)
 };
 
 }  // namespace vt::optim

@@ -13,8 +13,8 @@ namespace {
 
 // buf is null without momentum; `first` marks a fresh momentum buffer, which starts as d itself.
 template <typename T>
-void sgd_update(T* p, const T* g, T* buf, bool first, int64_t n, double lr, double wd, double momentum,
-                bool nesterov, FusedEmaLoop<T> ema = {}) {
+void sgd_update(T* p, const T* g, T* buf, bool first, int64_t n, double lr, double wd, double momentum, bool nesterov,
+                FusedEmaLoop<T> ema = {}) {
 #pragma omp parallel for if (n > 32768) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     double d = static_cast<double>(g[i]) + wd * static_cast<double>(p[i]);
@@ -67,8 +67,8 @@ void SGD::apply_update() {
       buf = &slot(k, "momentum_buffer", p);
     }
     VT_DISPATCH_FLOAT(p.dtype(), "sgd", [&] {
-      sgd_update(p.data<scalar_t>(), grad.data<scalar_t>(), buf ? buf->data<scalar_t>() : nullptr, first,
-                 p.numel(), step_lr_, group.weight_decay, momentum_, nesterov_);
+      sgd_update(p.data<scalar_t>(), grad.data<scalar_t>(), buf ? buf->data<scalar_t>() : nullptr, first, p.numel(),
+                 step_lr_, group.weight_decay, momentum_, nesterov_);
     });
   });
 }

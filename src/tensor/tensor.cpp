@@ -19,10 +19,10 @@ std::shared_ptr<Storage> allocate(size_t nbytes, Device device, bool zero) {
 #ifdef VT_WITH_CUDA
   const int index = device.index;
   kernels::cuda::check_device(index, "empty");
-  void* p = kernels::cuda::cuda_allocator(index).allocate(
-      nbytes, kernels::cuda::to_stream(kernels::cuda::allocation_stream()));
-  auto storage = std::make_shared<Storage>(p, nbytes, device,
-                                           [index](void* q) { kernels::cuda::cuda_allocator(index).free(q); });
+  void* p = kernels::cuda::cuda_allocator(index).allocate(nbytes,
+                                                          kernels::cuda::to_stream(kernels::cuda::allocation_stream()));
+  auto storage =
+      std::make_shared<Storage>(p, nbytes, device, [index](void* q) { kernels::cuda::cuda_allocator(index).free(q); });
   if (zero) kernels::cuda::memset_zero(index, p, nbytes);
   return storage;
 #else
@@ -56,8 +56,8 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
   VT_CHECK(static_cast<int64_t>(values.size()) == vt::numel(shape), "[from_vector] ", values.size(),
            " values for shape ", to_string(shape));
   Tensor t = make(shape, dtype, cpu(), false);
-  kernels::cpu::copy_strided(t.raw_data(), dtype, t.strides(), values.data(), DType::f64,
-                             contiguous_strides(shape), shape);
+  kernels::cpu::copy_strided(t.raw_data(), dtype, t.strides(), values.data(), DType::f64, contiguous_strides(shape),
+                             shape);
   return t;
 }
 
@@ -177,8 +177,8 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> tensor
     if (!first) {
       first = t;
     } else if (!(t->device() == first->device())) {
-      VT_FAIL("[", op, "] devices differ: ", first->describe(), " on ", first->device().str(), " and ",
-              t->describe(), " on ", t->device().str());
+      VT_FAIL("[", op, "] devices differ: ", first->describe(), " on ", first->device().str(), " and ", t->describe(),
+              " on ", t->device().str());
     }
   }
   return first ? first->device() : cpu();

@@ -64,9 +64,9 @@ TEST(Cli, PlotWithoutAUsableFontFailsInsteadOfDrawingBoxes) {
   fs::create_directories(run);
   write(run / "metrics.jsonl", "{\"epoch\":1,\"step\":5,\"train_loss\":2.0,\"lr\":0.001}\n");
   // A fontconfig set-up that knows no font folder, as on a bare machine without fonts.
-  const std::string conf = write(temp_dir() / "no_fonts.conf", "<?xml version=\"1.0\"?>\n<fontconfig><dir>" +
-                                                                   (temp_dir() / "no_font_dir").string() +
-                                                                   "</dir></fontconfig>\n");
+  const std::string conf =
+      write(temp_dir() / "no_fonts.conf", "<?xml version=\"1.0\"?>\n<fontconfig><dir>" +
+                                              (temp_dir() / "no_font_dir").string() + "</dir></fontconfig>\n");
   setenv("FONTCONFIG_FILE", conf.c_str(), 1);
   const CliRun r = run_vitrain("plot " + run.string());
   unsetenv("FONTCONFIG_FILE");
@@ -107,31 +107,36 @@ TEST(Cli, UnknownModelNameIsAnError) {
 
 TEST(Cli, MissingDatasetNamesThePath) {
   auto out = temp_dir() / "run_missing_data";
-  expect_clean_failure(run_vitrain("train -c " + vt::test::fmnist_base_path() + " --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train -c " + vt::test::fmnist_base_path() +
+                                   " --set data.data_dir=/nonexistent/fmnist --set train.output=" + out.string()),
                        "/nonexistent/fmnist");
 }
 
 TEST(Cli, CorruptIdxFileNamesTheFile) {
   fs::path dir = temp_dir() / "corrupt_idx";
   fs::create_directories(dir);
-  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                           "t10k-labels-idx1-ubyte"})
+  for (const char* name :
+       {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
     write(dir / name, "not an idx file at all");
   auto out = temp_dir() / "run_corrupt";
-  expect_clean_failure(run_vitrain("train -c " + vt::test::fmnist_base_path() + " --set data.data_dir=" + dir.string() + " --set train.output=" + out.string()),
+  expect_clean_failure(run_vitrain("train -c " + vt::test::fmnist_base_path() + " --set data.data_dir=" + dir.string() +
+                                   " --set train.output=" + out.string()),
                        "train-images-idx3-ubyte");
 }
 
 TEST(Cli, UnreadableWeightsNamesTheFile) {
   auto w = write(temp_dir() / "garbage.safetensors", "garbage");
-  expect_clean_failure(run_vitrain("eval -c " + vt::test::fmnist_base_path() + " --weights " + w), "garbage.safetensors");
+  expect_clean_failure(run_vitrain("eval -c " + vt::test::fmnist_base_path() + " --weights " + w),
+                       "garbage.safetensors");
 }
 
 TEST(Cli, BenchOnTheCpuPrintsThroughputAndAJsonLine) {
   const fs::path json = temp_dir() / "bench.jsonl";
   fs::remove(json);
-  CliRun r = run_vitrain("bench --model vit_micro --batch-size 4 --steps 2 --warmup 1 --device cpu --amp --infer "
-                 "--threads 1 --json " + json.string());
+  CliRun r = run_vitrain(
+      "bench --model vit_micro --batch-size 4 --steps 2 --warmup 1 --device cpu --amp --infer "
+      "--threads 1 --json " +
+      json.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("train: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("infer: "), std::string::npos) << r.output;
@@ -148,9 +153,10 @@ TEST(Cli, BenchOnTheCpuPrintsThroughputAndAJsonLine) {
 TEST(Cli, BenchSequenceModeTrainsTheLraShapedModelAndPrintsEachWindow) {
   const fs::path json = temp_dir() / "bench_sequence.jsonl";
   fs::remove(json);
-  CliRun r = run_vitrain("bench --sequence 64 --depth 2 --dim 64 --heads 2 --mlp-ratio 2 --attention mita --m 4 "
-                         "--k 4 --batch-size 2 --steps 2 --warmup 1 --repeats 3 --device cpu --threads 1 --json " +
-                         json.string());
+  CliRun r = run_vitrain(
+      "bench --sequence 64 --depth 2 --dim 64 --heads 2 --mlp-ratio 2 --attention mita --m 4 "
+      "--k 4 --batch-size 2 --steps 2 --warmup 1 --repeats 3 --device cpu --threads 1 --json " +
+      json.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("sequence model N=64 (dim 64, depth 2, 2 heads, MLP x2), m=4 k=4"), std::string::npos)
       << r.output;

@@ -38,9 +38,8 @@ TEST(CollectTable4, HeadlineIsTheFinalEvaluationWithTheBestBeside) {
       if (line.rfind("vit_tiny_", 0) == 0) tiny << line << '\n';
   }
   const std::string cmd = "PAPER_TSV='" + (out / "paper.tsv").string() + "' VITRAIN='" + std::string(VT_BINARY_DIR) +
-                          "/bin/vitrain' bash '" +
-                          std::string(VT_SOURCE_DIR) + "/scripts/collect_table4.sh' '" + out.string() + "' > '" +
-                          (out / "log").string() + "' 2>&1";
+                          "/bin/vitrain' bash '" + std::string(VT_SOURCE_DIR) + "/scripts/collect_table4.sh' '" +
+                          out.string() + "' > '" + (out / "log").string() + "' 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << read_all(out / "log");
   const std::string table = read_all(out / "table4.md");
   EXPECT_NE(table.find("| config | row | epochs | mIoU (final) | best | paper mIoU | Δ |"), std::string::npos) << table;

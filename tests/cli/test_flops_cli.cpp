@@ -25,8 +25,8 @@ TEST(FlopsCli, MitaSmallConfigPrintsTableAndTotal) {
 }
 
 TEST(FlopsCli, ModelNameWithOverrides) {
-  CliRun r = run_vitrain(
-      "flops --model deit_tiny_patch16_224 --set model.num_classes=1000 --set model.attention.type=dense");
+  CliRun r =
+      run_vitrain("flops --model deit_tiny_patch16_224 --set model.num_classes=1000 --set model.attention.type=dense");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r, "params 5.72M  MACs 1.26G (all matmuls) / 1.26G (fvcore-style)")) << r.output;
 }

@@ -23,10 +23,10 @@ bool has(const std::string& text, const std::string& needle) { return text.find(
 
 TEST(Launch, EveryRankGetsItsEnvironment) {
   unsetenv("NCCL_NVLS_ENABLE");  // the launcher's default applies
-  CliRun r =
-      run_vitrain("launch -n 2 --exec /bin/sh -- -c "
-          "'echo \"rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE addr=$MASTER_ADDR "
-          "nvls=$NCCL_NVLS_ENABLE token=${#VT_JOB_TOKEN} port=${MASTER_PORT:+set}\"'");
+  CliRun r = run_vitrain(
+      "launch -n 2 --exec /bin/sh -- -c "
+      "'echo \"rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE addr=$MASTER_ADDR "
+      "nvls=$NCCL_NVLS_ENABLE token=${#VT_JOB_TOKEN} port=${MASTER_PORT:+set}\"'");
   EXPECT_EQ(r.code, 0) << r.output;
   for (const char* rank : {"rank=0/2 local=0/2", "rank=1/2 local=1/2"})
     EXPECT_TRUE(has(r.output, std::string(rank) + " addr=127.0.0.1 nvls=0 token=32 port=set")) << r.output;
@@ -51,9 +51,9 @@ TEST(Launch, RunsThisBinaryByDefault) {
 
 TEST(Launch, OneFailingRankStopsTheOthersAndIsNamed) {
   const auto start = std::chrono::steady_clock::now();
-  CliRun r =
-      run_vitrain("launch -n 3 --grace-period 60 --exec /bin/sh -- -c "
-          "'if [ \"$RANK\" = 1 ]; then exit 3; fi; exec sleep 120'");
+  CliRun r = run_vitrain(
+      "launch -n 3 --grace-period 60 --exec /bin/sh -- -c "
+      "'if [ \"$RANK\" = 1 ]; then exit 3; fi; exec sleep 120'");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "error: rank 1 exited with status 3")) << r.output;
@@ -70,7 +70,10 @@ TEST(Launch, ForwardsSigusrOneToEveryRank) {
       "while :; do sleep 0.05; done'",
       out);
   ASSERT_GT(pid, 0);
-  auto text = [&] { std::ifstream f(out); return std::string(std::istreambuf_iterator<char>(f), {}); };
+  auto text = [&] {
+    std::ifstream f(out);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
   for (int i = 0; i < 3000 && !(has(text(), "ready 0") && has(text(), "ready 1")); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(has(text(), "ready 0") && has(text(), "ready 1")) << text();

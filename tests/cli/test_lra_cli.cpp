@@ -23,7 +23,8 @@ TEST(LraCli, TrainWithoutDataDirSaysHowToGiveIt) {
 }
 
 TEST(LraCli, AMissingDataFolderIsNamed) {
-  expect_error_line(run_vitrain("train -c " + kConfig + " --device cpu --set data.data_dir=/nonexistent/lra "
+  expect_error_line(run_vitrain("train -c " + kConfig +
+                                " --device cpu --set data.data_dir=/nonexistent/lra "
                                 "--set train.output=/tmp/vt_lra_cli_unused"),
                     "/nonexistent/lra");
 }

@@ -34,7 +34,8 @@ class SegCli : public ::testing::Test {
                                     << "data:\n  dataset: ade20k\n  data_dir: " << path("no_such_dir") << "\n"
                                     << "train:\n  device: cpu\n  threads: 1\neval:\n  best_metric: miou\n";
     const io::Config cfg = io::load_config(path("seg.yaml"));
-    io::save_safetensors(path("seg.safetensors"), models::Segmenter(models::segmenter_config(cfg.model, 0)).state_dict());
+    io::save_safetensors(path("seg.safetensors"),
+                         models::Segmenter(models::segmenter_config(cfg.model, 0)).state_dict());
   }
   void TearDown() override {
     std::error_code ec;

@@ -40,10 +40,12 @@ struct RunDir {
 // The README demo config shrunk to a CPU-sized run: 2 epochs of 100 updates of a one-block model (a second or
 // two), every update logged.
 std::string tiny_args(const std::string& output, const std::string& extra = "") {
-  return "train --config " + std::string(VT_SOURCE_DIR) + "/configs/fashion_mnist_vit.yaml --device cpu"
+  return "train --config " + std::string(VT_SOURCE_DIR) +
+         "/configs/fashion_mnist_vit.yaml --device cpu"
          " --set data.train_limit=3200 --set data.test_limit=64 --set train.epochs=2 --set train.batch_size=32"
          " --set train.threads=1 --set train.log_interval=1 --set model.depth=1 --set model.embed_dim=32"
-         " --set model.num_heads=2 --set train.output=" + output + " " + extra;
+         " --set model.num_heads=2 --set train.output=" +
+         output + " " + extra;
 }
 
 // Waits (up to 60 s) until `path` contains `needle`.
@@ -126,8 +128,9 @@ TEST(StopResumeCli, ASecondSigintAbortsAtOnce) {
   RunDir dir;
   const std::string log = dir.out("run.out");
   // A wider model, so one update takes most of a second: both signals land inside the same update.
-  const pid_t pid = start_vitrain(tiny_args(dir.out("run"), "--set model.embed_dim=192 --set model.depth=4 "
-                                                            "--set train.batch_size=128 --set train.epochs=1"),
+  const pid_t pid = start_vitrain(tiny_args(dir.out("run"),
+                                            "--set model.embed_dim=192 --set model.depth=4 "
+                                            "--set train.batch_size=128 --set train.epochs=1"),
                                   log);
   ASSERT_GT(pid, 0);
   ASSERT_TRUE(wait_for_text(dir.out("run/train.log"), "[   1/  25]")) << read_file(log);

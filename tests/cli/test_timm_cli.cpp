@@ -34,17 +34,17 @@ std::string ok(const std::string& args) {
 }
 
 TEST(TimmCli, TrainFlagsResolveLikeTheirSetTwin) {
-  const std::string timm = ok(
-      "train /data/imagenet --model deit_tiny_patch16_224 -b 256 --lr 5e-4 --amp --aa rand-m9-mstd0.5-inc1 "
-      "--reprob 0.25 --mixup 0.8 --cutmix 1.0 --smoothing 0.1 --drop-path 0.1 --model-ema --output /runs "
-      "--experiment deit_t --epochs 100 --warmup-epochs 3 --opt-betas 0.9 0.99 -vb 100 -j 4 --print-config");
-  const std::string twin = ok(
-      "train --set data.data_dir=/data/imagenet --set model.name=deit_tiny_patch16_224 --set train.batch_size=256 "
-      "--set train.global_batch_size=0 --set optim.lr=5e-4 --set train.amp=true --set data.aa=rand-m9-mstd0.5-inc1 "
-      "--set data.reprob=0.25 --set data.mixup=0.8 --set data.cutmix=1.0 --set optim.smoothing=0.1 "
-      "--set model.drop_path_rate=0.1 --set train.model_ema=true --set train.output=/runs/deit_t "
-      "--set train.epochs=100 --set schedule.warmup_epochs=3 --set 'optim.opt_betas=[0.9, 0.99]' "
-      "--set eval.batch_size=100 --set data.workers=4 --print-config");
+  const std::string timm =
+      ok("train /data/imagenet --model deit_tiny_patch16_224 -b 256 --lr 5e-4 --amp --aa rand-m9-mstd0.5-inc1 "
+         "--reprob 0.25 --mixup 0.8 --cutmix 1.0 --smoothing 0.1 --drop-path 0.1 --model-ema --output /runs "
+         "--experiment deit_t --epochs 100 --warmup-epochs 3 --opt-betas 0.9 0.99 -vb 100 -j 4 --print-config");
+  const std::string twin =
+      ok("train --set data.data_dir=/data/imagenet --set model.name=deit_tiny_patch16_224 --set train.batch_size=256 "
+         "--set train.global_batch_size=0 --set optim.lr=5e-4 --set train.amp=true --set data.aa=rand-m9-mstd0.5-inc1 "
+         "--set data.reprob=0.25 --set data.mixup=0.8 --set data.cutmix=1.0 --set optim.smoothing=0.1 "
+         "--set model.drop_path_rate=0.1 --set train.model_ema=true --set train.output=/runs/deit_t "
+         "--set train.epochs=100 --set schedule.warmup_epochs=3 --set 'optim.opt_betas=[0.9, 0.99]' "
+         "--set eval.batch_size=100 --set data.workers=4 --print-config");
   EXPECT_EQ(timm, twin);
   EXPECT_CONTAINS(timm, "global batch 256 = 256 per GPU x 1 accumulation step x 1 process; lr 5.000e-04 (optim.lr)");
   EXPECT_CONTAINS(timm, "  output: \"/runs/deit_t\"\n");
@@ -56,10 +56,10 @@ TEST(TimmCli, ArgsYamlResolvesLikeItsSetTwin) {
                          "lr_base_size: 512\nlr_base_scale: linear\nepochs: 10\ndata_dir: /data/imagenet\n"
                          "pin_mem: true\ncooldown_epochs: 0\ntrain_interpolation: bicubic\n";
   const std::string timm = ok("train -c " + args.string() + " --print-config");
-  const std::string twin = ok(
-      "train --set schedule.deit_epoch_lag=false --set model.name=deit_tiny_patch16_224 --set train.batch_size=128 "
-      "--set train.global_batch_size=0 --set optim.lr=0 --set optim.lr_base=0.0005 --set optim.lr_base_size=512 "
-      "--set optim.lr_base_scale=linear --set train.epochs=10 --set data.data_dir=/data/imagenet --print-config");
+  const std::string twin =
+      ok("train --set schedule.deit_epoch_lag=false --set model.name=deit_tiny_patch16_224 --set train.batch_size=128 "
+         "--set train.global_batch_size=0 --set optim.lr=0 --set optim.lr_base=0.0005 --set optim.lr_base_size=512 "
+         "--set optim.lr_base_scale=linear --set train.epochs=10 --set data.data_dir=/data/imagenet --print-config");
   EXPECT_EQ(timm, twin);
   std::ofstream(args) << "model: deit_tiny_patch16_224\nchannels_last: true\nno_aug: true\n";
   const CliRun bad = run_vitrain("train -c " + args.string() + " --print-config");
@@ -70,12 +70,14 @@ TEST(TimmCli, ArgsYamlResolvesLikeItsSetTwin) {
 TEST(TimmCli, ValidateFlagsResolveLikeTheirEvalTwin) {
   const fs::path w = temp_dir() / "w.safetensors";
   std::ofstream(w) << "x";  // only parsed here
-  const std::string timm =
-      ok("validate /data/imagenet -m deit_small_patch16_224 -b 64 --checkpoint " + w.string() +
-         " --img-size 384 --crop-pct 1.0 --num-classes 100 --use-ema --print-config");
-  const std::string twin = ok("eval --set data.data_dir=/data/imagenet --set model.name=deit_small_patch16_224 "
-                              "--set eval.batch_size=64 -w " + w.string() + " --set model.img_size=384 "
-                              "--set data.crop_pct=1.0 --set model.num_classes=100 --ema --print-config");
+  const std::string timm = ok("validate /data/imagenet -m deit_small_patch16_224 -b 64 --checkpoint " + w.string() +
+                              " --img-size 384 --crop-pct 1.0 --num-classes 100 --use-ema --print-config");
+  const std::string twin =
+      ok("eval --set data.data_dir=/data/imagenet --set model.name=deit_small_patch16_224 "
+         "--set eval.batch_size=64 -w " +
+         w.string() +
+         " --set model.img_size=384 "
+         "--set data.crop_pct=1.0 --set model.num_classes=100 --ema --print-config");
   EXPECT_EQ(timm, twin);
   EXPECT_CONTAINS(timm, "weights: " + w.string());
 }
@@ -114,7 +116,8 @@ TEST(TimmCli, LaunchOfEightRanksDividesTheImagenetGlobalBatch) {
       << out;
   EXPECT_EQ(occurrences(out, "  batch_size: 128\n  global_batch_size: 1024\n"), 8);
   // One process: the whole global batch on it.
-  EXPECT_CONTAINS(ok("train -c " + std::string(VT_SOURCE_DIR) + "/configs/imagenet/deit_small_dense.yaml "
+  EXPECT_CONTAINS(ok("train -c " + std::string(VT_SOURCE_DIR) +
+                     "/configs/imagenet/deit_small_dense.yaml "
                      "--print-config"),
                   "global batch 1024 = 1024 per GPU x 1 accumulation step x 1 process");
 }
@@ -135,7 +138,8 @@ TEST(TimmCli, UnsupportedFlagsAndUnknownKeysAreNamedWithoutSourcePositions) {
 
 TEST(TimmCli, VersionNamesTheVersionAndTheCommit) {
   const std::string v = ok("--version");
-  EXPECT_TRUE(std::regex_search(v, std::regex("^vitrain [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{7,}|unknown)"))) << v;
+  EXPECT_TRUE(std::regex_search(v, std::regex("^vitrain [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{7,}|unknown)")))
+      << v;
 }
 
 }  // namespace
@@ -151,8 +155,8 @@ TEST(TimmCli, ExperimentFoldersAreNeverOverwritten) {
                           "/configs/fashion_mnist_vit.yaml --device cpu --set data.train_limit=64"
                           " --set data.test_limit=32 --set train.epochs=1 --set train.batch_size=32"
                           " --set train.global_batch_size=0 --set train.threads=1 --set model.depth=1"
-                          " --set model.embed_dim=32 --set model.num_heads=2 --output " + dir.string() +
-                          " --experiment tiny";
+                          " --set model.embed_dim=32 --set model.num_heads=2 --output " +
+                          dir.string() + " --experiment tiny";
   ok(run);
   EXPECT_TRUE(fs::exists(dir / "tiny" / "model.safetensors"));
   ok(run);

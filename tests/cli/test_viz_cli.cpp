@@ -47,12 +47,11 @@ class VizCli : public ::testing::Test {
   io::Config write_model(const std::string& name, const std::string& type, int chans) {
     std::ofstream(path(name + ".yaml")) << "model:\n  name: vit_micro\n  in_chans: " << chans
                                         << "\n  embed_dim: 16\n  depth: 2\n  num_heads: 2\n  attention:\n    type: "
-                                        << type << "\n    m: 4\n    k: 4\ndata:\n  dataset: fashion_mnist\n  data_dir: " << fmnist_dir()
-                                        << "\n  test_limit: 20\n"
+                                        << type << "\n    m: 4\n    k: 4\ndata:\n  dataset: fashion_mnist\n  data_dir: "
+                                        << fmnist_dir() << "\n  test_limit: 20\n"
                                         << "train:\n  device: cpu\n  threads: 1\neval:\n  batch_size: 20\n";
     io::Config cfg = io::load_config(path(name + ".yaml"));
-    io::save_safetensors(path(name + ".safetensors"),
-                         models::VisionTransformer(engine::vit_config(cfg)).state_dict());
+    io::save_safetensors(path(name + ".safetensors"), models::VisionTransformer(engine::vit_config(cfg)).state_dict());
     return cfg;
   }
 
@@ -104,8 +103,8 @@ TEST_F(VizCli, ExpertsWritesPicturesOfTheDocumentedSizeAndTheTapsCounts) {
     io::NamedTensors w = io::load_safetensors(path(name + ".safetensors"));
     model.load_state_dict(w, true);
     model.eval();
-    const auto expected = engine::selection_counts(
-        engine::record_image_routing(model, engine::load_viz_input(cfg, image).image), 1);
+    const auto expected =
+        engine::selection_counts(engine::record_image_routing(model, engine::load_viz_input(cfg, image).image), 1);
     const auto rows = lines(out + "/selection_counts.csv");
     ASSERT_EQ(rows.size(), 1u + 2 * 17);
     EXPECT_EQ(rows[0], "layer,head,token,row,col,count");
@@ -141,10 +140,10 @@ TEST_F(VizCli, ExpertsDefaultsToTheMeanOverHeads) {
     ASSERT_EQ(std::sscanf(rows[i].c_str(), "%d,%d,%d,%d,%d,%lld", &layer, &head, &token, &row, &col, &count), 6);
     per_head_layer[{head, layer}] += count;
   }
-  EXPECT_EQ(per_head_layer, (std::map<std::pair<int, int>, int64_t>{{{0, 1}, 16}, {{0, 2}, 16}, {{1, 1}, 16},
-                                                                     {{1, 2}, 16}}));
-  r = run_vitrain("viz experts --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
-                  " --image " + path("image.png") + " --out " + out + " --head avg");
+  EXPECT_EQ(per_head_layer,
+            (std::map<std::pair<int, int>, int64_t>{{{0, 1}, 16}, {{0, 2}, 16}, {{1, 1}, 16}, {{1, 2}, 16}}));
+  r = run_vitrain("viz experts --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") + " --image " +
+                  path("image.png") + " --out " + out + " --head avg");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("--head 'avg'"), std::string::npos) << r.output;
 }
@@ -152,12 +151,13 @@ TEST_F(VizCli, ExpertsDefaultsToTheMeanOverHeads) {
 TEST_F(VizCli, ExpertsRefusesAModelWithoutMitaNamingItsAttention) {
   write_model("dense", "dense", 1);
   CliRun r = run_vitrain("viz experts --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
-                 " --image " + write_image() + " --out " + path("viz"));
+                         " --image " + write_image() + " --out " + path("viz"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("error:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("'dense'"), std::string::npos) << r.output;
   r = run_vitrain("viz experts --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
-                  " --image " + path("image.png") + " --out " + path("viz") + " --set model.attention.type=mita --head 2");
+                  " --image " + path("image.png") + " --out " + path("viz") +
+                  " --set model.attention.type=mita --head 2");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("--head 2"), std::string::npos) << r.output;
 }
@@ -167,10 +167,10 @@ TEST_F(VizCli, EvalSwapsTheAttentionOfFrozenWeightsBothWays) {
   write_model("mita", "mita", 1);
   write_model("dense", "dense", 1);
   CliRun r = run_vitrain("eval --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
-                 " --set model.attention.type=dense");
+                         " --set model.attention.type=dense");
   EXPECT_EQ(r.code, 0) << r.output;
   r = run_vitrain("eval --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
-          " --set model.attention.type=mita");
+                  " --set model.attention.type=mita");
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
@@ -178,7 +178,7 @@ TEST_F(VizCli, EvalSweepWritesOneCsvRowPerMkAndAHeatMap) {
   if (!fashion_mnist_installed()) GTEST_SKIP() << "Fashion-MNIST not installed";
   write_model("mita", "mita", 1);
   CliRun r = run_vitrain("eval-sweep --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
-                 " --m 1,4 --k 2,4,8 --out " + path("sweep"));
+                         " --m 1,4 --k 2,4,8 --out " + path("sweep"));
   ASSERT_EQ(r.code, 0) << r.output;
   const auto rows = lines(path("sweep/mk_sweep.csv"));
   ASSERT_EQ(rows.size(), 1u + 6);
@@ -190,14 +190,14 @@ TEST_F(VizCli, EvalSweepWritesOneCsvRowPerMkAndAHeatMap) {
 
   // A budget the 4x4 grid cannot pool to is refused before any evaluation, naming the key.
   r = run_vitrain("eval-sweep --config " + path("mita.yaml") + " --weights " + path("mita.safetensors") +
-          " --m 4,3 --k 4 --out " + path("sweep_bad"));
+                  " --m 4,3 --k 4 --out " + path("sweep_bad"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("model.attention.m"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("evaluating"), std::string::npos) << r.output;
   // A dense model has no (m, k) to sweep.
   write_model("dense", "dense", 1);
   r = run_vitrain("eval-sweep --config " + path("dense.yaml") + " --weights " + path("dense.safetensors") +
-          " --m 4 --k 4 --out " + path("sweep_dense"));
+                  " --m 4 --k 4 --out " + path("sweep_dense"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("'dense'"), std::string::npos) << r.output;
 }
@@ -207,7 +207,7 @@ TEST_F(VizCli, EvalSwapWritesTheTwoByTwoMatrix) {
   write_model("mita", "mita", 1);
   write_model("dense", "dense", 1);
   CliRun r = run_vitrain("eval-swap --config " + path("mita.yaml") + " --weights-dense " + path("dense.safetensors") +
-                 " --weights-mita " + path("mita.safetensors") + " --out " + path("swap"));
+                         " --weights-mita " + path("mita.safetensors") + " --out " + path("swap"));
   ASSERT_EQ(r.code, 0) << r.output;
   const auto rows = lines(path("swap/swap.csv"));
   ASSERT_EQ(rows.size(), 5u);
@@ -222,8 +222,10 @@ TEST_F(VizCli, EvalSwapWithAgentWeightsWritesTheThreeByThreeMatrix) {
   write_model("mita", "mita", 1);
   write_model("dense", "dense", 1);
   write_model("agent", "agent", 1);
-  CliRun r = run_vitrain("eval-swap --config " + path("mita.yaml") + " --set model.attention.agent_num=4 "
-                         "--weights-dense " + path("dense.safetensors") + " --weights-mita " + path("mita.safetensors") +
+  CliRun r = run_vitrain("eval-swap --config " + path("mita.yaml") +
+                         " --set model.attention.agent_num=4 "
+                         "--weights-dense " +
+                         path("dense.safetensors") + " --weights-mita " + path("mita.safetensors") +
                          " --weights-agent " + path("agent.safetensors") + " --out " + path("swap"));
   ASSERT_EQ(r.code, 0) << r.output;
   const auto rows = lines(path("swap/swap.csv"));

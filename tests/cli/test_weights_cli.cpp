@@ -33,8 +33,10 @@ fs::path temp_dir() {
 
 // The fixtures' tiny ViT on 64 Fashion-MNIST test images, on the CPU.
 std::string tiny_eval(const std::string& extra) {
-  return "eval -c " + fmnist_base_path() + " --device cpu --set model.name=vit_micro --set model.embed_dim=16 --set model.depth=1 "
-         "--set model.num_heads=1 --set data.test_limit=64 " + extra;
+  return "eval -c " + fmnist_base_path() +
+         " --device cpu --set model.name=vit_micro --set model.embed_dim=16 --set model.depth=1 "
+         "--set model.num_heads=1 --set data.test_limit=64 " +
+         extra;
 }
 
 bool dataset_present() { return fs::exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"); }
@@ -45,14 +47,17 @@ TEST(WeightsCli, EvalRunsOnEveryTorchFixture) {
       {"weights_deit.pth", ""},
       {"weights_deit_ddp.pth", ""},
       {"weights_deit_wrapper.pth", "--ema"},
-      {"weights_deit_distilled.pth", "--set model.name=deit_tiny_distilled_patch16_224 --set model.img_size=28 "
-                                     "--set model.patch_size=7 --set model.in_chans=1 --set model.num_classes=10"},
+      {"weights_deit_distilled.pth",
+       "--set model.name=deit_tiny_distilled_patch16_224 --set model.img_size=28 "
+       "--set model.patch_size=7 --set model.in_chans=1 --set model.num_classes=10"},
       {"weights_mita_mita.pth", "--set model.attention.type=mita --set model.attention.m=4 --set model.attention.k=4"},
-      {"weights_mita_mita_dwc.pth", "--set model.attention.type=mita --set model.attention.m=4 "
-                                    "--set model.attention.k=4 --set model.attention.dwc=true"},
-      {"weights_mita_mita_gate.pth", "--set model.attention.type=mita --set model.attention.m=4 "
-                                     "--set model.attention.k=4 --set model.attention.dwc=true "
-                                     "--set model.attention.gate=true"},
+      {"weights_mita_mita_dwc.pth",
+       "--set model.attention.type=mita --set model.attention.m=4 "
+       "--set model.attention.k=4 --set model.attention.dwc=true"},
+      {"weights_mita_mita_gate.pth",
+       "--set model.attention.type=mita --set model.attention.m=4 "
+       "--set model.attention.k=4 --set model.attention.dwc=true "
+       "--set model.attention.gate=true"},
       {"weights_mita_mita_route.pth", "--set model.attention.type=mita_route --set model.attention.m=4"},
       {"weights_mita_agent.pth", "--set model.attention.type=agent --set model.attention.agent_num=4"},
       {"weights_mita_agent_bias.pth", "--set model.attention.type=agent_bias --set model.patch_size=2"},
@@ -72,7 +77,8 @@ TEST(WeightsCli, StrictEvalNamesTheTensorsAndNonStrictWarnsListingThem) {
   EXPECT_EQ(strict.code, 1) << strict.output;
   EXPECT_NE(strict.output.find("weights_mita_mita_dwc.pth"), std::string::npos) << strict.output;
   EXPECT_NE(strict.output.find("unexpected tensor(s): blocks.0.attn.dwc.weight, blocks.0.attn.dwc.bias"),
-            std::string::npos) << strict.output;
+            std::string::npos)
+      << strict.output;
   const auto loose = run_vitrain(tiny_eval("--non-strict --weights " + fixture("weights_mita_mita_dwc.pth")));
   EXPECT_EQ(loose.code, 0) << loose.output;
   EXPECT_NE(loose.output.find("--non-strict"), std::string::npos) << loose.output;
@@ -95,8 +101,9 @@ TEST(WeightsCli, DamagedWeightsFailNamingTheFileAndTheTensor) {
   if (!dataset_present()) GTEST_SKIP() << "Fashion-MNIST not installed (scripts/setup.sh installs it)";
   const fs::path d = temp_dir();
   const std::string good = (d / "dwc.safetensors").string(), bad = (d / "dwc_bad.safetensors").string();
-  const std::string mita = "--set model.attention.type=mita --set model.attention.m=4 --set model.attention.k=4 "
-                           "--set model.attention.dwc=true --weights ";
+  const std::string mita =
+      "--set model.attention.type=mita --set model.attention.m=4 --set model.attention.k=4 "
+      "--set model.attention.dwc=true --weights ";
   auto r = run_vitrain("convert --layout vitrain --in " + fixture("weights_mita_mita_dwc.pth") + " --out " + good);
   ASSERT_EQ(r.code, 0) << r.output;
   r = run_vitrain(tiny_eval(mita + good));
@@ -132,7 +139,8 @@ TEST(WeightsCli, AmpIsRecordedInTheResultsRow) {
 }
 
 vt::io::NamedTensors read_any(const std::string& path) {
-  return vt::io::is_torch_checkpoint(path) ? vt::io::read_torch_checkpoint(path).tensors : vt::io::load_safetensors(path);
+  return vt::io::is_torch_checkpoint(path) ? vt::io::read_torch_checkpoint(path).tensors
+                                           : vt::io::load_safetensors(path);
 }
 
 void expect_equal_tensors(const vt::io::NamedTensors& a, const vt::io::NamedTensors& b) {

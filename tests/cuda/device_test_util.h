@@ -17,11 +17,11 @@
 
 namespace vt::test {
 
-#define VT_REQUIRE_DEVICE()                                                                           \
-  do {                                                                                                \
-    if (::vt::kernels::cuda::device_count() == 0)                                                     \
-      GTEST_SKIP() << "no CUDA device: "                                                              \
-                   << ::vt::test::error_of([] { ::vt::kernels::cuda::check_device(0, "test"); });     \
+#define VT_REQUIRE_DEVICE()                                                                       \
+  do {                                                                                            \
+    if (::vt::kernels::cuda::device_count() == 0)                                                 \
+      GTEST_SKIP() << "no CUDA device: "                                                          \
+                   << ::vt::test::error_of([] { ::vt::kernels::cuda::check_device(0, "test"); }); \
   } while (0)
 
 inline const Device kGpu{DeviceType::kCUDA, 0};
@@ -62,8 +62,7 @@ inline void expect_bf16_rule(const Tensor& ours, const Tensor& plain, const Tens
                              double floor = -1) {
   double e_ours = max_abs_diff(ours, ref64), e_plain = max_abs_diff(plain, ref64);
   if (floor < 0) floor = 1e-6 * max_abs(ref64);
-  EXPECT_LE(e_ours, 2 * e_plain + floor) << what << ": our bf16 error " << e_ours << " vs plain bf16 error "
-                                         << e_plain;
+  EXPECT_LE(e_ours, 2 * e_plain + floor) << what << ": our bf16 error " << e_ours << " vs plain bf16 error " << e_plain;
 }
 
 /// Mean milliseconds of one f() over 20 runs after 3 warm-up runs, timed by CUDA events on the current stream (for

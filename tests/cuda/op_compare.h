@@ -19,8 +19,8 @@ namespace vt::test {
 using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 struct OpRun {
-  Tensor out;                  // on the CPU
-  std::vector<Tensor> grads;   // per input, on the CPU (undefined when the input was undefined or not floating)
+  Tensor out;                 // on the CPU
+  std::vector<Tensor> grads;  // per input, on the CPU (undefined when the input was undefined or not floating)
 };
 
 /// f applied to the inputs converted to `dt` on `dev` (leaves requiring grad), then backward from a N(0,1) output
@@ -44,8 +44,7 @@ inline OpRun run_op(const OpFn& f, const std::vector<Tensor>& inputs, Device dev
     Tensor gout = randn_cpu(out.shape(), seed, DType::f64).to(gout_round).to(out.dtype()).to(dev);
     out.backward(gout);
   }
-  for (const Tensor& l : leaves)
-    r.grads.push_back(l.defined() && l.grad().defined() ? l.grad().to(cpu()) : Tensor());
+  for (const Tensor& l : leaves) r.grads.push_back(l.defined() && l.grad().defined() ? l.grad().to(cpu()) : Tensor());
   return r;
 }
 

@@ -55,10 +55,8 @@ void give_grads(Twin& t, int step, bool into_view) {
   for (size_t k = 0; k < t.cpu.size(); ++k) {
     Tensor g = randn_cpu(t.cpu[k].shape(), 1000u + 17u * uint32_t(step) + uint32_t(k));
     t.cpu[k].set_grad(g);
-    if (into_view)
-      t.gpu[k].grad().copy_(g);
-    else
-      t.gpu[k].set_grad(g.to(kGpu));
+    if (into_view) t.gpu[k].grad().copy_(g);
+    else t.gpu[k].set_grad(g.to(kGpu));
   }
 }
 
@@ -177,8 +175,8 @@ void expect_close_gpu(const std::vector<Tensor>& a, const std::vector<Tensor>& b
     std::vector<double> x = a[k].to(cpu()).to_vector(), y = b[k].to(cpu()).to_vector();
     ASSERT_EQ(x.size(), y.size());
     for (size_t i = 0; i < x.size(); ++i)
-      ASSERT_NEAR(x[i], y[i], 4e-6 * std::abs(y[i]) + 1e-6) << what << " step " << step << " param " << k << " [" << i
-                                                             << "]";
+      ASSERT_NEAR(x[i], y[i], 4e-6 * std::abs(y[i]) + 1e-6)
+          << what << " step " << step << " param " << k << " [" << i << "]";
   }
 }
 

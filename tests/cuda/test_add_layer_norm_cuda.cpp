@@ -28,8 +28,8 @@ Grads run(bool fused, const Tensor& x0, const Tensor& y0, const Tensor& w0, cons
     n = ops::layer_norm(h, w, b, 1e-6, out_dtype);
   }
   (ops::sum(h * dh) + ops::sum(n.to(DType::f32) * dn)).backward();
-  return {h.detach().to(cpu()), n.detach().to(cpu()), x.grad().to(cpu()), y.grad().to(cpu()), w.grad().to(cpu()),
-          b.grad().to(cpu())};
+  return {h.detach().to(cpu()), n.detach().to(cpu()), x.grad().to(cpu()),
+          y.grad().to(cpu()),   w.grad().to(cpu()),   b.grad().to(cpu())};
 }
 
 TEST(AddLayerNormCuda, FusedEqualsTheAddAndTheNormBitForBit) {
@@ -38,8 +38,8 @@ TEST(AddLayerNormCuda, FusedEqualsTheAddAndTheNormBitForBit) {
   for (int64_t C : {384, 100, 390})
     for (DType add_dtype : {DType::bf16, DType::f32})
       for (DType out_dtype : {DType::bf16, DType::f32}) {
-        const std::string what = "C=" + std::to_string(C) + " add " + dtype_name(add_dtype) + " out " +
-                                 dtype_name(out_dtype);
+        const std::string what =
+            "C=" + std::to_string(C) + " add " + dtype_name(add_dtype) + " out " + dtype_name(out_dtype);
         const Tensor x = randn_cpu({3, 37, C}, seed++).to(kGpu), y = randn_cpu({3, 37, C}, seed++, add_dtype).to(kGpu);
         const Tensor w = randn_cpu({C}, seed++).to(kGpu), b = randn_cpu({C}, seed++).to(kGpu);
         const Tensor dh = randn_cpu({3, 37, C}, seed++).to(kGpu), dn = randn_cpu({3, 37, C}, seed++).to(kGpu);

@@ -100,9 +100,10 @@ TEST(Bf16ModelCuda, DeitSmallLogitsLossAndGradientsStayNearF32) {
   const double grad_err = std::sqrt(sq_diff / sq_f32), cosine = dot / std::sqrt(sq_f32 * sq_bf16);
   EXPECT_LE(grad_err, 0.08) << "whole gradient, relative L2";
   EXPECT_GE(cosine, 0.995) << "whole gradient, cosine to f32";
-  std::printf("bf16 vs f32 DeiT-S (batch 4): logits %.4f, loss %.5f (bf16 %.6f, f32 %.6f), gradient %.4f "
-              "(cosine %.6f), worst tensor %.4f (%s)\n",
-              logit_err, loss_err, bf16.loss, f32.loss, grad_err, cosine, worst, worst_name.c_str());
+  std::printf(
+      "bf16 vs f32 DeiT-S (batch 4): logits %.4f, loss %.5f (bf16 %.6f, f32 %.6f), gradient %.4f "
+      "(cosine %.6f), worst tensor %.4f (%s)\n",
+      logit_err, loss_err, bf16.loss, f32.loss, grad_err, cosine, worst, worst_name.c_str());
 }
 
 }  // namespace

@@ -60,8 +60,9 @@ TEST(CudaGraph, ReplaysAllocateNothing) {
 TEST(CudaGraph, AHostCopyInTheCapturedStepIsNamed) {
   VT_REQUIRE_DEVICE();
   Tensor y;
-  engine::GraphStep step(kGpu, true, 1, nullptr,
-                         [&] { y = Tensor::from_vector({1.0, 2.0, 3.0}, {3}, DType::f32).to(kGpu); });
+  engine::GraphStep step(kGpu, true, 1, nullptr, [&] {
+    y = Tensor::from_vector({1.0, 2.0, 3.0}, {3}, DType::f32).to(kGpu);
+  });
   step.run();  // eager: fine
   try {
     step.run();

@@ -22,10 +22,10 @@ using memory::CachingAllocator;
 
 constexpr size_t MiB = size_t(1) << 20;
 
-#define VT_REQUIRE_DEVICE()                                                                      \
-  do {                                                                                           \
-    if (!kernels::cuda::device_available())                                                      \
-      GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount() failed or found none";               \
+#define VT_REQUIRE_DEVICE()                                                        \
+  do {                                                                             \
+    if (!kernels::cuda::device_available())                                        \
+      GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount() failed or found none"; \
   } while (0)
 
 size_t charged(const CachingAllocator& a, size_t n) { return a.config().direct ? n : CachingAllocator::round_size(n); }

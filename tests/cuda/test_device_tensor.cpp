@@ -84,10 +84,21 @@ TEST(DeviceTensor, DeviceConversionsMatchCpuBitForBit) {
     }
   }
   // f32/f64 -> bf16 on hard values: ties (round to even), NaN, inf, subnormals, overflow to inf, signed zero.
-  std::vector<float> hard = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, -1.00390625f, 3.14159265f,
-                             std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                             std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(),
-                             1e-40f, std::numeric_limits<float>::max(), -65504.0f, 3.3895314e38f};
+  std::vector<float> hard = {0.0f,
+                             -0.0f,
+                             1.0f,
+                             1.00390625f,
+                             1.01171875f,
+                             -1.00390625f,
+                             3.14159265f,
+                             std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity(),
+                             std::numeric_limits<float>::quiet_NaN(),
+                             std::numeric_limits<float>::denorm_min(),
+                             1e-40f,
+                             std::numeric_limits<float>::max(),
+                             -65504.0f,
+                             3.3895314e38f};
   std::mt19937 rng(5);
   std::uniform_int_distribution<uint32_t> bits;
   while (hard.size() < 197) {
@@ -150,7 +161,8 @@ TEST(DeviceTensor, PackedQkvSlicesCopyLikeOnCpu) {
       EXPECT_EQ(bytes_of(d.to(other)), bytes_of(h.to(other))) << dtype_name(dt) << " C " << C << " converted whole";
       for (int part = 0; part < 3; ++part) {
         const Tensor hv = h.slice(2, part * C, (part + 1) * C), dv = d.slice(2, part * C, (part + 1) * C);
-        EXPECT_EQ(bytes_of(dv.contiguous()), bytes_of(hv.contiguous())) << dtype_name(dt) << " C " << C << " part " << part;
+        EXPECT_EQ(bytes_of(dv.contiguous()), bytes_of(hv.contiguous()))
+            << dtype_name(dt) << " C " << C << " part " << part;
         // Into a slice of a packed buffer (the gradient direction), the rest left as it was.
         Tensor hz = Tensor::full({3, 7, 3 * C}, 2.0, dt), dz = Tensor::full({3, 7, 3 * C}, 2.0, dt, kGpu);
         hz.slice(2, part * C, (part + 1) * C).copy_(hv.contiguous());

@@ -33,8 +33,8 @@ TEST(DwcTokensCuda, ConvInputAndWeightGradientsMatchTheNchwConv) {
   };
   for (const Case& cs : {Case{3, 14, 40}, Case{2, 5, 7}, Case{1, 1, 3}})
     for (DType dt : {DType::f32, DType::bf16}) {
-      const std::string what = "B=" + std::to_string(cs.B) + " G=" + std::to_string(cs.G) + " C=" +
-                               std::to_string(cs.C) + " " + dtype_name(dt);
+      const std::string what = "B=" + std::to_string(cs.B) + " G=" + std::to_string(cs.G) +
+                               " C=" + std::to_string(cs.C) + " " + dtype_name(dt);
       const int64_t B = cs.B, G = cs.G, C = cs.C, N = G * G + 1;
       const Tensor qkv = randn_cpu({B, N, 3 * C}, seed++, dt), out = randn_cpu({B, N, C}, seed++, dt);
       const Tensor w = randn_cpu({C, 1, 3, 3}, seed++, dt), b = randn_cpu({C}, seed++, dt);
@@ -51,11 +51,11 @@ TEST(DwcTokensCuda, ConvInputAndWeightGradientsMatchTheNchwConv) {
       const Tensor v_d = qkv_d.slice(2, 2 * C, 3 * C);
       const kernels::KernelStream stream = kc::current_stream();
       Tensor sum = Tensor::empty({B, N, C}, dt, kGpu);
-      kc::depthwise3x3_tokens(dt, sum.raw_data(), out_d.raw_data(), rows_of(v_d), w_d.raw_data(), b_d.raw_data(),
-                              false, B, N, C, 1, G, stream);
+      kc::depthwise3x3_tokens(dt, sum.raw_data(), out_d.raw_data(), rows_of(v_d), w_d.raw_data(), b_d.raw_data(), false,
+                              B, N, C, 1, G, stream);
       Tensor dx = out_d.clone();  // in place, as the backward adds into its own dv
-      kc::depthwise3x3_tokens(dt, dx.raw_data(), dx.raw_data(), rows_of(g_d), w_d.raw_data(), nullptr, true, B, N, C,
-                              1, G, stream);
+      kc::depthwise3x3_tokens(dt, dx.raw_data(), dx.raw_data(), rows_of(g_d), w_d.raw_data(), nullptr, true, B, N, C, 1,
+                              G, stream);
       Tensor dw = Tensor::empty({C, 1, 3, 3}, dt, kGpu), db = Tensor::empty({C}, dt, kGpu);
       Tensor scratch = Tensor::empty({kc::depthwise3x3_tokens_scratch(B, C, G)}, DType::f32, kGpu);
       kc::depthwise3x3_tokens_weight_grad(dt, dw.raw_data(), db.raw_data(), rows_of(g_d), rows_of(v_d), B, C, 1, G,

@@ -136,8 +136,8 @@ Result run_kernels(const Problem& p, kc::FlashDqMode mode) {
   const kernels::AttentionShape s{p.B, p.H, p.N, p.d, static_cast<float>(p.scale)};
   Tensor ws = Tensor::empty({kc::flash_attention_backward_workspace(s, mode)}, DType::f32, kGpu);
   kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), s, nullptr);
-  kc::flash_attention_backward(view_of(dq), view_of(dk), view_of(dv), view_of(dout), view_of(q), view_of(k),
-                               view_of(v), view_of(out), lse.data<float>(), ws.data<float>(), s, nullptr, mode);
+  kc::flash_attention_backward(view_of(dq), view_of(dk), view_of(dv), view_of(dout), view_of(q), view_of(k), view_of(v),
+                               view_of(out), lse.data<float>(), ws.data<float>(), s, nullptr, mode);
   VT_CUDA_CHECK(cudaDeviceSynchronize());
   return {out.to_vector(), lse.to_vector(), dq.to_vector(), dk.to_vector(), dv.to_vector()};
 }
@@ -282,7 +282,9 @@ TEST(FlashAttentionCuda, PackedQkvOpMatchesReference) {
 // --gtest_also_run_disabled_tests. FLOPs counted as FlashAttention does: forward 4·N²·d per head, backward 2.5×.
 TEST(FlashAttentionCuda, DISABLED_Timing) {
   VT_REQUIRE_DEVICE();
-  struct Shape4 { int64_t B, H, N, d; };
+  struct Shape4 {
+    int64_t B, H, N, d;
+  };
   for (Shape4 c : {Shape4{256, 6, 197, 64}, Shape4{64, 2, 1024, 64}, Shape4{16, 2, 4096, 64}, Shape4{8, 8, 4096, 64}}) {
     const Shape shape{c.B, c.H, c.N, c.d};
     Tensor q = Tensor::empty(shape, DType::bf16, kGpu), k = Tensor::empty(shape, DType::bf16, kGpu);
@@ -292,27 +294,29 @@ TEST(FlashAttentionCuda, DISABLED_Timing) {
     Tensor dq = Tensor::empty(shape, DType::bf16, kGpu), dk = Tensor::empty(shape, DType::bf16, kGpu);
     Tensor dv = Tensor::empty(shape, DType::bf16, kGpu);
     const kernels::AttentionShape s{c.B, c.H, c.N, c.d, 0.125f};
-    Tensor ws = Tensor::empty({kc::flash_attention_backward_workspace(s, kc::FlashDqMode::atomics)}, DType::f32,
-                              kGpu);
+    Tensor ws = Tensor::empty({kc::flash_attention_backward_workspace(s, kc::FlashDqMode::atomics)}, DType::f32, kGpu);
     kc::FlashDqMode mode = kc::FlashDqMode::separate_pass;
     auto fwd = [&] {
       kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), s, nullptr);
     };
     auto bwd = [&] {
       kc::flash_attention_backward(view_of(dq), view_of(dk), view_of(dv), view_of(dout), view_of(q), view_of(k),
-                                   view_of(v), view_of(out), lse.data<float>(), ws.data<float>(), s, nullptr,
-                                   mode);
+                                   view_of(v), view_of(out), lse.data<float>(), ws.data<float>(), s, nullptr, mode);
     };
     const double flop_fwd = 4.0 * c.B * c.H * c.N * c.N * c.d;
     const double t_fwd = mean_ms(fwd);
     for (kc::FlashDqMode m : {kc::FlashDqMode::separate_pass, kc::FlashDqMode::atomics}) {
       mode = m;
-      const double t_bwd = mean_ms(bwd), t_both = mean_ms([&] { fwd(); bwd(); });
-      std::printf("flash attention B=%ld H=%ld N=%ld d=%ld (%s dq): fwd %.3f ms (%.0f TFLOP/s), bwd %.3f ms "
-                  "(%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s)\n",
-                  static_cast<long>(c.B), static_cast<long>(c.H), static_cast<long>(c.N), static_cast<long>(c.d),
-                  m == kc::FlashDqMode::atomics ? "atomic" : "separate", t_fwd, flop_fwd / t_fwd * 1e-9, t_bwd,
-                  2.5 * flop_fwd / t_bwd * 1e-9, t_both, 3.5 * flop_fwd / t_both * 1e-9);
+      const double t_bwd = mean_ms(bwd), t_both = mean_ms([&] {
+                                           fwd();
+                                           bwd();
+                                         });
+      std::printf(
+          "flash attention B=%ld H=%ld N=%ld d=%ld (%s dq): fwd %.3f ms (%.0f TFLOP/s), bwd %.3f ms "
+          "(%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s)\n",
+          static_cast<long>(c.B), static_cast<long>(c.H), static_cast<long>(c.N), static_cast<long>(c.d),
+          m == kc::FlashDqMode::atomics ? "atomic" : "separate", t_fwd, flop_fwd / t_fwd * 1e-9, t_bwd,
+          2.5 * flop_fwd / t_bwd * 1e-9, t_both, 3.5 * flop_fwd / t_both * 1e-9);
     }
   }
 }

@@ -72,16 +72,14 @@ struct Case {
   bool ta = false, tb = false;
   float alpha = 1.0f, beta = 0.0f;
   GemmEpilogue epi = GemmEpilogue::none;
-  int64_t pad = 0;           // extra columns in every leading dimension
-  int64_t gap = 0;           // extra elements between batch items
-  bool shared_b = false;     // B stride 0 (one weight for the whole batch)
+  int64_t pad = 0;        // extra columns in every leading dimension
+  int64_t gap = 0;        // extra elements between batch items
+  bool shared_b = false;  // B stride 0 (one weight for the whole batch)
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-double gelu_tanh(double x) {
-  return 0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-}
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))); }
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 
 // Values representable in the storage dtype (bf16-rounded when it is bf16), as floats.
@@ -162,8 +160,7 @@ TEST_P(GemmCuda, MatchesF64Reference) {
                              {B.data(), c.tb, ldb, sb}, c.beta, cpu.data(), ldc, sc);
 
   constexpr double u = 1.0 / (1 << 24);
-  double worst = 0, err_tanh = 0, err_erf = 0, max_ours = 0, max_plain = 0, sum_ours = 0, sum_plain = 0,
-         max_tol = 0;
+  double worst = 0, err_tanh = 0, err_erf = 0, max_ours = 0, max_plain = 0, sum_ours = 0, sum_plain = 0, max_tol = 0;
   int64_t bad = 0;
   std::vector<double> arow(size_t(c.K)), brow(size_t(c.K));
   for (int64_t b = 0; b < c.batch; ++b) {
@@ -178,8 +175,8 @@ TEST_P(GemmCuda, MatchesF64Reference) {
         }
         const size_t ci = size_t(b * sc + i * ldc + j);
         double x = c.alpha * acc + double(c.beta) * C0[ci] + (has_bias ? double(bias[j]) : 0.0);
-        const double scale = std::abs(c.alpha) * mag + std::abs(double(c.beta) * C0[ci]) +
-                             (has_bias ? std::abs(double(bias[j])) : 0.0);
+        const double scale =
+            std::abs(c.alpha) * mag + std::abs(double(c.beta) * C0[ci]) + (has_bias ? std::abs(double(bias[j])) : 0.0);
         double tol = double(c.K + 4) * u * scale + 1e-30;
         double cpu_v = cpu[ci] + (has_bias ? bias[j] : 0.0f);
         double ref = x;
@@ -220,8 +217,8 @@ TEST_P(GemmCuda, MatchesF64Reference) {
     const double n = double(c.batch * c.M * c.N);
     EXPECT_LE(max_ours, 2 * max_plain + max_tol) << c.name;
     EXPECT_LE(sum_ours / n, 2 * sum_plain / n + max_tol) << c.name;
-    std::printf("%s: bf16 max err %.3g (plain %.3g), mean %.3g (plain %.3g)\n", c.name.c_str(), max_ours,
-                max_plain, sum_ours / n, sum_plain / n);
+    std::printf("%s: bf16 max err %.3g (plain %.3g), mean %.3g (plain %.3g)\n", c.name.c_str(), max_ours, max_plain,
+                sum_ours / n, sum_plain / n);
   } else {
     std::printf("%s: max |err|/tol = %.3f\n", c.name.c_str(), worst);
   }
@@ -312,15 +309,61 @@ TEST(GemmLtArgsCheck, RejectsBadArguments) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  expect_error([g] { auto b = g; b.out_dtype = DType::bf16; return b; }(), "unsupported dtypes");
-  expect_error([g] { auto b = g; b.in_dtype = DType::f64; return b; }(), "f32 or bf16");
-  expect_error([g] { auto b = g; b.A.ld = 1; return b; }(), "lda=1");
-  expect_error([g] { auto b = g; b.B.ld = 2; return b; }(), "ldb=2");
-  expect_error([g] { auto b = g; b.ldc = 2; return b; }(), "ldc=2");
-  expect_error([g] { auto b = g; b.epilogue = GemmEpilogue::bias; return b; }(), "needs a bias");
-  expect_error([g] { auto b = g; b.batch = 2; return b; }(), "stride_c 0");
+  expect_error(
+      [g] {
+        auto b = g;
+        b.out_dtype = DType::bf16;
+        return b;
+      }(),
+      "unsupported dtypes");
+  expect_error(
+      [g] {
+        auto b = g;
+        b.in_dtype = DType::f64;
+        return b;
+      }(),
+      "f32 or bf16");
+  expect_error(
+      [g] {
+        auto b = g;
+        b.A.ld = 1;
+        return b;
+      }(),
+      "lda=1");
+  expect_error(
+      [g] {
+        auto b = g;
+        b.B.ld = 2;
+        return b;
+      }(),
+      "ldb=2");
+  expect_error(
+      [g] {
+        auto b = g;
+        b.ldc = 2;
+        return b;
+      }(),
+      "ldc=2");
+  expect_error(
+      [g] {
+        auto b = g;
+        b.epilogue = GemmEpilogue::bias;
+        return b;
+      }(),
+      "needs a bias");
+  expect_error(
+      [g] {
+        auto b = g;
+        b.batch = 2;
+        return b;
+      }(),
+      "stride_c 0");
   // Empty problems return before touching the device.
-  EXPECT_NO_THROW(kernels::cuda::gemm_lt([g] { auto b = g; b.M = 0; return b; }()));
+  EXPECT_NO_THROW(kernels::cuda::gemm_lt([g] {
+    auto b = g;
+    b.M = 0;
+    return b;
+  }()));
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ struct Case {
   int64_t N, m, C, offset;  // x = wide[:, :, offset : offset + C] of a [B, N, 3C] tensor
   const char* pool;
 };
-const Case kCases[] = {{197, 25, 384, 0, "shifted"},  {1025, 49, 384, 384, "shifted"}, {4096, 64, 384, 0, "sequence"},
-                       {197, 25, 37, 0, "patches"},   {50, 7, 37, 37, "sequence"},     {197, 25, 384, 1, "shifted"}};
+const Case kCases[] = {{197, 25, 384, 0, "shifted"}, {1025, 49, 384, 384, "shifted"}, {4096, 64, 384, 0, "sequence"},
+                       {197, 25, 37, 0, "patches"},  {50, 7, 37, 37, "sequence"},     {197, 25, 384, 1, "shifted"}};
 constexpr int64_t kB = 2;
 
 struct Layout {
@@ -30,8 +30,8 @@ Layout layout_of(const Case& c) {
 }
 
 std::string name_of(const Case& c, DType dt) {
-  return std::string(c.pool) + " N=" + std::to_string(c.N) + " m=" + std::to_string(c.m) + " C=" +
-         std::to_string(c.C) + " offset=" + std::to_string(c.offset) + " " + dtype_name(dt);
+  return std::string(c.pool) + " N=" + std::to_string(c.N) + " m=" + std::to_string(c.m) + " C=" + std::to_string(c.C) +
+         " offset=" + std::to_string(c.offset) + " " + dtype_name(dt);
 }
 
 /// The pooled landmarks and the gradient of the wide tensor for the upstream gradient dout.

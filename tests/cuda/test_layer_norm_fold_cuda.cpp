@@ -109,8 +109,8 @@ TEST(LayerNormFoldCuda, Bf16DxWithResidualFollowsTheBf16Rule) {
   VT_REQUIRE_DEVICE();
   uint32_t seed = 600;
   for (const auto& c : kFoldCases) {
-    const std::string what = "bf16 rows " + std::to_string(c.rows) + " C " + std::to_string(c.C) +
-                             (c.misalign ? " misaligned dres" : "");
+    const std::string what =
+        "bf16 rows " + std::to_string(c.rows) + " C " + std::to_string(c.C) + (c.misalign ? " misaligned dres" : "");
     SCOPED_TRACE(what);
     Tensor x = randn_cpu({c.rows, c.C}, seed++, DType::bf16, 2.0, 0.5);
     Tensor dy = randn_cpu({c.rows, c.C}, seed++, DType::bf16), dres = randn_cpu({c.rows, c.C}, seed++, DType::bf16);

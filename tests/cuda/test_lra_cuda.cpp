@@ -65,11 +65,26 @@ void check_kind(const std::string& kind, bool dual = false) {
   }
 }
 
-TEST(LraCuda, DenseMatchesTheCpu) { VT_REQUIRE_DEVICE(); check_kind("dense"); }
-TEST(LraCuda, MitaMatchesTheCpu) { VT_REQUIRE_DEVICE(); check_kind("mita"); }
-TEST(LraCuda, RouteOnlyMitaMatchesTheCpu) { VT_REQUIRE_DEVICE(); check_kind("mita_route"); }
-TEST(LraCuda, AgentMatchesTheCpu) { VT_REQUIRE_DEVICE(); check_kind("agent"); }
-TEST(LraCuda, DualEncoderMatchesTheCpu) { VT_REQUIRE_DEVICE(); check_kind("mita", true); }
+TEST(LraCuda, DenseMatchesTheCpu) {
+  VT_REQUIRE_DEVICE();
+  check_kind("dense");
+}
+TEST(LraCuda, MitaMatchesTheCpu) {
+  VT_REQUIRE_DEVICE();
+  check_kind("mita");
+}
+TEST(LraCuda, RouteOnlyMitaMatchesTheCpu) {
+  VT_REQUIRE_DEVICE();
+  check_kind("mita_route");
+}
+TEST(LraCuda, AgentMatchesTheCpu) {
+  VT_REQUIRE_DEVICE();
+  check_kind("agent");
+}
+TEST(LraCuda, DualEncoderMatchesTheCpu) {
+  VT_REQUIRE_DEVICE();
+  check_kind("mita", true);
+}
 
 // Full-length random sequences of the task's vocabulary and classes.
 data::lra::SequenceSet random_set(const io::Config& c, int64_t n, uint64_t seed) {

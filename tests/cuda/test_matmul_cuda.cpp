@@ -29,8 +29,8 @@ TEST(MatmulCuda, OddSizesForwardBackward) {
     const int64_t M = s[0], K = s[1], N = s[2];
     const std::string what = "matmul " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
     check_op(what, matmul_fn(), {randn_cpu({M, K}, seed), randn_cpu({K, N}, seed + 1)}, seed + 2);
-    check_op(what + " batch [2, 3]", matmul_fn(), {randn_cpu({2, 3, M, K}, seed + 3), randn_cpu({2, 3, K, N}, seed + 4)},
-             seed + 5);
+    check_op(what + " batch [2, 3]", matmul_fn(),
+             {randn_cpu({2, 3, M, K}, seed + 3), randn_cpu({2, 3, K, N}, seed + 4)}, seed + 5);
     seed += 10;
   }
 }
@@ -59,8 +59,8 @@ TEST(MatmulCuda, SharedWeightAcrossBatch) {
 TEST(MatmulCuda, BroadcastBatchForward) {
   VT_REQUIRE_DEVICE();
   // Stride-0 batch operands go to cuBLASLt as such.
-  check_op("matmul broadcast [2,1] x [3]", matmul_fn(), {randn_cpu({2, 1, 7, 5}, 1), randn_cpu({3, 5, 9}, 2)}, 3,
-           true, false);
+  check_op("matmul broadcast [2,1] x [3]", matmul_fn(), {randn_cpu({2, 1, 7, 5}, 1), randn_cpu({3, 5, 9}, 2)}, 3, true,
+           false);
   check_op("matmul broadcast a", matmul_fn(), {randn_cpu({7, 5}, 4), randn_cpu({3, 5, 9}, 5)}, 6, true, false);
 }
 
@@ -86,10 +86,10 @@ TEST(LinearCuda, OddSizesWithBias) {
   const int64_t sizes[][3] = {{1, 7, 1}, {7, 385, 197}, {197, 37, 19}, {385, 1, 7}};  // rows, in, out
   uint32_t seed = 1;
   for (const auto& s : sizes) {
-    const std::string what = "linear " + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "->" +
-                             std::to_string(s[2]);
-    check_op(what, linear_fn(), {randn_cpu({s[0], s[1]}, seed), randn_cpu({s[2], s[1]}, seed + 1),
-                                 randn_cpu({s[2]}, seed + 2)}, seed + 3);
+    const std::string what =
+        "linear " + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "->" + std::to_string(s[2]);
+    check_op(what, linear_fn(),
+             {randn_cpu({s[0], s[1]}, seed), randn_cpu({s[2], s[1]}, seed + 1), randn_cpu({s[2]}, seed + 2)}, seed + 3);
     seed += 10;
   }
   // Leading dims [2, 3, 5] flatten to 30 rows.
@@ -140,33 +140,33 @@ TEST(GemmBiasGradCuda, MatchesProductAndRowSums) {
   VT_REQUIRE_DEVICE();
   const int64_t M = 19, N = 7, K = 197;
   for (auto epilogue : {kernels::cuda::GemmEpilogue::bias_grad_a, kernels::cuda::GemmEpilogue::bias_grad_a_cublaslt})
-  for (DType dt : {DType::f32, DType::bf16})
-    for (bool ta : {true, false}) {
-      const std::string what = std::string(dtype_name(dt)) + (ta ? " A transposed" : " A row-major") +
-                               (epilogue == kernels::cuda::GemmEpilogue::bias_grad_a ? "" : " BGRADB");
-      const Tensor a = randn_cpu(ta ? Shape{K, M} : Shape{M, K}, 1, dt), b = randn_cpu({K, N}, 2, dt);
-      const Tensor ad = a.to(kGpu), bd = b.to(kGpu);
-      const Tensor c = Tensor::empty({M, N}, dt, kGpu), db = Tensor::empty({M}, dt, kGpu);
-      kernels::cuda::GemmLtArgs g;
-      g.in_dtype = g.out_dtype = dt;
-      g.M = M, g.N = N, g.K = K;
-      g.A = {ad.raw_data(), ta, ta ? M : K, 0};
-      g.B = {bd.raw_data(), false, N, 0};
-      g.C = c.raw_data(), g.ldc = N;
-      g.epilogue = epilogue;
-      g.bias_grad = db.raw_data();
-      g.stream = kernels::cuda::current_stream();
-      kernels::cuda::gemm_lt(g);
-      const Tensor op_a = (ta ? a.transpose(0, 1) : a).to(DType::f64);
-      const Tensor c_ref = ops::matmul(op_a, b.to(DType::f64)), db_ref = ops::sum(op_a, {1});
-      if (dt == DType::f32) {  // f32 sums of K = 197 O(1) products: ~√K·u relative, far below 1e-5
-        EXPECT_LE(max_abs_diff(c, c_ref), 1e-5 * max_abs(c_ref)) << what;
-        EXPECT_LE(max_abs_diff(db, db_ref), 1e-5 * max_abs(db_ref)) << what;
-      } else {
-        expect_bf16_rule(c, c_ref.to(DType::bf16), c_ref, (what + " product").c_str());
-        expect_bf16_rule(db, db_ref.to(DType::bf16), db_ref, (what + " row sums").c_str());
+    for (DType dt : {DType::f32, DType::bf16})
+      for (bool ta : {true, false}) {
+        const std::string what = std::string(dtype_name(dt)) + (ta ? " A transposed" : " A row-major") +
+                                 (epilogue == kernels::cuda::GemmEpilogue::bias_grad_a ? "" : " BGRADB");
+        const Tensor a = randn_cpu(ta ? Shape{K, M} : Shape{M, K}, 1, dt), b = randn_cpu({K, N}, 2, dt);
+        const Tensor ad = a.to(kGpu), bd = b.to(kGpu);
+        const Tensor c = Tensor::empty({M, N}, dt, kGpu), db = Tensor::empty({M}, dt, kGpu);
+        kernels::cuda::GemmLtArgs g;
+        g.in_dtype = g.out_dtype = dt;
+        g.M = M, g.N = N, g.K = K;
+        g.A = {ad.raw_data(), ta, ta ? M : K, 0};
+        g.B = {bd.raw_data(), false, N, 0};
+        g.C = c.raw_data(), g.ldc = N;
+        g.epilogue = epilogue;
+        g.bias_grad = db.raw_data();
+        g.stream = kernels::cuda::current_stream();
+        kernels::cuda::gemm_lt(g);
+        const Tensor op_a = (ta ? a.transpose(0, 1) : a).to(DType::f64);
+        const Tensor c_ref = ops::matmul(op_a, b.to(DType::f64)), db_ref = ops::sum(op_a, {1});
+        if (dt == DType::f32) {  // f32 sums of K = 197 O(1) products: ~√K·u relative, far below 1e-5
+          EXPECT_LE(max_abs_diff(c, c_ref), 1e-5 * max_abs(c_ref)) << what;
+          EXPECT_LE(max_abs_diff(db, db_ref), 1e-5 * max_abs(db_ref)) << what;
+        } else {
+          expect_bf16_rule(c, c_ref.to(DType::bf16), c_ref, (what + " product").c_str());
+          expect_bf16_rule(db, db_ref.to(DType::bf16), db_ref, (what + " row sums").c_str());
+        }
       }
-    }
 }
 
 }  // namespace
@@ -184,10 +184,11 @@ TEST(GemmBiasGradCuda, ColumnSumsOfTallMatricesMatchAndRepeat) {
     int64_t K, M;
   };
   uint32_t seed = 40;
-  for (const Shape2& sh : {Shape2{50432 / 8, 384}, Shape2{4099, 1536}, Shape2{300, 40}, Shape2{1000, 36},
-                           Shape2{200, 64}})
+  for (const Shape2& sh :
+       {Shape2{50432 / 8, 384}, Shape2{4099, 1536}, Shape2{300, 40}, Shape2{1000, 36}, Shape2{200, 64}})
     for (DType dt : {DType::f32, DType::bf16}) {
-      const std::string what = std::string(dtype_name(dt)) + " K=" + std::to_string(sh.K) + " M=" + std::to_string(sh.M);
+      const std::string what =
+          std::string(dtype_name(dt)) + " K=" + std::to_string(sh.K) + " M=" + std::to_string(sh.M);
       const Tensor a = randn_cpu({sh.K, sh.M}, seed++, dt), ad = a.to(kGpu);
       const Tensor ref = ops::sum(a.to(DType::f64), {0});
       auto run = [&] {
@@ -216,7 +217,9 @@ TEST(GemmBiasGradCuda, DISABLED_Timing) {
   VT_REQUIRE_DEVICE();
   namespace kc = kernels::cuda;
   const int64_t M = 256 * 197;
-  struct Lin { int64_t out, in; };
+  struct Lin {
+    int64_t out, in;
+  };
   for (Lin l : {Lin{1152, 384}, Lin{384, 384}, Lin{1536, 384}, Lin{384, 1536}}) {
     Tensor g = Tensor::empty({M, l.out}, DType::bf16, kGpu), x = Tensor::empty({M, l.in}, DType::bf16, kGpu);
     g.fill_(0.01), x.fill_(0.01);
@@ -233,11 +236,15 @@ TEST(GemmBiasGradCuda, DISABLED_Timing) {
       a.stream = stream;
       kc::gemm_lt(a);
     };
-    auto sums = [&] { kc::sum_rows_strided(gb.raw_data(), DType::bf16, g.raw_data(), DType::bf16, l.out, M, 1, l.out, stream); };
+    auto sums = [&] {
+      kc::sum_rows_strided(gb.raw_data(), DType::bf16, g.raw_data(), DType::bf16, l.out, M, 1, l.out, stream);
+    };
     const double fused = mean_ms([&] { gemm(true); }), plain = mean_ms([&] { gemm(false); }), rows = mean_ms(sums);
-    std::printf("bias grad out=%ld in=%ld M=%ld: BGRADB epilogue %.4f ms | plain GEMM %.4f ms + column sums %.4f ms "
-                "(%.0f GB/s) = %.4f ms\n", static_cast<long>(l.out), static_cast<long>(l.in), static_cast<long>(M),
-                fused, plain, rows, 2.0 * M * l.out / rows / 1e6, plain + rows);
+    std::printf(
+        "bias grad out=%ld in=%ld M=%ld: BGRADB epilogue %.4f ms | plain GEMM %.4f ms + column sums %.4f ms "
+        "(%.0f GB/s) = %.4f ms\n",
+        static_cast<long>(l.out), static_cast<long>(l.in), static_cast<long>(M), fused, plain, rows,
+        2.0 * M * l.out / rows / 1e6, plain + rows);
   }
 }
 

@@ -37,13 +37,12 @@ struct Case {
   int64_t N, m, k;
   const char* pool;
 };
-const Case kCases[] = {{197, 25, 25, "shifted"}, {1025, 49, 49, "shifted"}, {1601, 49, 49, "shifted"},
-                       {4096, 64, 64, "sequence"}};
+const Case kCases[] = {
+    {197, 25, 25, "shifted"}, {1025, 49, 49, "shifted"}, {1601, 49, 49, "shifted"}, {4096, 64, 64, "sequence"}};
 constexpr int64_t kB = 2, kH = 2, kD = 64, kC = kH * kD;
 
 std::string name_of(const Case& c, DType dt) {
-  return "N=" + std::to_string(c.N) + " m=" + std::to_string(c.m) + " k=" + std::to_string(c.k) + " " +
-         dtype_name(dt);
+  return "N=" + std::to_string(c.N) + " m=" + std::to_string(c.m) + " k=" + std::to_string(c.k) + " " + dtype_name(dt);
 }
 
 Tensor heads_of(const Tensor& x, int64_t H = kH) {  // [B, N, C] → [B, H, N, d]
@@ -228,16 +227,16 @@ TEST(MitaCuda, OnePassInferenceRoutingAndValuesMatchTheCpu) {
   NoGradGuard no_grad;
   ops::MitaRouting routing;
   Tensor v_hat;
-  ASSERT_TRUE(ops::mita_route_with_values(x.q.to(kGpu), x.k.to(kGpu), x.v.to(kGpu), x.r.to(kGpu), c.k, 0.125,
-                                          routing, v_hat));
+  ASSERT_TRUE(
+      ops::mita_route_with_values(x.q.to(kGpu), x.k.to(kGpu), x.v.to(kGpu), x.r.to(kGpu), c.k, 0.125, routing, v_hat));
   check_routing_valid(x, routing, c, "one-pass N=131072");
   const Tensor ref = ops::mita_shared_values(x.r.to(DType::f64), x.k.to(DType::f64), x.v.to(DType::f64), 0.125);
   expect_bf16_rule(v_hat, ref.to(DType::bf16), ref, "one-pass V̂");
   // Equal scores everywhere: every key is a candidate, the lists overflow, and the exact fallback (scores
   // recomputed) must keep the lowest indices, as the CPU does.
   Tensor flat = Tensor::full({kB, kH, c.N, kD}, 0.5, DType::bf16);
-  ASSERT_TRUE(ops::mita_route_with_values(x.q.to(kGpu), flat.to(kGpu), x.v.to(kGpu), x.r.to(kGpu), c.k, 0.125,
-                                          routing, v_hat));
+  ASSERT_TRUE(
+      ops::mita_route_with_values(x.q.to(kGpu), flat.to(kGpu), x.v.to(kGpu), x.r.to(kGpu), c.k, 0.125, routing, v_hat));
   const ops::MitaRouting cpu_r = ops::mita_route(x.q.to(DType::f32), flat.to(DType::f32), x.r.to(DType::f32), c.k);
   EXPECT_EQ(ints(routing.expert_keys), ints(cpu_r.expert_keys));
 }
@@ -395,7 +394,6 @@ TEST(MitaCuda, DeitTinyBf16TrainingStepIsFinite) {
   for (auto& [name, p] : model.named_parameters()) EXPECT_TRUE(std::isfinite(max_abs(p.grad()))) << name;
 }
 
-
 TEST(MitaCuda, PackedQkvPathMatchesTheCpuAndTheSlicePath) {
   VT_REQUIRE_DEVICE();
   uint32_t seed = 1200;
@@ -432,7 +430,6 @@ TEST(MitaCuda, PackedQkvPathMatchesTheCpuAndTheSlicePath) {
       }
 }
 
-
 // The packed training path under each choice of kernels for bf16 (the one-CTA core of short sequences; ops/mita.cpp: masked flash or per-expert joint
 // attention; ops/mita_qkv.cpp: the shared branch as a flash attention, the fused CUDA-core kernel or f32 ops) against the
 // f64 CPU path, by the bf16 rule with the slice path (mita_attention + the composite V̂ in f32) as the plain bf16
@@ -444,8 +441,8 @@ TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
   };
   uint32_t seed = 1500;
   for (const Case& c : {kCases[0], kCases[1], Case{2048, 128, 128, "sequence"}})
-    for (const Choice& ch : {Choice{"small", "flash"}, Choice{"masked", "fused"}, Choice{"masked", "flash"}, Choice{"expert", "fused"},
-                             Choice{"expert", "flash"}, Choice{"expert", "composite"}}) {
+    for (const Choice& ch : {Choice{"small", "flash"}, Choice{"masked", "fused"}, Choice{"masked", "flash"},
+                             Choice{"expert", "fused"}, Choice{"expert", "flash"}, Choice{"expert", "composite"}}) {
       const std::string what = name_of(c, DType::bf16) + " joint " + ch.joint + ", shared " + ch.shared;
       models::MitaOptions o;
       o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
@@ -489,7 +486,8 @@ TEST(MitaCuda, OneCtaCoreWithDwcAndGateMatchesTheCpu) {
     o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
     const Tensor qkv = randn_cpu({kB, c.N, (gate ? 4 : 3) * kC}, seed += 10, DType::bf16);
     const Tensor dout = randn_cpu({kB, c.N, kC}, seed + 5, DType::bf16);
-    const Tensor weight = randn_cpu({kC, 1, 3, 3}, seed + 6, DType::bf16), bias = randn_cpu({kC}, seed + 7, DType::bf16);
+    const Tensor weight = randn_cpu({kC, 1, 3, 3}, seed + 6, DType::bf16),
+                 bias = randn_cpu({kC}, seed + 7, DType::bf16);
     auto run = [&](Device dev, DType t) {
       Tensor leaf = qkv.to(t).to(dev).detach();
       leaf.set_requires_grad(true);
@@ -532,11 +530,11 @@ TEST(MitaSharedCuda, ForwardAndBackwardMatchTheCpuComposite) {
   using ops::matmul, ops::softmax, ops::sum;
   const int64_t B = 2, H = 3;
   uint32_t seed = 3000;
-  for (const SharedCase& c : {SharedCase{197, 25, 64}, SharedCase{50, 4, 32}, SharedCase{197, 4, 32},
-                              SharedCase{50, 25, 64}})
+  for (const SharedCase& c :
+       {SharedCase{197, 25, 64}, SharedCase{50, 4, 32}, SharedCase{197, 4, 32}, SharedCase{50, 25, 64}})
     for (DType dt : {DType::f32, DType::bf16}) {
-      const std::string what = "N=" + std::to_string(c.N) + " m=" + std::to_string(c.m) +
-                               " d=" + std::to_string(c.d) + " " + dtype_name(dt);
+      const std::string what =
+          "N=" + std::to_string(c.N) + " m=" + std::to_string(c.m) + " d=" + std::to_string(c.d) + " " + dtype_name(dt);
       const int64_t C = H * c.d;
       const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
       const kernels::MitaShape s{B, H, c.N, c.m, 1, c.d, static_cast<float>(scale), 1.f, true};

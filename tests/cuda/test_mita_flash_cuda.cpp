@@ -114,8 +114,8 @@ Result mita_cpu(const Problem& p, double (*bf)(double)) {
       };
       std::vector<Slot> sl;
       for (int64_t j = 0; j < P; ++j)
-        sl.push_back({&p.r[(bh * m + j) * d], &p.vh[(bh * m + j) * d], static_cast<T>(p.shared_scale),
-                      &gr[j * d], &gvh[j * d]});
+        sl.push_back(
+            {&p.r[(bh * m + j) * d], &p.vh[(bh * m + j) * d], static_cast<T>(p.shared_scale), &gr[j * d], &gvh[j * d]});
       const int32_t* keys = &p.expert_keys[(bh * m + p.experts[bh * N + n]) * kk];
       for (int64_t i = 0; i < kk; ++i)
         sl.push_back({&p.k[(bh * N + keys[i]) * d], &p.v[(bh * N + keys[i]) * d], static_cast<T>(p.scale),
@@ -155,7 +155,8 @@ void pack_part(std::vector<double>& qkv, const std::vector<double>& x, const Pro
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.H; ++h)
       for (int64_t n = 0; n < N; ++n)
-        for (int64_t c = 0; c < d; ++c) qkv[(b * N + n) * 3 * C + w * C + h * d + c] = x[((b * p.H + h) * N + n) * d + c];
+        for (int64_t c = 0; c < d; ++c)
+          qkv[(b * N + n) * 3 * C + w * C + h * d + c] = x[((b * p.H + h) * N + n) * d + c];
 }
 
 // Part w of a [B, N, parts·C] tensor as a [B, H, N, d] tensor view.
@@ -194,21 +195,21 @@ Result run_kernels(const Problem& p, Family family) {
   Tensor keys = gpu_i32(p.expert_keys), experts = gpu_i32(p.experts), order = gpu_i32(p.order),
          offsets = gpu_i32(p.offsets);
   const kernels::MitaRoutingArrays routing{keys.data<int32_t>(), experts.data<int32_t>(), order.data<int32_t>(),
-                                      offsets.data<int32_t>()};
-  const kernels::MitaShape s{B, H, N, m, p.c.k, d, static_cast<float>(p.scale), static_cast<float>(p.shared_scale),
-                        p.c.shared};
+                                           offsets.data<int32_t>()};
+  const kernels::MitaShape s{
+      B, H, N, m, p.c.k, d, static_cast<float>(p.scale), static_cast<float>(p.shared_scale), p.c.shared};
   const kernels::AttentionView dq_view = view_of(heads_part(dqkv, p, 0)), dk_view = view_of(heads_part(dqkv, p, 1)),
-                          dv_view = view_of(heads_part(dqkv, p, 2));
+                               dv_view = view_of(heads_part(dqkv, p, 2));
   if (family == Family::masked) {
     EXPECT_TRUE(kc::mita_flash_supported(s));
     Tensor ws = Tensor::empty({kc::mita_flash_workspace(s)}, DType::f32, kGpu);
     ws.fill_(-1.0);  // the backward must not rely on what the forward left there
-    kc::mita_flash_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
-                           view_of(vh), routing, s, ws.data<float>(), nullptr);
+    kc::mita_flash_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh),
+                           routing, s, ws.data<float>(), nullptr);
     ws.fill_(-1.0);
-    kc::mita_flash_backward(dq_view, dk_view, dv_view, dr.data<float>(), dvh.data<float>(), view_of(dout),
-                            view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out),
-                            lse.data<float>(), routing, s, ws.data<float>(), nullptr);
+    kc::mita_flash_backward(dq_view, dk_view, dv_view, dr.data<float>(), dvh.data<float>(), view_of(dout), view_of(q),
+                            view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out), lse.data<float>(), routing,
+                            s, ws.data<float>(), nullptr);
   } else {
     const bool deterministic = family == Family::expert_deterministic;
     EXPECT_TRUE(kc::mita_expert_supported(s));
@@ -216,13 +217,18 @@ Result run_kernels(const Problem& p, Family family) {
     ws.fill_(-1.0);  // the backward must not rely on what is there
     kc::mita_joint_forward_mma(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
                                view_of(vh), routing, s, nullptr);
-    kc::mita_expert_backward(dq_view, dk_view, dv_view, dr.data<float>(), dvh.data<float>(), view_of(dout),
-                             view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out),
-                             lse.data<float>(), routing, s, deterministic, ws.data<float>(), nullptr);
+    kc::mita_expert_backward(dq_view, dk_view, dv_view, dr.data<float>(), dvh.data<float>(), view_of(dout), view_of(q),
+                             view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out), lse.data<float>(), routing,
+                             s, deterministic, ws.data<float>(), nullptr);
   }
   VT_CUDA_CHECK(cudaDeviceSynchronize());
-  Result res{out.to_vector(), lse.to_vector(), heads_part(dqkv, p, 0).to_vector(),
-             heads_part(dqkv, p, 1).to_vector(), heads_part(dqkv, p, 2).to_vector(), {}, {}};
+  Result res{out.to_vector(),
+             lse.to_vector(),
+             heads_part(dqkv, p, 0).to_vector(),
+             heads_part(dqkv, p, 1).to_vector(),
+             heads_part(dqkv, p, 2).to_vector(),
+             {},
+             {}};
   if (p.c.shared) res.dr = dr.to_vector(), res.dvh = dvh.to_vector();
   return res;
 }
@@ -239,7 +245,9 @@ std::string name_of(const Config& c) {
 }
 
 const char* family_name(Family f) {
-  return f == Family::masked ? "masked flash" : f == Family::expert_atomics ? "per expert" : "per expert, deterministic";
+  return f == Family::masked           ? "masked flash"
+         : f == Family::expert_atomics ? "per expert"
+                                       : "per expert, deterministic";
 }
 
 void check_config(const Config& c, uint32_t seed, Family family = Family::masked, int64_t B = 2, int64_t H = 2) {
@@ -348,9 +356,9 @@ TEST(MitaFlashCuda, ReferenceMatchesCpuKernels) {
     const kernels::MitaShapeF64 s{B, H, N, m, c.k, d, p.scale, p.shared_scale, shared};
     kernels::cpu::mita_attention_forward(DType::f64, view(out, N), view(p.q, N), view(p.k, N), view(p.v, N),
                                          view(p.r, m), view(p.vh, m), idx, s);
-    kernels::cpu::mita_attention_backward(DType::f64, view(dq, N), view(dk, N), view(dv, N), view(dr, m),
-                                          view(dvh, m), view(p.dout, N), view(p.q, N), view(p.k, N), view(p.v, N),
-                                          view(p.r, m), view(p.vh, m), idx, s);
+    kernels::cpu::mita_attention_backward(DType::f64, view(dq, N), view(dk, N), view(dv, N), view(dr, m), view(dvh, m),
+                                          view(p.dout, N), view(p.q, N), view(p.k, N), view(p.v, N), view(p.r, m),
+                                          view(p.vh, m), idx, s);
     EXPECT_LT(max_abs_diff(as_tensor(out), as_tensor(ref.out)), 1e-12) << shared;
     EXPECT_LT(max_abs_diff(as_tensor(dq), as_tensor(ref.dq)), 1e-10) << shared;
     EXPECT_LT(max_abs_diff(as_tensor(dk), as_tensor(ref.dk)), 1e-10) << shared;
@@ -387,24 +395,25 @@ TEST(MitaFlashCuda, DISABLED_Timing) {
   Tensor dout = randn_cpu({B, H, N, d}, 4, DType::bf16).to(kGpu);
   const ops::MitaRouting routing = ops::mita_route(q, k, r, kk);
   const kernels::MitaRoutingArrays ra{routing.expert_keys.data<int32_t>(), routing.experts.data<int32_t>(),
-                                 routing.order.data<int32_t>(), routing.offsets.data<int32_t>()};
+                                      routing.order.data<int32_t>(), routing.offsets.data<int32_t>()};
   const kernels::MitaShape s{B, H, N, m, kk, d, 0.125f, 0.125f, true};
   Tensor out = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), lse = Tensor::empty({B, H, N}, DType::f32, kGpu);
   Tensor dq = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), dk = Tensor::empty({B, H, N, d}, DType::bf16, kGpu);
   Tensor dv = Tensor::empty({B, H, N, d}, DType::bf16, kGpu);
   Tensor dr = Tensor::empty({B, H, m, d}, DType::f32, kGpu), dvh = Tensor::empty({B, H, m, d}, DType::f32, kGpu);
-  Tensor p_shared = Tensor::empty({B, H, N, m}, DType::f32, kGpu), ds_shared = Tensor::empty({B, H, N, m}, DType::f32, kGpu);
-  const int64_t ws_size = std::max({kc::mita_flash_workspace(s), kc::mita_backward_workspace(s, true),
-                                    kc::mita_backward_workspace(s, false)});
+  Tensor p_shared = Tensor::empty({B, H, N, m}, DType::f32, kGpu),
+         ds_shared = Tensor::empty({B, H, N, m}, DType::f32, kGpu);
+  const int64_t ws_size = std::max(
+      {kc::mita_flash_workspace(s), kc::mita_backward_workspace(s, true), kc::mita_backward_workspace(s, false)});
   Tensor ws = Tensor::empty({ws_size}, DType::f32, kGpu);
   auto flash_fwd = [&] {
-    kc::mita_flash_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
-                           view_of(vh), ra, s, ws.data<float>(), nullptr);
+    kc::mita_flash_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh),
+                           ra, s, ws.data<float>(), nullptr);
   };
   auto flash_bwd = [&] {
-    kc::mita_flash_backward(view_of(dq), view_of(dk), view_of(dv), dr.data<float>(), dvh.data<float>(),
-                            view_of(dout), view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh),
-                            view_of(out), lse.data<float>(), ra, s, ws.data<float>(), nullptr);
+    kc::mita_flash_backward(view_of(dq), view_of(dk), view_of(dv), dr.data<float>(), dvh.data<float>(), view_of(dout),
+                            view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out),
+                            lse.data<float>(), ra, s, ws.data<float>(), nullptr);
   };
   auto joint_fwd = [&] {
     kc::mita_attention_forward(DType::bf16, view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v),
@@ -412,9 +421,9 @@ TEST(MitaFlashCuda, DISABLED_Timing) {
   };
   auto joint_bwd = [&](bool deterministic) {
     kc::mita_attention_backward(DType::bf16, view_of(dq), view_of(dk), view_of(dv), p_shared.data<float>(),
-                                ds_shared.data<float>(), view_of(dout), view_of(q), view_of(k), view_of(v),
-                                view_of(r), view_of(vh), view_of(out), lse.data<float>(), ra, s, deterministic,
-                                ws.data<float>(), nullptr);
+                                ds_shared.data<float>(), view_of(dout), view_of(q), view_of(k), view_of(v), view_of(r),
+                                view_of(vh), view_of(out), lse.data<float>(), ra, s, deterministic, ws.data<float>(),
+                                nullptr);
   };
   const double flash_f = mean_ms(flash_fwd), flash_fb = mean_ms([&] { flash_fwd(), flash_bwd(); });
   const double joint_f = mean_ms(joint_fwd);
@@ -442,11 +451,12 @@ TEST(MitaExpertCuda, DISABLED_TimingAgainstDense) {
                         Case{"lra_4k", 32, 2, 4096, 32, 128, 128}, Case{"long_64k", 1, 2, 65536, 64, 128, 128}}) {
     const int64_t B = c.B, H = c.H, N = c.N, d = c.d, m = c.m, kk = c.k;
     Tensor q = randn_cpu({B, H, N, d}, 1, DType::bf16).to(kGpu), k = randn_cpu({B, H, N, d}, 2, DType::bf16).to(kGpu);
-    Tensor v = randn_cpu({B, H, N, d}, 3, DType::bf16).to(kGpu), dout = randn_cpu({B, H, N, d}, 4, DType::bf16).to(kGpu);
+    Tensor v = randn_cpu({B, H, N, d}, 3, DType::bf16).to(kGpu),
+           dout = randn_cpu({B, H, N, d}, 4, DType::bf16).to(kGpu);
     Tensor r = randn_cpu({B, H, m, d}, 5, DType::bf16).to(kGpu), vh = randn_cpu({B, H, m, d}, 6, DType::bf16).to(kGpu);
     const ops::MitaRouting routing = ops::mita_route(q, k, r, kk);
     const kernels::MitaRoutingArrays ra{routing.expert_keys.data<int32_t>(), routing.experts.data<int32_t>(),
-                                   routing.order.data<int32_t>(), routing.offsets.data<int32_t>()};
+                                        routing.order.data<int32_t>(), routing.offsets.data<int32_t>()};
     const float scale = 1.f / std::sqrt(static_cast<float>(d));
     const kernels::MitaShape s{B, H, N, m, kk, d, scale, scale, true};
     Tensor out = Tensor::empty({B, H, N, d}, DType::bf16, kGpu), lse = Tensor::empty({B, H, N}, DType::f32, kGpu);
@@ -455,9 +465,9 @@ TEST(MitaExpertCuda, DISABLED_TimingAgainstDense) {
     Tensor dr = Tensor::empty({B, H, m, d}, DType::f32, kGpu), dvh = Tensor::empty({B, H, m, d}, DType::f32, kGpu);
     const kernels::AttentionShape dense_shape{B, H, N, d, scale};
     const bool masked = kc::mita_flash_supported(s);
-    const int64_t ws_size = std::max({masked ? kc::mita_flash_workspace(s) : 0, kc::mita_expert_backward_workspace(s, true),
-                                      kc::mita_expert_backward_workspace(s, false),
-                                      kc::flash_attention_backward_workspace(dense_shape)});
+    const int64_t ws_size =
+        std::max({masked ? kc::mita_flash_workspace(s) : 0, kc::mita_expert_backward_workspace(s, true),
+                  kc::mita_expert_backward_workspace(s, false), kc::flash_attention_backward_workspace(dense_shape)});
     Tensor ws = Tensor::empty({ws_size}, DType::f32, kGpu);
     auto expert_fwd = [&] {
       kc::mita_joint_forward_mma(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), view_of(r),
@@ -465,8 +475,8 @@ TEST(MitaExpertCuda, DISABLED_TimingAgainstDense) {
     };
     auto expert_bwd = [&](bool det) {
       kc::mita_expert_backward(view_of(dq), view_of(dk), view_of(dv), dr.data<float>(), dvh.data<float>(),
-                               view_of(dout), view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh),
-                               view_of(out), lse.data<float>(), ra, s, det, ws.data<float>(), nullptr);
+                               view_of(dout), view_of(q), view_of(k), view_of(v), view_of(r), view_of(vh), view_of(out),
+                               lse.data<float>(), ra, s, det, ws.data<float>(), nullptr);
     };
     auto dense_fwd = [&] {
       kc::flash_attention_forward(view_of(out), lse.data<float>(), view_of(q), view_of(k), view_of(v), dense_shape,
@@ -493,10 +503,11 @@ TEST(MitaExpertCuda, DISABLED_TimingAgainstDense) {
                                 view_of(out), lse.data<float>(), ra, s, ws.data<float>(), nullptr);
       });
     }
-    std::printf("joint_timing %s B=%ld H=%ld N=%ld d=%ld m=%ld k=%ld | ms fwd / fwd+bwd: expert %.3f / %.3f (det %.3f)"
-                " | masked %.3f / %.3f | dense flash %.3f / %.3f | dense/expert fwd+bwd %.2fx\n",
-                c.name, static_cast<long>(B), static_cast<long>(H), static_cast<long>(N), static_cast<long>(d),
-                static_cast<long>(m), static_cast<long>(kk), e_f, e_fb, e_fb_det, m_f, m_fb, d_f, d_fb, d_fb / e_fb);
+    std::printf(
+        "joint_timing %s B=%ld H=%ld N=%ld d=%ld m=%ld k=%ld | ms fwd / fwd+bwd: expert %.3f / %.3f (det %.3f)"
+        " | masked %.3f / %.3f | dense flash %.3f / %.3f | dense/expert fwd+bwd %.2fx\n",
+        c.name, static_cast<long>(B), static_cast<long>(H), static_cast<long>(N), static_cast<long>(d),
+        static_cast<long>(m), static_cast<long>(kk), e_f, e_fb, e_fb_det, m_f, m_fb, d_f, d_fb, d_fb / e_fb);
   }
 }
 

@@ -48,7 +48,8 @@ TEST(MitaTopkCuda, RowsEqualTheHostRuleAcrossRowLengthsAndTies) {
         // Ties: small integers (many equal scores, no signed zeros: ±0 order by their bits here).
         if (ties)
           for (float& v : x) v = static_cast<float>(static_cast<int>(v * 2.f) % 3) + 0.5f;
-        const Tensor dev_x = Tensor::from_vector(std::vector<double>(x.begin(), x.end()), {rows, N}, DType::f32).to(kGpu);
+        const Tensor dev_x =
+            Tensor::from_vector(std::vector<double>(x.begin(), x.end()), {rows, N}, DType::f32).to(kGpu);
         Tensor dev_out = Tensor::empty({rows, k}, DType::i32, kGpu);
         kernels::cuda::mita_topk_rows(dev_x.data<float>(), dev_out.data<int32_t>(), rows, N, k,
                                       kernels::cuda::current_stream());

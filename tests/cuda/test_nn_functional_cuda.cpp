@@ -51,17 +51,17 @@ struct SoftmaxCase {
   int64_t dim;
 };
 
-const std::vector<SoftmaxCase> kSoftmaxCases = {
-    {{5, 197}, -1}, {{3, 1000}, -1}, {{2, 4097}, -1}, {{7, 33}, -1}, {{6, 1}, -1},
-    {{9, 1025}, -1}, {{3, 5, 7}, 1},  {{4, 9}, 0},     {{2, 197, 3}, 1}};
+const std::vector<SoftmaxCase> kSoftmaxCases = {{{5, 197}, -1}, {{3, 1000}, -1}, {{2, 4097}, -1},
+                                                {{7, 33}, -1},  {{6, 1}, -1},    {{9, 1025}, -1},
+                                                {{3, 5, 7}, 1}, {{4, 9}, 0},     {{2, 197, 3}, 1}};
 
 TEST(SoftmaxCuda, F32ForwardAndBackwardMatchCpu) {
   VT_REQUIRE_DEVICE();
   uint32_t seed = 1;
   for (const auto& c : kSoftmaxCases) {
     for (bool log : {false, true}) {
-      const std::string what = std::string(log ? "log_softmax " : "softmax ") + to_string(c.shape) + " dim " +
-                               std::to_string(c.dim);
+      const std::string what =
+          std::string(log ? "log_softmax " : "softmax ") + to_string(c.shape) + " dim " + std::to_string(c.dim);
       SCOPED_TRACE(what);
       Tensor x = randn_cpu(c.shape, seed++, DType::f32, 3.0), dy = randn_cpu(c.shape, seed++, DType::f32);
       auto run = [&](Tensor xi, const Tensor& g) {
@@ -125,14 +125,13 @@ struct LnCase {
 
 // C a multiple of 8 up to 1024 takes the packed (register) kernels for f32 and bf16, C = 100 only for f32 (a
 // multiple of 4), other C the generic kernels.
-const std::vector<LnCase> kLnCases = {{{4, 197, 192}, true, true}, {{300, 384}, true, true},
-                                      {{64, 768}, true, false},    {{37, 7}, false, true},
-                                      {{1, 5}, false, false},      {{6, 7000}, true, true},  // > 6144: global scratch
-                                      {{2053, 33}, true, true},   // more tiles than backward blocks
-                                      {{4513, 384}, true, true},  // odd rows, more tiles than packed blocks
-                                      {{99, 192}, false, true},    {{41, 100}, true, true},
-                                      {{29, 1024}, true, true},    {{17, 1032}, true, false},
-                                      {{5, 390}, true, true}};
+const std::vector<LnCase> kLnCases = {
+    {{4, 197, 192}, true, true}, {{300, 384}, true, true}, {{64, 768}, true, false},
+    {{37, 7}, false, true},      {{1, 5}, false, false},   {{6, 7000}, true, true},  // > 6144: global scratch
+    {{2053, 33}, true, true},                                                        // more tiles than backward blocks
+    {{4513, 384}, true, true},  // odd rows, more tiles than packed blocks
+    {{99, 192}, false, true},    {{41, 100}, true, true},  {{29, 1024}, true, true},
+    {{17, 1032}, true, false},   {{5, 390}, true, true}};
 
 // Per-column Σ_rows |dy·x̂| and Σ_rows |dy| (f64), the scale of the f32 summation error of dw and db.
 std::pair<Tensor, Tensor> wb_abs_sums(const Tensor& x, const Tensor& dy, double eps) {

@@ -53,11 +53,22 @@ struct DimsCase {
 };
 
 const DimsCase kDims[] = {
-    {{1}, {}},           {{3}, {}},          {{1000003}, {}},       {{7, 5, 3}, {0}},      {{7, 5, 3}, {1}},
-    {{7, 5, 3}, {2}},    {{7, 5, 3}, {0, 1}}, {{7, 5, 3}, {1, 2}},   {{7, 5, 3}, {0, 2}},   {{7, 5, 3}, {}},
+    {{1}, {}},
+    {{3}, {}},
+    {{1000003}, {}},
+    {{7, 5, 3}, {0}},
+    {{7, 5, 3}, {1}},
+    {{7, 5, 3}, {2}},
+    {{7, 5, 3}, {0, 1}},
+    {{7, 5, 3}, {1, 2}},
+    {{7, 5, 3}, {0, 2}},
+    {{7, 5, 3}, {}},
     {{64, 40000}, {1}},  // long rows: split into chunks, second pass over the partials
     {{50000, 3}, {0}},   // tall thin columns (a bias gradient): split columns
-    {{3, 100001, 2}, {1}}, {{2, 3, 4, 5, 6}, {1, 3}}, {{197, 192}, {0}}, {{197, 192}, {-1}},
+    {{3, 100001, 2}, {1}},
+    {{2, 3, 4, 5, 6}, {1, 3}},
+    {{197, 192}, {0}},
+    {{197, 192}, {-1}},
 };
 
 TEST(ReduceCuda, SumAndMeanOfIntegersAreExact) {
@@ -93,8 +104,8 @@ TEST(ReduceCuda, SumOfRandomValuesMatchesF64WithinF32Rounding) {
 
 TEST(ReduceCuda, Bf16SumsAndMeansFollowTheBf16Rule) {
   VT_REQUIRE_DEVICE();
-  const DimsCase cases[] = {{{64, 300}, {1}}, {{300, 48}, {0}}, {{8, 5000}, {1}}, {{6, 50, 7}, {0, 1}},
-                            {{3000, 40}, {0}}};
+  const DimsCase cases[] = {
+      {{64, 300}, {1}}, {{300, 48}, {0}}, {{8, 5000}, {1}}, {{6, 50, 7}, {0, 1}}, {{3000, 40}, {0}}};
   for (const auto& c : cases) {
     Tensor x = randn_cpu(c.shape, 4, DType::bf16, 1.0, 0.5);
     Tensor ours = ops::sum(x.to(kGpu), c.dims);
@@ -112,8 +123,8 @@ TEST(ReduceCuda, MaxAndArgmaxMatchCpuIncludingTies) {
     Shape shape;
     int64_t dim;
   };
-  const MaxCase cases[] = {{{7, 1000}, 1}, {{5, 37, 3}, 1}, {{1000003}, 0}, {{4, 6}, 0}, {{1, 1}, 1},
-                           {{3, 65, 33}, -1}, {{2, 3, 4, 5}, 2}};
+  const MaxCase cases[] = {{{7, 1000}, 1}, {{5, 37, 3}, 1},   {{1000003}, 0},   {{4, 6}, 0},
+                           {{1, 1}, 1},    {{3, 65, 33}, -1}, {{2, 3, 4, 5}, 2}};
   for (const auto& c : cases) {
     // Few distinct values: many ties, so the first-arg-max rule is exercised.
     Tensor x = ints_cpu(c.shape, 5, -4, 4);

@@ -115,12 +115,11 @@ TEST(TrainingCuda, SegmentationCudaGraphTrainingEqualsEagerTraining) {
   auto run = [&](const std::string& name, bool graph, std::vector<double>& losses) {
     engine::TrainHooks hooks;
     hooks.on_update = [&](int64_t, double loss) { losses.push_back(loss); };
-    engine::train_segmentation(
-        mini_segmenter_config("vit_tiny_dense.yaml", data, dir.file(name),
-                              {"train.device=cuda:0", "data.test_limit=1", "optim.clip_grad=0.5",
-                               "train.model_ema=true", "train.model_ema_decay=0.9",
-                               std::string("train.cuda_graph=") + (graph ? "true" : "false")}),
-        hooks);
+    engine::train_segmentation(mini_segmenter_config("vit_tiny_dense.yaml", data, dir.file(name),
+                                                     {"train.device=cuda:0", "data.test_limit=1", "optim.clip_grad=0.5",
+                                                      "train.model_ema=true", "train.model_ema_decay=0.9",
+                                                      std::string("train.cuda_graph=") + (graph ? "true" : "false")}),
+                               hooks);
   };
   std::vector<double> eager, graph;
   run("eager", false, eager);

@@ -13,8 +13,8 @@ void write_jpeg(const std::string& path, const cv::Mat& img, int pixel_format, i
   tjhandle tj = tjInitCompress();
   unsigned char* buf = nullptr;
   unsigned long size = 0;
-  const int rc = tjCompress2(tj, img.data, img.cols, static_cast<int>(img.step[0]), img.rows, pixel_format, &buf,
-                             &size, subsamp, quality, 0);
+  const int rc = tjCompress2(tj, img.data, img.cols, static_cast<int>(img.step[0]), img.rows, pixel_format, &buf, &size,
+                             subsamp, quality, 0);
   if (rc != 0) {
     const std::string msg = tjGetErrorStr2(tj);
     tjDestroy(tj);

@@ -13,7 +13,7 @@ namespace {
 
 // A flat colour per class, far apart so JPEG artefacts never blur two classes together.
 cv::Vec3b class_colour(int c) {
-  static const cv::Vec3b kColours[] = {{230, 40, 40}, {40, 200, 60}, {50, 60, 230}, {230, 220, 50},
+  static const cv::Vec3b kColours[] = {{230, 40, 40},  {40, 200, 60},  {50, 60, 230},   {230, 220, 50},
                                        {200, 60, 210}, {40, 210, 220}, {128, 128, 128}, {250, 250, 250}};
   return kColours[static_cast<size_t>(c) % (sizeof(kColours) / sizeof(kColours[0]))];
 }

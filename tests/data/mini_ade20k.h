@@ -9,8 +9,8 @@
 namespace vt::test {
 
 struct MiniAde20kOptions {
-  int train = 8, val = 3;  ///< images per split
-  int classes = 4;         ///< raw labels 1..classes appear (plus 0 at the borders)
+  int train = 8, val = 3;       ///< images per split
+  int classes = 4;              ///< raw labels 1..classes appear (plus 0 at the borders)
   int width = 48, height = 40;  ///< the first image's size; the others vary by a few pixels
 };
 

@@ -94,8 +94,8 @@ TEST(Decode, JpegRegionIsTheCropOfTheFullDecode) {
                   .pixels.empty());
   cv::Mat cmyk(16, 16, CV_8UC4, cv::Scalar(10, 20, 30, 255));
   write_jpeg_cmyk(dir.file("c.jpg"), cmyk);
-  EXPECT_TRUE(
-      data::decode_jpeg_region(data::read_file_bytes(dir.file("c.jpg")), "c.jpg", 16, 16, {0, 0, 8, 8}, 0).pixels.empty());
+  EXPECT_TRUE(data::decode_jpeg_region(data::read_file_bytes(dir.file("c.jpg")), "c.jpg", 16, 16, {0, 0, 8, 8}, 0)
+                  .pixels.empty());
   std::vector<uint8_t> corrupt(bytes.begin(), bytes.begin() + 120);  // a cut header, then an end marker
   corrupt.push_back(0xFF);
   corrupt.push_back(0xD9);

@@ -82,7 +82,8 @@ TEST(DevicePrefetcher, GpuBatchesEqualTheLoadersForEveryDepth) {
 TEST(DevicePrefetcher, GpuSurfacesTheLoadersError) {
   VT_REQUIRE_DEVICE();
   CountingSource src(30, 17);
-  data::Loader loader(src, [](int64_t) { return data::shuffled_order(30, 0, 0); }, small_batches());
+  data::Loader loader(
+      src, [](int64_t) { return data::shuffled_order(30, 0, 0); }, small_batches());
   data::DevicePrefetcher p(loader, kGpu, 2);
   p.start_epoch(0);
   data::Batch b;

@@ -19,10 +19,10 @@ namespace fs = std::filesystem;
 namespace vt::test {
 namespace {
 
-const std::vector<std::string> kOverrides = {"data.dataset=imagefolder", "data.workers=2", "model.img_size=32",
-                                             "model.patch_size=8", "model.num_classes=2", "model.embed_dim=24",
-                                             "model.num_heads=2", "model.depth=1", "train.device=cpu",
-                                             "train.threads=2", "eval.batch_size=2"};
+const std::vector<std::string> kOverrides = {"data.dataset=imagefolder", "data.workers=2",      "model.img_size=32",
+                                             "model.patch_size=8",       "model.num_classes=2", "model.embed_dim=24",
+                                             "model.num_heads=2",        "model.depth=1",       "train.device=cpu",
+                                             "train.threads=2",          "eval.batch_size=2"};
 const std::string kYaml = std::string(VT_SOURCE_DIR) + "/configs/imagenet/deit_tiny_dense.yaml";
 
 // val/ of 2 classes x 3 good 40x40 JPEGs, plus a truncated JPEG in class0 and random bytes in class1; and random

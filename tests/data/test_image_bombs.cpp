@@ -43,9 +43,9 @@ TEST(ImageBombs, PngDeclaring100000SquaredIsRefusedFromItsHeader) {
   const data::ImageInfo info = data::peek_image(bytes, path, 0);
   EXPECT_EQ(info.width, 100000);
   EXPECT_EQ(info.height, 100000);
-  for (const std::string& e : {error_of([&] { data::peek_image(bytes, path); }),
-                               error_of([&] { data::decode_rgb(bytes, path); }),
-                               error_of([&] { data::load_rgb(path); })}) {
+  for (const std::string& e :
+       {error_of([&] { data::peek_image(bytes, path); }), error_of([&] { data::decode_rgb(bytes, path); }),
+        error_of([&] { data::load_rgb(path); })}) {
     EXPECT_NE(e.find(path), std::string::npos) << e;
     EXPECT_NE(e.find("100000x100000 = 10000000000 pixels, more than data.max_image_pixels = 89478485"),
               std::string::npos)
@@ -62,9 +62,9 @@ TEST(ImageBombs, JpegDeclaring16000SquaredIsRefusedFromItsHeader) {
   const data::ImageInfo info = data::peek_image(bytes, path, 0);
   EXPECT_EQ(info.width, 16000);
   EXPECT_EQ(info.height, 16000);
-  for (const std::string& e : {error_of([&] { data::peek_image(bytes, path); }),
-                               error_of([&] { data::decode_rgb(bytes, path, 224, 224); }),
-                               error_of([&] { data::load_rgb(path); })}) {
+  for (const std::string& e :
+       {error_of([&] { data::peek_image(bytes, path); }), error_of([&] { data::decode_rgb(bytes, path, 224, 224); }),
+        error_of([&] { data::load_rgb(path); })}) {
     EXPECT_NE(e.find(path), std::string::npos) << e;
     EXPECT_NE(e.find("16000x16000 = 256000000 pixels, more than data.max_image_pixels"), std::string::npos) << e;
   }

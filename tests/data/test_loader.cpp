@@ -36,8 +36,8 @@ class RandomSource : public data::SampleSource {
 };
 
 std::vector<std::vector<double>> run_epoch(const data::SampleSource& src, data::Loader::Sampler sampler,
-                                          data::LoaderOptions o, int64_t epoch, std::vector<int64_t>* labels,
-                                          std::vector<std::string>* bad = nullptr) {
+                                           data::LoaderOptions o, int64_t epoch, std::vector<int64_t>* labels,
+                                           std::vector<std::string>* bad = nullptr) {
   data::Loader loader(src, std::move(sampler), o);
   loader.start_epoch(epoch);
   std::vector<std::vector<double>> out;
@@ -121,7 +121,12 @@ TEST(Loader, TooManyBadFilesStopsTheRunNamingTheFile) {
   o.batch_size = 2;
   o.threads = 2;
   o.max_bad_files = 0;
-  data::Loader loader(src, [](int64_t) { return std::vector<int64_t>{0, 1}; }, o);
+  data::Loader loader(
+      src,
+      [](int64_t) {
+        return std::vector<int64_t>{0, 1};
+      },
+      o);
   loader.start_epoch(0);
   data::Batch b;
   try {
@@ -138,7 +143,8 @@ TEST(Loader, AFailingWorkerSurfacesItsError) {
   data::LoaderOptions o;
   o.batch_size = 4;
   o.threads = 4;
-  data::Loader loader(src, [](int64_t) { return data::shuffled_order(64, 0, 0); }, o);
+  data::Loader loader(
+      src, [](int64_t) { return data::shuffled_order(64, 0, 0); }, o);
   loader.start_epoch(0);
   data::Batch b;
   try {
@@ -157,7 +163,8 @@ TEST(Loader, ShutsDownCleanlyMidEpochAndRestarts) {
   o.batch_size = 10;
   o.threads = 3;
   o.prefetch_batches = 2;
-  data::Loader loader(src, [](int64_t e) { return data::shuffled_order(1000, 5, e); }, o);
+  data::Loader loader(
+      src, [](int64_t e) { return data::shuffled_order(1000, 5, e); }, o);
   loader.start_epoch(0);
   data::Batch first, b;
   ASSERT_TRUE(loader.next(first));
@@ -187,7 +194,8 @@ TEST(Loader, Ade20kBatchesCarryLabelMaps) {
   data::LoaderOptions o;
   o.batch_size = 2;
   o.threads = 1;
-  data::Loader loader(src, [](int64_t e) { return data::shuffled_order(6, 2, e); }, o);
+  data::Loader loader(
+      src, [](int64_t e) { return data::shuffled_order(6, 2, e); }, o);
   loader.start_epoch(0);
   data::Batch b;
   ASSERT_TRUE(loader.next(b));
@@ -196,7 +204,8 @@ TEST(Loader, Ade20kBatchesCarryLabelMaps) {
   for (double v : b.labels.to_vector()) ASSERT_TRUE(v == 255 || (v >= 0 && v < data::kAde20kClasses)) << v;
   o.threads = 3;
   std::vector<double> first = b.labels.to_vector();
-  data::Loader again(src, [](int64_t e) { return data::shuffled_order(6, 2, e); }, o);
+  data::Loader again(
+      src, [](int64_t e) { return data::shuffled_order(6, 2, e); }, o);
   again.start_epoch(0);
   ASSERT_TRUE(again.next(b));
   EXPECT_EQ(b.labels.to_vector(), first);

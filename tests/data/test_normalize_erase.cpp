@@ -40,7 +40,8 @@ std::vector<std::pair<std::vector<double>, std::vector<double>>> epoch_batches(c
   o.seed = 7;
   o.pixels = pixels;
   const int64_t n = src.size();
-  data::Loader loader(src, [n](int64_t epoch) { return data::shuffled_order(n, 3, epoch); }, o);
+  data::Loader loader(
+      src, [n](int64_t epoch) { return data::shuffled_order(n, 3, epoch); }, o);
   loader.start_epoch(2);
   std::vector<std::pair<std::vector<double>, std::vector<double>>> out;
   data::Batch b;

@@ -41,20 +41,29 @@ std::vector<GoldenOp> read_ops() {
     head >> g.name >> g.arg;
     std::getline(in, hex);
     g.out = cv::Mat(47, 61, CV_8UC3);
-    for (int i = 0; i < 47 * 61 * 3; ++i) g.out.data[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    for (int i = 0; i < 47 * 61 * 3; ++i)
+      g.out.data[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
     ops.push_back(g);
   }
   return ops;
 }
 
 TEST(RandAugment, EachOpMatchesPillow) {
-  const std::map<std::string, AugOp> by_name{
-      {"auto_contrast", AugOp::auto_contrast}, {"equalize", AugOp::equalize}, {"invert", AugOp::invert},
-      {"posterize", AugOp::posterize}, {"solarize", AugOp::solarize}, {"solarize_add", AugOp::solarize_add},
-      {"color", AugOp::color}, {"contrast", AugOp::contrast}, {"brightness", AugOp::brightness},
-      {"sharpness", AugOp::sharpness}, {"rotate", AugOp::rotate}, {"shear_x", AugOp::shear_x},
-      {"shear_y", AugOp::shear_y}, {"translate_x_rel", AugOp::translate_x_rel},
-      {"translate_y_rel", AugOp::translate_y_rel}};
+  const std::map<std::string, AugOp> by_name{{"auto_contrast", AugOp::auto_contrast},
+                                             {"equalize", AugOp::equalize},
+                                             {"invert", AugOp::invert},
+                                             {"posterize", AugOp::posterize},
+                                             {"solarize", AugOp::solarize},
+                                             {"solarize_add", AugOp::solarize_add},
+                                             {"color", AugOp::color},
+                                             {"contrast", AugOp::contrast},
+                                             {"brightness", AugOp::brightness},
+                                             {"sharpness", AugOp::sharpness},
+                                             {"rotate", AugOp::rotate},
+                                             {"shear_x", AugOp::shear_x},
+                                             {"shear_y", AugOp::shear_y},
+                                             {"translate_x_rel", AugOp::translate_x_rel},
+                                             {"translate_y_rel", AugOp::translate_y_rel}};
   const auto golden = read_ops();
   ASSERT_EQ(golden.size(), 15u) << "fixture missing";
   const cv::Mat img = golden_input();
@@ -83,8 +92,8 @@ TEST(RandAugment, LevelFunctionsAsTimm) {
   EXPECT_DOUBLE_EQ(data::aug_op_argument(AugOp::rotate, 9, true, inc), -27.0);
   EXPECT_DOUBLE_EQ(data::aug_op_argument(AugOp::shear_x, 10, false, inc), 0.3);
   EXPECT_DOUBLE_EQ(data::aug_op_argument(AugOp::translate_y_rel, 10, true, inc), -0.45);
-  EXPECT_DOUBLE_EQ(data::aug_op_argument(AugOp::posterize, 9, false, inc), 1);   // 4 - int(3.6)
-  EXPECT_DOUBLE_EQ(data::aug_op_argument(AugOp::solarize, 9, false, inc), 26);   // 256 - int(230.4)
+  EXPECT_DOUBLE_EQ(data::aug_op_argument(AugOp::posterize, 9, false, inc), 1);  // 4 - int(3.6)
+  EXPECT_DOUBLE_EQ(data::aug_op_argument(AugOp::solarize, 9, false, inc), 26);  // 256 - int(230.4)
   EXPECT_DOUBLE_EQ(data::aug_op_argument(AugOp::solarize_add, 9, false, inc), 99);
   EXPECT_NEAR(data::aug_op_argument(AugOp::color, 9, false, inc), 1.81, 1e-12);
   EXPECT_NEAR(data::aug_op_argument(AugOp::sharpness, 9, true, inc), 0.19, 1e-12);

@@ -55,9 +55,9 @@ TEST(Transforms, MatchPillowBitForBit) {
   EXPECT_EQ(max_abs_diff_u8(data::eval_resize_crop(img, 40, 0.9), golden.at("eval_40_0.9")), 0);
   EXPECT_EQ(max_abs_diff_u8(data::crop_and_resize(img, {5, 3, 40, 30}, 24), golden.at("crop_5_3_40_30_to_24")), 0);
   EXPECT_EQ(max_abs_diff_u8(data::crop_and_resize(img, {10, 10, 12, 9}, 24), golden.at("crop_10_10_12_9_to_24")), 0);
-  EXPECT_EQ(max_abs_diff_u8(data::pil_resize(img, 20, 33, data::PilFilter::bilinear),
-                            golden.at("bilinear_61x47_to_20x33")),
-            0);
+  EXPECT_EQ(
+      max_abs_diff_u8(data::pil_resize(img, 20, 33, data::PilFilter::bilinear), golden.at("bilinear_61x47_to_20x33")),
+      0);
 }
 
 double mean_abs_diff_u8(const cv::Mat& a, const cv::Mat& b) {

@@ -61,8 +61,8 @@ TEST(ImageFolderTraining, DeitRecipeTrainsEvaluatesAndResumesExactly) {
   ASSERT_GT(base.data.aug_repeats, 0);
 
   // Stopped after update 4: mid-way through the second epoch.
-  const engine::TrainSummary full = expect_exact_resume(
-      [&](const std::string& out) { return shrunk(dir / "data", out); }, (dir / "run").string(), 4);
+  const engine::TrainSummary full =
+      expect_exact_resume([&](const std::string& out) { return shrunk(dir / "data", out); }, (dir / "run").string(), 4);
   EXPECT_EQ(full.steps, 6);  // 24 train images (repeated-aug sampler keeps 24 per epoch) / batch 8 x 2 epochs
   EXPECT_EQ(full.test.count, 12);
   EXPECT_GE(full.test.top1, 0.0);
@@ -138,9 +138,9 @@ TEST(ImageFolderTraining, EveryTable2ConfigTrainsEvaluatesAndResumes) {
     if (e.path().extension() != ".yaml") continue;
     SCOPED_TRACE(e.path().string());
     ++seen;
-    const engine::TrainSummary full = expect_exact_resume(
-        [&](const std::string& out) { return shrunk(dir / "data", out, e.path()); }, (dir / e.path().stem()).string(),
-        4);
+    const engine::TrainSummary full =
+        expect_exact_resume([&](const std::string& out) { return shrunk(dir / "data", out, e.path()); },
+                            (dir / e.path().stem()).string(), 4);
     EXPECT_EQ(full.steps, 6);
     EXPECT_EQ(full.test.count, 12);
     EXPECT_TRUE(full.test_ema.has_value());

@@ -27,8 +27,8 @@ int run_study(const fs::path& dir, const std::string& log) {
       (dir / "record").string() +
       "' EXTRA_SET='data.train_limit=64 data.test_limit=32 model.depth=1 model.embed_dim=48 model.num_heads=3 "
       "train.batch_size=16 eval.batch_size=32 schedule.warmup_epochs=0 train.threads=1 data.workers=1' "
-      "bash scripts/proxy_study.sh '" + vt::test::fmnist_dir() + "' '" + (dir / "out").string() + "' > '" +
-      (dir / log).string() + "' 2>&1";
+      "bash scripts/proxy_study.sh '" +
+      vt::test::fmnist_dir() + "' '" + (dir / "out").string() + "' > '" + (dir / log).string() + "' 2>&1";
   return std::system(cmd.c_str());
 }
 
@@ -42,7 +42,8 @@ TEST(ProxyStudy, CiSizedRunRecordsTablesAndChart) {
       EXPECT_TRUE(fs::exists(dir / "record" / v / ("seed" + std::to_string(s)) / "metrics.jsonl")) << v << " " << s;
   const std::string table = read_file(dir / "out" / "proxy_study.md");
   // | variant | seeds | mean ± std | Δ vs mita | paper |
-  const std::regex row(R"(\| (dense|mita|mita_dwc) \| 2 \| [0-9]+\.[0-9]{2} ± [0-9]+\.[0-9]{2} \| [-+][0-9]+\.[0-9]{2} \| )");
+  const std::regex row(
+      R"(\| (dense|mita|mita_dwc) \| 2 \| [0-9]+\.[0-9]{2} ± [0-9]+\.[0-9]{2} \| [-+][0-9]+\.[0-9]{2} \| )");
   int rows = 0;
   for (std::sregex_iterator it(table.begin(), table.end(), row), end; it != end; ++it) ++rows;
   EXPECT_EQ(rows, 3) << table;

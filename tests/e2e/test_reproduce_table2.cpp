@@ -35,7 +35,8 @@ void write_tree(const fs::path& root) {
 // Runs the script with the CI-sized knobs; its console output goes to `log`. Returns the exit status.
 int run_script(const fs::path& data, const fs::path& out, const fs::path& log) {
   const std::string cmd =
-      "VITRAIN='" + std::string(VT_BINARY_DIR) + "/bin/vitrain' EPOCHS=1 BATCH=8 DEVICE=cpu BENCH_MODEL=vit_micro "
+      "VITRAIN='" + std::string(VT_BINARY_DIR) +
+      "/bin/vitrain' EPOCHS=1 BATCH=8 DEVICE=cpu BENCH_MODEL=vit_micro "
       "BENCH_M=4 BENCH_K=4 BENCH_BATCH=2 BENCH_STEPS=1 BENCH_WARMUP=0 BENCH_EXTRA='--threads 1' "
       "EXTRA_SET='data.workers=2 model.img_size=32 model.patch_size=8 model.num_classes=3 model.embed_dim=48 "
       "model.num_heads=3 model.depth=1 model.attention.m=4 model.attention.k=4 model.attention.agent_num=4 "
@@ -69,7 +70,8 @@ TEST(ReproduceTable2, CiSizedRunFillsTheTableBesideThePaper) {
     }
   }
   EXPECT_EQ(rows, 22) << table;
-  EXPECT_EQ(with_paper, 12) << table;  // the paper reports neither DeiT-T + Gate, DeiT-S linear nor the linear baselines
+  EXPECT_EQ(with_paper, 12)
+      << table;  // the paper reports neither DeiT-T + Gate, DeiT-S linear nor the linear baselines
   EXPECT_NE(table.find("| deit_small_mita_dwc_gate | DeiT-S, MiTA + DWC + Gate | 1 |"), std::string::npos) << table;
   EXPECT_NE(table.find("| 81.2 |"), std::string::npos) << table;
 

@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 // Runs the script with the CI-sized knobs; its console output goes to `log`. Returns the exit status.
 int run_script(const fs::path& data, const fs::path& out, const fs::path& log) {
   const std::string cmd =
-      "VITRAIN='" + std::string(VT_BINARY_DIR) + "/bin/vitrain' EPOCHS=1 BATCH=4 DEVICE=cpu PRETRAINED=none "
+      "VITRAIN='" + std::string(VT_BINARY_DIR) +
+      "/bin/vitrain' EPOCHS=1 BATCH=4 DEVICE=cpu PRETRAINED=none "
       "BENCH_STEPS=1 BENCH_WARMUP=0 BENCH_EXTRA='--threads 1' "
       "EXTRA_SET='data.workers=2 model.img_size=32 model.patch_size=8 model.embed_dim=48 model.num_heads=3 "
       "model.depth=1 model.attention.m=4 model.attention.k=4 model.decoder.heads=2 model.decoder.head_dim=8 "
@@ -47,8 +48,9 @@ TEST(ReproduceTable4, CiSizedRunFillsTheTableBesideThePaper) {
 
   const std::string table = read_file(out / "table4.md");
   // A row: config | row | epochs | mIoU (final) | best | paper mIoU | Δ | params | MACs | paper FLOPs | train | eval |
-  const std::regex row(R"(\| (vit_(tiny|small|base|large)_[a-z]+) \| [^|]+ \| 1 \| ([0-9]+\.[0-9]{2}) \| )"
-                       R"(([0-9]+\.[0-9]{2}) \| ([0-9]+\.[0-9]|-) \| ([-+][0-9]+\.[0-9]{2}|-) \|.* \| ([0-9.]+) \| ([0-9.]+) \|)");
+  const std::regex row(
+      R"(\| (vit_(tiny|small|base|large)_[a-z]+) \| [^|]+ \| 1 \| ([0-9]+\.[0-9]{2}) \| )"
+      R"(([0-9]+\.[0-9]{2}) \| ([0-9]+\.[0-9]|-) \| ([-+][0-9]+\.[0-9]{2}|-) \|.* \| ([0-9.]+) \| ([0-9.]+) \|)");
   int rows = 0, with_paper = 0;
   for (std::sregex_iterator it(table.begin(), table.end(), row), end; it != end; ++it) {
     ++rows;

@@ -67,7 +67,8 @@ void write_tiny_lra(const fs::path& root) {
 
 int run_script(const fs::path& data, const fs::path& out, const fs::path& log) {
   const std::string cmd =
-      "VITRAIN='" + std::string(VT_BINARY_DIR) + "/bin/vitrain' EPOCHS=2 DEVICE=cpu "
+      "VITRAIN='" + std::string(VT_BINARY_DIR) +
+      "/bin/vitrain' EPOCHS=2 DEVICE=cpu "
       "EXTRA_SET='model.embed_dim=16 model.depth=1 model.attention.m=4 model.attention.k=4 "
       "model.attention.agent_num=4 data.max_length=48 data.updates_per_epoch=2 train.global_batch_size=0 "
       "train.batch_size=4 train.threads=1 eval.batch_size=8 schedule.warmup_epochs=0.5' bash '" +
@@ -101,8 +102,9 @@ TEST(ReproduceTable5, CiSizedRunFillsTheTableBesideThePaper) {
   EXPECT_NE(table.find("| listops_mita | ListOps (2K) | mita | 4 |"), std::string::npos) << table;
   EXPECT_NE(table.find("| 37.20 | "), std::string::npos) << table;
   // The per-kind summary: all five tasks for each kind we train, with the paper's average and hours.
-  const std::regex kind_row(R"(\| (dense|mita|route_only|agent) \| 5 \| [0-9]+\.[0-9]{2} \| [0-9.]+ \| [-+][0-9]+\.[0-9]{2} \| )"
-                            R"([0-9]+\.[0-9]{2} \| [0-9.]+ \|)");
+  const std::regex kind_row(
+      R"(\| (dense|mita|route_only|agent) \| 5 \| [0-9]+\.[0-9]{2} \| [0-9.]+ \| [-+][0-9]+\.[0-9]{2} \| )"
+      R"([0-9]+\.[0-9]{2} \| [0-9.]+ \|)");
   EXPECT_EQ(std::distance(std::sregex_iterator(table.begin(), table.end(), kind_row), std::sregex_iterator()), 4)
       << table;
   EXPECT_NE(table.find("| moba_route_only | 0 | - | 56.74 | - | - | 4.6 |"), std::string::npos) << table;

@@ -86,16 +86,16 @@ TEST_F(SegE2E, TrainsFromTimmWeightsEvaluatesAndDraws) {
 
   // The CLI: seg-eval on the validation split, then the picture of one validation image.
   const fs::path yaml = out / "config.yaml";  // the run's resolved config
-  const CliRun eval = run_vitrain("seg-eval -c '" + yaml.string() + "' -w '" + (out / "model.safetensors").string() +
-                                  "' --device cpu");
+  const CliRun eval =
+      run_vitrain("seg-eval -c '" + yaml.string() + "' -w '" + (out / "model.safetensors").string() + "' --device cpu");
   EXPECT_EQ(eval.code, 0) << eval.output;
   EXPECT_NE(eval.output.find("mIoU"), std::string::npos) << eval.output;
   const fs::path png = dir / "viz.png";
   const fs::path image = data / "images" / "validation" / "ADE_val_00000001.jpg";
   const fs::path label = data / "annotations" / "validation" / "ADE_val_00000001.png";
-  const CliRun viz = run_vitrain("viz seg -c '" + yaml.string() + "' -w '" + (out / "model.safetensors").string() +
-                                 "' --image '" + image.string() + "' --label '" + label.string() + "' -o '" +
-                                 png.string() + "'");
+  const CliRun viz =
+      run_vitrain("viz seg -c '" + yaml.string() + "' -w '" + (out / "model.safetensors").string() + "' --image '" +
+                  image.string() + "' --label '" + label.string() + "' -o '" + png.string() + "'");
   EXPECT_EQ(viz.code, 0) << viz.output;
   ASSERT_TRUE(fs::exists(png)) << viz.output;
   EXPECT_EQ(read_file(png).substr(1, 3), "PNG");
@@ -246,7 +246,7 @@ TEST_F(SegE2E, TwoRanksTrainEvaluateCheckpointAndResumeLikeOneProcess) {
   ASSERT_EQ(losses[0].size(), 4u);
   ASSERT_EQ(losses[1].size(), 4u);
   EXPECT_NE(losses[0], losses[1]);  // disjoint shards
-  for (const auto& s : two) {  // every rank ends with the same scores over all 3 images and the same best epoch
+  for (const auto& s : two) {       // every rank ends with the same scores over all 3 images and the same best epoch
     EXPECT_EQ(s.test.images, 3);
     expect_same_scores(s.test.scores, two[0].test.scores);
     EXPECT_EQ(s.best_epoch, two[0].best_epoch);
@@ -319,11 +319,10 @@ TEST_F(SegE2E, AnAccumulatedUpdateIsTheMeanOfItsMicroBatches) {
     std::vector<double> losses;
     engine::TrainHooks hooks;
     hooks.on_update = [&](int64_t, double loss) { losses.push_back(loss); };
-    engine::train_segmentation(
-        shrunk("vit_tiny_dense.yaml", (dir / out).string(),
-               {"train.epochs=2", "data.test_limit=1", "train.batch_size=2", "optim.lr=1e-30", "schedule.min_lr=0",
-                "train.grad_accum_steps=" + std::to_string(accum)}),
-        hooks);
+    engine::train_segmentation(shrunk("vit_tiny_dense.yaml", (dir / out).string(),
+                                      {"train.epochs=2", "data.test_limit=1", "train.batch_size=2", "optim.lr=1e-30",
+                                       "schedule.min_lr=0", "train.grad_accum_steps=" + std::to_string(accum)}),
+                               hooks);
     return losses;
   };
   const std::vector<double> plain = run("plain", 1), accumulated = run("accumulated", 2);

@@ -38,8 +38,8 @@ TEST(Table2Configs, EachStartsEvaluatesAndResumesExactlyOnTheCpu) {
     if (e.path().stem().string().find("deit_tiny") != 0) continue;  // small differs only in width
     SCOPED_TRACE(e.path().string());
     ++seen;
-    const engine::TrainSummary full = expect_exact_resume(
-        [&](const std::string& out) { return shrunk(e.path(), out); }, (dir / e.path().stem()).string(), 3);
+    const engine::TrainSummary full = expect_exact_resume([&](const std::string& out) { return shrunk(e.path(), out); },
+                                                          (dir / e.path().stem()).string(), 3);
     EXPECT_EQ(full.steps, 8);
     EXPECT_TRUE(full.test_ema.has_value());
   }

@@ -92,8 +92,8 @@ inline void check_deit_tiny_parity(Device device) {
     auto r = t.to_vector();
     ASSERT_EQ(r.size(), 2u);
     ASSERT_TRUE(std::abs(s - r[0]) <= 1e-6 * std::sqrt(r[1]) && std::abs(q - r[1]) <= 1e-6 * r[1])
-        << "formula values for '" << name << "' differ from scripts/gen_deit_reference.py (sum " << s << " vs "
-        << r[0] << ", sumsq " << q << " vs " << r[1] << "): fix tests/nn/formula_weights.h";
+        << "formula values for '" << name << "' differ from scripts/gen_deit_reference.py (sum " << s << " vs " << r[0]
+        << ", sumsq " << q << " vs " << r[1] << "): fix tests/nn/formula_weights.h";
   }
 
   Tensor logits = m.forward(input.to(device));

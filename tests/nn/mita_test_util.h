@@ -24,7 +24,8 @@ inline Tensor randn_t(const Shape& shape, uint64_t seed, double std = 1.0, DType
   return Tensor::from_vector(randn(numel(shape), seed, std), shape, dt);
 }
 
-inline void expect_near_all(const std::vector<double>& a, const std::vector<double>& b, double tol, const std::string& what) {
+inline void expect_near_all(const std::vector<double>& a, const std::vector<double>& b, double tol,
+                            const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   double worst = 0;
   size_t at = 0;
@@ -49,7 +50,7 @@ inline void expect_error(const std::function<void()>& fn, const std::string& nee
 }
 
 inline models::MitaOptions opts(int64_t heads, int64_t m, int64_t k, int64_t s, bool route, const std::string& pool,
-                 const std::string& scale) {
+                                const std::string& scale) {
   models::MitaOptions o;
   o.heads = heads, o.m = m, o.k = k, o.s = s, o.route_only = route, o.landmark_pool = pool, o.shared_scale = scale;
   return o;

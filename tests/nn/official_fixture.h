@@ -68,8 +68,13 @@ inline std::map<std::string, Tensor*> attention_parameter_slots(models::Attentio
   } else if (auto* a = dynamic_cast<models::AgentAttention*>(&layer)) {
     linear("qkv", a->qkv.get()), linear("proj", a->proj.get());
     models::AgentBiases& b = a->bias;
-    for (auto [name, slot] : {std::pair{"an_bias", &b.an}, {"na_bias", &b.na}, {"ah_bias", &b.ah},
-                              {"aw_bias", &b.aw}, {"ha_bias", &b.ha}, {"wa_bias", &b.wa}, {"ac_bias", &b.ac},
+    for (auto [name, slot] : {std::pair{"an_bias", &b.an},
+                              {"na_bias", &b.na},
+                              {"ah_bias", &b.ah},
+                              {"aw_bias", &b.aw},
+                              {"ha_bias", &b.ha},
+                              {"wa_bias", &b.wa},
+                              {"ac_bias", &b.ac},
                               {"ca_bias", &b.ca}})
       if (slot->defined()) s[name] = slot;
   } else if (auto* l = dynamic_cast<models::LinearAttention*>(&layer)) {
@@ -114,9 +119,8 @@ struct FixtureComparison {
 /// Builds our layer for `cfg` at the fixture's sizes, checks that it holds exactly the official tensors (by the
 /// official-to-ours name map, and shape), binds the fixture's weights as `dtype` leaves on `device`, runs
 /// y = layer(x) and <y, g>.backward(), and returns y, dx and every parameter gradient next to the fixture's.
-inline std::vector<FixtureComparison> run_official_fixture(const OfficialFixture& f,
-                                                           const models::AttentionConfig& cfg, DType dtype,
-                                                           Device device) {
+inline std::vector<FixtureComparison> run_official_fixture(const OfficialFixture& f, const models::AttentionConfig& cfg,
+                                                           DType dtype, Device device) {
   const Tensor& x64 = f["x"];
   Generator gen(1);
   auto layer = models::make_attention(cfg, x64.size(2), f.size("heads"), 0.0, gen, x64.size(1));
@@ -159,8 +163,8 @@ inline void expect_fixture_match(const std::vector<FixtureComparison>& cmp, doub
   for (const FixtureComparison& c : cmp) {
     const double scale = c.max_abs_want(), err = c.max_abs_err();
     ASSERT_GT(scale, 0) << what << " " << c.name << ": the fixture's values are all 0";
-    EXPECT_LE(err, rel_tol * scale) << what << " " << c.name << ": max |ours - official| " << err
-                                    << ", max |official| " << scale;
+    EXPECT_LE(err, rel_tol * scale) << what << " " << c.name << ": max |ours - official| " << err << ", max |official| "
+                                    << scale;
     worst_abs = std::max(worst_abs, err), worst_rel = std::max(worst_rel, err / scale);
   }
   std::printf("[official %s] %zu tensors: max abs error %.3g, max error / max|official| %.3g (tolerance %.3g)\n",

@@ -116,9 +116,9 @@ TEST(AttentionSwap, MissingOrMisshapedTensorsAreErrorsNamingThem) {
 TEST(AttentionSwap, EvaluateWeightsWithAnotherKind) {
   io::Config cfg = io::load_config(vt::test::fmnist_base_path());
   if (!std::filesystem::exists(cfg.data.data_dir)) GTEST_SKIP() << "Fashion-MNIST not installed";
-  for (const char* s : {"model.embed_dim=12", "model.depth=2", "model.num_heads=3", "model.attention.type=mita",
-                        "model.attention.m=4", "model.attention.k=4", "model.attention.dwc=true", "data.test_limit=40",
-                        "train.threads=1"})
+  for (const char* s :
+       {"model.embed_dim=12", "model.depth=2", "model.num_heads=3", "model.attention.type=mita", "model.attention.m=4",
+        "model.attention.k=4", "model.attention.dwc=true", "data.test_limit=40", "train.threads=1"})
     io::apply_override(cfg, s);
   cfg.validate();
   TempDir dir;
@@ -128,8 +128,8 @@ TEST(AttentionSwap, EvaluateWeightsWithAnotherKind) {
   // are skipped), and --set model.attention.m=9.
   engine::EvalOptions non_strict;
   non_strict.load.strict = false;
-  for (auto sets : {std::vector<std::string>{"model.attention.type=dense"},
-                    std::vector<std::string>{"model.attention.m=9"}}) {
+  for (auto sets :
+       {std::vector<std::string>{"model.attention.type=dense"}, std::vector<std::string>{"model.attention.m=9"}}) {
     io::Config c = cfg;
     for (const auto& s : sets) io::apply_override(c, s);
     c.validate();

@@ -96,9 +96,9 @@ TEST(BaselineFixtures, PolaAttentionMatchesOfficial) {
   expect_matches(
       f,
       [&](const Tensor& x) {
-        return models::pola_attention(x, f.state("qkv.weight"), f.state("qkv.bias"), f.state("power"),
-                                      f.state("scale"), f.state("positional_encoding"), f.state("proj.weight"),
-                                      f.state("proj.bias"), f.size("heads"));
+        return models::pola_attention(x, f.state("qkv.weight"), f.state("qkv.bias"), f.state("power"), f.state("scale"),
+                                      f.state("positional_encoding"), f.state("proj.weight"), f.state("proj.bias"),
+                                      f.size("heads"));
       },
       1e-10, "pola");
 }
@@ -107,8 +107,10 @@ TEST(BaselineFixtures, MhlaMatchesOfficial) {
   const Fixture f = load_official_fixture("mhla");
   // The official to_qkv / to_out.0 are our qkv / proj (engine/weight_layouts renames them when weights load).
   expect_official_names(f, "mhla",
-                        {{"to_qkv.weight", "qkv.weight"}, {"to_qkv.bias", "qkv.bias"},
-                         {"to_out.0.weight", "proj.weight"}, {"to_out.0.bias", "proj.bias"}});
+                        {{"to_qkv.weight", "qkv.weight"},
+                         {"to_qkv.bias", "qkv.bias"},
+                         {"to_out.0.weight", "proj.weight"},
+                         {"to_out.0.bias", "proj.bias"}});
   // The block-mixing matrix starts at the official value (the cos transform of the 4x4 blocks' centre distances).
   const std::vector<double> init = models::mhla_block_mixing_init(16, DType::f64).to_vector();
   const std::vector<double> want = f["init.piece_attn.conv.weight"].to_vector();

@@ -96,7 +96,8 @@ TEST(BaselineKinds, DispatchAndErrorsNameTheKey) {
   Generator gen(9);
   models::AttentionConfig cfg;
   cfg.type = "flatten";
-  EXPECT_TRUE(std::dynamic_pointer_cast<models::FocusedLinearAttention>(models::make_attention(cfg, kC, kH, 0, gen, kN)));
+  EXPECT_TRUE(
+      std::dynamic_pointer_cast<models::FocusedLinearAttention>(models::make_attention(cfg, kC, kH, 0, gen, kN)));
   expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 0); }, "'flatten'");
   cfg.type = "inline";
   EXPECT_TRUE(std::dynamic_pointer_cast<models::InLineAttention>(models::make_attention(cfg, kC, kH, 0, gen, kN)));

@@ -192,7 +192,7 @@ models::AgentOptions agent_opts(bool patches_only, int64_t agents = kAgents) {
 
 std::vector<Tensor> bias_tensors(uint64_t seed, int64_t n = kAgents, int64_t G = kG) {
   const double std = 0.3;  // larger than the 0.02 init so the biases visibly change the softmaxes
-  return {randn_t({kH, n, 7, 7}, seed, std),    randn_t({kH, n, 7, 7}, seed + 1, std),
+  return {randn_t({kH, n, 7, 7}, seed, std),        randn_t({kH, n, 7, 7}, seed + 1, std),
           randn_t({1, kH, n, G, 1}, seed + 2, std), randn_t({1, kH, n, 1, G}, seed + 3, std),
           randn_t({1, kH, G, 1, n}, seed + 4, std), randn_t({1, kH, 1, G, n}, seed + 5, std),
           randn_t({1, kH, n, 1}, seed + 6, std),    randn_t({1, kH, 1, n}, seed + 7, std)};
@@ -285,9 +285,9 @@ TEST(AgentAttention, ModuleForwardMatchesReferenceWithItsWeights) {
     Vec got = layer.forward(x).to_vector();
     const int64_t rows = kB * kN;
     Vec q, k, v;
-    ref_split_qkv(ref_linear(x.to_vector(), layer.qkv->weight.to_vector(), layer.qkv->bias.to_vector(), rows, kC,
-                             3 * kC),
-                  rows, kC, q, k, v);
+    ref_split_qkv(
+        ref_linear(x.to_vector(), layer.qkv->weight.to_vector(), layer.qkv->bias.to_vector(), rows, kC, 3 * kC), rows,
+        kC, q, k, v);
     RefBiases rb = with_bias ? to_ref(layer.bias) : RefBiases{};
     Vec o = ref_agent_core(q, k, v, kB, kN, kC, kH, kAgents, with_bias, with_bias ? &rb : nullptr);
     Vec want = ref_linear(o, layer.proj->weight.to_vector(), layer.proj->bias.to_vector(), rows, kC, kC);
@@ -357,9 +357,8 @@ TEST(AgentAttentionGrad, Minus) { gradcheck_agent(false, 60); }
 TEST(AgentAttentionGrad, WithBiases) { gradcheck_agent(true, 70); }
 
 TEST(LinearAttentionGrad, WholeLayer) {
-  std::vector<Tensor> in = {randn_t({kB, kN, kC}, 80),      randn_t({3 * kC, kC}, 81, 0.4),
-                            randn_t({kC}, 82, 0.3) + 1.0,   randn_t({kC}, 83, 0.3) + 1.0,
-                            randn_t({kC, kC}, 84, 0.4),     randn_t({kC}, 85, 0.1)};
+  std::vector<Tensor> in = {randn_t({kB, kN, kC}, 80),    randn_t({3 * kC, kC}, 81, 0.4), randn_t({kC}, 82, 0.3) + 1.0,
+                            randn_t({kC}, 83, 0.3) + 1.0, randn_t({kC, kC}, 84, 0.4),     randn_t({kC}, 85, 0.1)};
   auto fn = [](const std::vector<Tensor>& t) {
     return models::linear_attention(t[0], t[1], Tensor(), t[2], t[3], t[4], t[5], kH);
   };
@@ -378,11 +377,18 @@ std::map<std::string, Shape> shapes_of(const nn::Module& m) {
 TEST(AgentAttention, BiasParameterNamesShapesAndInit) {
   Generator gen(7);
   models::AgentAttention layer(kC, agent_opts(true), kG, 0.0, gen);
-  const std::map<std::string, Shape> want = {
-      {"an_bias", {kH, kAgents, 7, 7}},    {"na_bias", {kH, kAgents, 7, 7}},   {"ah_bias", {1, kH, kAgents, kG, 1}},
-      {"aw_bias", {1, kH, kAgents, 1, kG}}, {"ha_bias", {1, kH, kG, 1, kAgents}}, {"wa_bias", {1, kH, 1, kG, kAgents}},
-      {"ac_bias", {1, kH, kAgents, 1}},    {"ca_bias", {1, kH, 1, kAgents}},    {"qkv.weight", {3 * kC, kC}},
-      {"qkv.bias", {3 * kC}},              {"proj.weight", {kC, kC}},           {"proj.bias", {kC}}};
+  const std::map<std::string, Shape> want = {{"an_bias", {kH, kAgents, 7, 7}},
+                                             {"na_bias", {kH, kAgents, 7, 7}},
+                                             {"ah_bias", {1, kH, kAgents, kG, 1}},
+                                             {"aw_bias", {1, kH, kAgents, 1, kG}},
+                                             {"ha_bias", {1, kH, kG, 1, kAgents}},
+                                             {"wa_bias", {1, kH, 1, kG, kAgents}},
+                                             {"ac_bias", {1, kH, kAgents, 1}},
+                                             {"ca_bias", {1, kH, 1, kAgents}},
+                                             {"qkv.weight", {3 * kC, kC}},
+                                             {"qkv.bias", {3 * kC}},
+                                             {"proj.weight", {kC, kC}},
+                                             {"proj.bias", {kC}}};
   EXPECT_EQ(shapes_of(layer), want);
   // Biases: trunc_normal(0.02). qkv/proj: PyTorch's default U(±1/√C), weights and biases.
   Vec an = layer.bias.an.to_vector();
@@ -405,8 +411,10 @@ TEST(AgentAttention, BiasParameterNamesShapesAndInit) {
 
 TEST(LinearAttention, ParameterNames) {
   Generator gen(8);
-  const std::map<std::string, Shape> want = {{"qkv.weight", {3 * kC, kC}}, {"q_norm.weight", {kC}},
-                                             {"k_norm.weight", {kC}},      {"proj.weight", {kC, kC}},
+  const std::map<std::string, Shape> want = {{"qkv.weight", {3 * kC, kC}},
+                                             {"q_norm.weight", {kC}},
+                                             {"k_norm.weight", {kC}},
+                                             {"proj.weight", {kC, kC}},
                                              {"proj.bias", {kC}}};
   EXPECT_EQ(shapes_of(models::LinearAttention(kC, kH, 0.0, gen)), want);
   // One head: the official module has no output projection (to_out = Identity).
@@ -482,9 +490,9 @@ TEST(MakeAttention, ViTWithEachBaselineTrainsEveryParameter) {
     for (const auto& [name, p] : m.named_parameters()) {
       ASSERT_TRUE(p.grad().defined()) << type << " " << name;
       // Only the CLS row of the last block reaches the head, and na/ha/wa bias the patch tokens' rows only.
-      if (name.rfind("blocks.1.attn.", 0) == 0 && (name.find("na_bias") != std::string::npos ||
-                                                   name.find("ha_bias") != std::string::npos ||
-                                                   name.find("wa_bias") != std::string::npos))
+      if (name.rfind("blocks.1.attn.", 0) == 0 &&
+          (name.find("na_bias") != std::string::npos || name.find("ha_bias") != std::string::npos ||
+           name.find("wa_bias") != std::string::npos))
         continue;
       double s = 0;
       for (double g : p.grad().to_vector()) s += std::abs(g);

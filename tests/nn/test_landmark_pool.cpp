@@ -18,7 +18,7 @@ struct PoolCase {
 };
 
 // 197 → 14×14 grid to 5×5 and 17 → 4×4 to 3×3 (overlapping bins); 20 → 19 tokens, 1-D; sequence 1-D.
-const PoolCase kPoolCases[] = {{"shifted", 197, 25}, {"patches", 197, 25}, {"shifted", 17, 9}, {"patches", 17, 9},
+const PoolCase kPoolCases[] = {{"shifted", 197, 25}, {"patches", 197, 25}, {"shifted", 17, 9},  {"patches", 17, 9},
                                {"shifted", 20, 6},   {"patches", 20, 7},   {"sequence", 50, 7}, {"sequence", 9, 9}};
 
 TEST(LandmarkPool, ForwardAndGradientEqualTheCompositeOnAStridedView) {
@@ -64,8 +64,7 @@ TEST(LandmarkPool, GradcheckOnAStridedInput) {
       return ops::mita_landmark_pool(in[0].slice(2, 2, 5), c.first, c.L, c.grid, c.m);  // [2, 10, 3] view
     };
     GradcheckResult r = gradcheck(fn, {randn_t({2, 10, 8}, 5)});
-    EXPECT_TRUE(r.ok) << "first " << c.first << " L " << c.L << " grid " << c.grid << " m " << c.m << ": "
-                      << r.detail;
+    EXPECT_TRUE(r.ok) << "first " << c.first << " L " << c.L << " grid " << c.grid << " m " << c.m << ": " << r.detail;
   }
 }
 

@@ -88,8 +88,8 @@ void gradcheck_model(const LraConfig& cfg, uint64_t seed) {
     return model.forward(tokens);
   };
   const GradcheckResult r = gradcheck(fn, inputs);
-  EXPECT_TRUE(r.ok) << cfg.encoder.attention.type << " " << cfg.pooling << (cfg.dual ? " dual" : "") << ": "
-                    << r.detail << " (inputs: the parameters in parameter_slots order)";
+  EXPECT_TRUE(r.ok) << cfg.encoder.attention.type << " " << cfg.pooling << (cfg.dual ? " dual" : "") << ": " << r.detail
+                    << " (inputs: the parameters in parameter_slots order)";
 }
 
 TEST(LraClassifierGrad, Dense) { gradcheck_model(tiny_config("dense"), 100); }
@@ -102,8 +102,8 @@ TEST(LraClassifierGrad, DualEncoder) { gradcheck_model(tiny_config("dense", "mea
 TEST(LraClassifier, DualFeaturesAreUVProductAndDifference) {
   const Tensor u = Tensor::from_vector({1, 2, -0.5, 4}, {2, 2}, DType::f64);
   const Tensor v = Tensor::from_vector({3, -1, 2, 0.25}, {2, 2}, DType::f64);
-  const std::vector<double> want = {1, 2, 3, -1, 3, -2, -2, 3,           // [u, v, u·v, u − v] of row 0
-                                    -0.5, 4, 2, 0.25, -1, 1, -2.5, 3.75};  // and row 1
+  const std::vector<double> want = {1,    2, 3, -1,   3,  -2, -2,   3,      // [u, v, u·v, u − v] of row 0
+                                    -0.5, 4, 2, 0.25, -1, 1,  -2.5, 3.75};  // and row 1
   EXPECT_EQ(models::dual_features(u, v).to_vector(), want);
 }
 

@@ -36,9 +36,9 @@ TEST(MitaCore, MatchesBruteForceReference) {
   const int64_t B = 2, C = 12;
   uint64_t seed = 100;
   for (const Case& c : cases) {
-    const std::string name = "N=" + std::to_string(c.N) + " m=" + std::to_string(c.o.m) + " k=" +
-                             std::to_string(c.o.k) + " s=" + std::to_string(c.o.s) + (c.o.route_only ? " route" : "") +
-                             " " + c.o.landmark_pool + " " + c.o.shared_scale;
+    const std::string name = "N=" + std::to_string(c.N) + " m=" + std::to_string(c.o.m) +
+                             " k=" + std::to_string(c.o.k) + " s=" + std::to_string(c.o.s) +
+                             (c.o.route_only ? " route" : "") + " " + c.o.landmark_pool + " " + c.o.shared_scale;
     const Shape shape{B, c.N, C};
     auto q = randn(B * c.N * C, seed++), k = randn(B * c.N * C, seed++), v = randn(B * c.N * C, seed++);
     const auto expected = mita_ref::mita(q, k, v, B, c.N, C, ref_opts(c.o));
@@ -97,8 +97,8 @@ TEST(MitaCore, CompressOnlyIsTheSharedBranchAlone) {
           }
         }
       }
-    const Tensor out = models::mita_core(tq, Tensor::from_vector(k, shape, DType::f64),
-                                         Tensor::from_vector(v, shape, DType::f64), o);
+    const Tensor out =
+        models::mita_core(tq, Tensor::from_vector(k, shape, DType::f64), Tensor::from_vector(v, shape, DType::f64), o);
     expect_near_all(out.to_vector(), expected, 1e-12, std::string("compress-only ") + scale);
   }
 }
@@ -117,8 +117,7 @@ TEST(MitaCore, RouteOnlyWithAllKeysIsDenseButFullMitaIsNot) {
                   1e-12, "route-only k=N");
   // Full MiTA with m = k = N: the shared slots stay in the softmax, so it differs from dense.
   for (const char* scale : {"official", "paper"})
-    EXPECT_GT(max_abs_diff(models::mita_core(tq, tk, tv, opts(H, N, N, 1, false, "shifted", scale)).to_vector(),
-                           dense),
+    EXPECT_GT(max_abs_diff(models::mita_core(tq, tk, tv, opts(H, N, N, 1, false, "shifted", scale)).to_vector(), dense),
               1e-2)
         << scale;
 }
@@ -224,8 +223,7 @@ void check_landmarks(int64_t G, const std::vector<std::pair<int, int>>& bins, co
         double sum = 0;
         int count = 0;
         for (int r = bins[a].first; r < bins[a].second; ++r)
-          for (int col = bins[b].first; col < bins[b].second; ++col, ++count)
-            sum += qv[(first + r * G + col) * C + c];
+          for (int col = bins[b].first; col < bins[b].second; ++col, ++count) sum += qv[(first + r * G + col) * C + c];
         ASSERT_NEAR(got[(a * p + b) * C + c], sum / count, 1e-12)
             << "G=" << G << " " << pool << " landmark (" << a << "," << b << ") channel " << c;
       }

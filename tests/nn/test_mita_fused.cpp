@@ -84,7 +84,9 @@ TEST(MitaAttentionOp, GradcheckWithFixedRoutingSharedAndRouteOnly) {
   for (bool shared : {true, false}) {
     ops::MitaAttentionOptions o;
     o.scale = 0.5, o.shared_scale = 0.25, o.shared = shared;
-    auto fn = [&](const std::vector<Tensor>& x) { return ops::mita_attention(x[0], x[1], x[2], x[3], x[4], routing, o); };
+    auto fn = [&](const std::vector<Tensor>& x) {
+      return ops::mita_attention(x[0], x[1], x[2], x[3], x[4], routing, o);
+    };
     GradcheckResult res = gradcheck(fn, {q, k, v, R, vh});
     EXPECT_TRUE(res.ok) << (shared ? "shared: " : "route-only: ") << res.detail;
   }
@@ -142,7 +144,6 @@ TEST(MitaFused, EqualsReferenceForwardAndGradients) {
   }
 }
 
-
 // The packed-qkv path (models::mita_core_packed → ops::mita_qkv_attention) equals the fused three-slice path and
 // the reference: forward and d(qkv) in f64, including a qkv whose rows are strided (the gated layer's qkvg).
 TEST(MitaFused, PackedQkvPathEqualsTheSlicesAndTheReference) {
@@ -151,16 +152,16 @@ TEST(MitaFused, PackedQkvPathEqualsTheSlicesAndTheReference) {
     MitaOptions o;
   };
   const std::vector<Case> cases = {
-      {17, opts(3, 4, 5, 1, false, "shifted", "official")},   {17, opts(3, 9, 6, 1, false, "patches", "paper")},
-      {12, opts(3, 3, 4, 1, false, "shifted", "official")},   {16, opts(3, 4, 5, 1, false, "sequence", "official")},
-      {17, opts(3, 4, 8, 1, true, "shifted", "official")},    {50, opts(2, 9, 10, 1, false, "shifted", "official")},
+      {17, opts(3, 4, 5, 1, false, "shifted", "official")}, {17, opts(3, 9, 6, 1, false, "patches", "paper")},
+      {12, opts(3, 3, 4, 1, false, "shifted", "official")}, {16, opts(3, 4, 5, 1, false, "sequence", "official")},
+      {17, opts(3, 4, 8, 1, true, "shifted", "official")},  {50, opts(2, 9, 10, 1, false, "shifted", "official")},
   };
   const int64_t B = 2, C = 12;
   uint64_t seed = 900;
   for (const Case& c : cases)
     for (int64_t width : {3 * C, 4 * C}) {
-      const std::string name = "N=" + std::to_string(c.N) + " " + c.o.landmark_pool +
-                               (c.o.route_only ? " route" : "") + (width > 3 * C ? " strided rows" : "");
+      const std::string name = "N=" + std::to_string(c.N) + " " + c.o.landmark_pool + (c.o.route_only ? " route" : "") +
+                               (width > 3 * C ? " strided rows" : "");
       const Tensor base = randn_t({B, c.N, width}, seed++), w = randn_t({B, c.N, C}, seed++);
       std::vector<std::vector<double>> outs, grads;
       for (int path = 0; path < 3; ++path) {  // packed, fused slices, reference
@@ -169,9 +170,9 @@ TEST(MitaFused, PackedQkvPathEqualsTheSlicesAndTheReference) {
         const Tensor qkv = leaf.slice(2, 0, 3 * C);
         MitaOptions o = c.o;
         o.impl = path == 2 ? "reference" : "fused";
-        Tensor out = path == 0 ? models::mita_core_packed(qkv, o)
-                               : models::mita_core(qkv.slice(2, 0, C), qkv.slice(2, C, 2 * C),
-                                                   qkv.slice(2, 2 * C, 3 * C), o);
+        Tensor out = path == 0
+                         ? models::mita_core_packed(qkv, o)
+                         : models::mita_core(qkv.slice(2, 0, C), qkv.slice(2, C, 2 * C), qkv.slice(2, 2 * C, 3 * C), o);
         ASSERT_TRUE(out.defined()) << name << ": the packed path should apply";
         ops::sum(out * w).backward();
         outs.push_back(out.to_vector());

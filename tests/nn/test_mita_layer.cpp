@@ -81,7 +81,6 @@ void gradcheck_layer(const AttentionConfig& cfg, uint64_t seed) {
                     << " (inputs: x then " << slots.size() << " parameters in order)";
 }
 
-
 TEST(MitaAttentionGrad, Official) { gradcheck_layer(mita_cfg("mita", 4, 5), 11); }
 TEST(MitaAttentionGrad, RouteOnly) { gradcheck_layer(mita_cfg("mita_route", 4, 6), 12); }
 TEST(MitaAttentionGrad, CompressOnly) { gradcheck_layer(mita_cfg("mita_compress", 4, 5), 13); }
@@ -114,8 +113,10 @@ TEST(MitaAttention, TrainingPathEqualsThePerOperandPath) {
       Generator gen(seed++);
       MitaAttention attn(cfg, C, H, 0.0, gen);
       auto& in_proj = cfg.gate ? attn.qkvg : attn.qkv;
-      std::map<std::string, Tensor*> params = {{"qkv(g).weight", &in_proj->weight}, {"qkv(g).bias", &in_proj->bias},
-                                               {"proj.weight", &attn.proj->weight}, {"proj.bias", &attn.proj->bias}};
+      std::map<std::string, Tensor*> params = {{"qkv(g).weight", &in_proj->weight},
+                                               {"qkv(g).bias", &in_proj->bias},
+                                               {"proj.weight", &attn.proj->weight},
+                                               {"proj.bias", &attn.proj->bias}};
       if (attn.dwc) params["dwc.weight"] = &attn.dwc->weight, params["dwc.bias"] = &attn.dwc->bias;
       std::map<std::string, Tensor> values;
       for (auto& [name, slot] : params) values[name] = randn_t(slot->shape(), seed++, 0.4);

@@ -346,8 +346,8 @@ const Tensor& find(const io::NamedTensors& w, const std::string& name) {
 
 // F.interpolate(bilinear, align_corners=False) taps from 4 to 6 along one axis, written out by hand:
 // source = max((i + 0.5)·4/6 − 0.5, 0).
-const double kTaps4to6[6][4] = {{1, 0, 0, 0},         {0.5, 0.5, 0, 0},     {0, 5.0 / 6, 1.0 / 6, 0},
-                                {0, 1.0 / 6, 5.0 / 6, 0}, {0, 0, 0.5, 0.5}, {0, 0, 0, 1}};
+const double kTaps4to6[6][4] = {{1, 0, 0, 0},     {0.5, 0.5, 0, 0}, {0, 5.0 / 6, 1.0 / 6, 0}, {0, 1.0 / 6, 5.0 / 6, 0},
+                                {0, 0, 0.5, 0.5}, {0, 0, 0, 1}};
 
 TEST(Segmenter, LoadsATimmBackboneWithBilinearPosEmbed) {
   const auto dir = std::filesystem::temp_directory_path() / "vt_test_segmenter";

@@ -43,8 +43,8 @@ void expect_finite_forward(const SequenceTransformer& model) {
 }
 
 TEST(SequenceModel, Figure5BudgetIsSqrtOfAQuarterOfN) {
-  const std::vector<std::pair<int64_t, int64_t>> paper = {{1024, 16},    {4096, 32},    {16384, 64},
-                                                          {65536, 128},  {262144, 256}, {1048576, 512}};
+  const std::vector<std::pair<int64_t, int64_t>> paper = {{1024, 16},   {4096, 32},    {16384, 64},
+                                                          {65536, 128}, {262144, 256}, {1048576, 512}};
   for (auto [n, mk] : paper) {
     const auto b = models::figure5_mita_budget(n);
     EXPECT_EQ(b.m, mk) << "N = " << n;
@@ -96,8 +96,8 @@ TEST(SequenceModel, DenseAndMitaHaveTheSameParameters) {
   }
   EXPECT_EQ(a.front().first, "blocks.0.norm1.weight");
   EXPECT_EQ(a.back().first, "norm.bias");
-  EXPECT_EQ(dense.num_parameters(), 3 * (4 * 128 + 128 * 384 + 384 + 128 * 128 + 128 + 2 * 128 * 512 + 512 + 128) +
-                                        2 * 128);
+  EXPECT_EQ(dense.num_parameters(),
+            3 * (4 * 128 + 128 * 384 + 384 + 128 * 128 + 128 + 2 * 128 * 512 + 512 + 128) + 2 * 128);
 }
 
 }  // namespace

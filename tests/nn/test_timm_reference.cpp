@@ -44,7 +44,8 @@ TEST(TimmReference, LogitsLossAndGradientsMatch) {
   Tensor loss = ops::cross_entropy(logits, ref.at("target"), 0.1);
   expect_close(loss.reshape({1}), ref.at("loss"), 1e-6, 1e-5, "loss");
   loss.backward();
-  for (auto& [name, p] : m.named_parameters()) expect_close(p.grad(), ref.at("grad." + name), 1e-6, 1e-3, "grad " + name);
+  for (auto& [name, p] : m.named_parameters())
+    expect_close(p.grad(), ref.at("grad." + name), 1e-6, 1e-3, "grad " + name);
 }
 
 }  // namespace

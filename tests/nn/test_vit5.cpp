@@ -148,7 +148,7 @@ TEST(Vit5, RotaryTablesLeaveClsAloneAndTurnPairs) {
   ASSERT_EQ(cos.shape(), (Shape{1 + 9 + 4, 1, 4, 1}));
   const std::vector<double> c = cos.to_vector(), s = sin.to_vector();
   for (int j = 0; j < 4; ++j) EXPECT_EQ(c[j], 1.0) << j;  // CLS
-  const double f1 = 0.01;                                  // 10000^(-2/4)
+  const double f1 = 0.01;                                 // 10000^(-2/4)
   const double want[4] = {1.0 * 1, 1.0 * f1, 2.0 * 1, 2.0 * f1};
   for (int j = 0; j < 4; ++j) {
     EXPECT_NEAR(c[6 * 4 + j], std::cos(want[j]), 1e-6) << j;

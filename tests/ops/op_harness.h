@@ -14,15 +14,14 @@
 namespace vt::test {
 
 /// A tensor of f64 values drawn uniformly from [lo, hi) with a fixed seed (distinct per call site via `seed`).
-Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0,
-                     DType dtype = DType::f64);
+Tensor random_tensor(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0, DType dtype = DType::f64);
 
 struct OpCase {
   std::string name;
-  std::vector<Tensor> inputs;                                   // f64 (or integer index tensors)
-  std::function<Tensor(const std::vector<Tensor>&)> fn;         // the op under test
+  std::vector<Tensor> inputs;                                                // f64 (or integer index tensors)
+  std::function<Tensor(const std::vector<Tensor>&)> fn;                      // the op under test
   std::function<std::vector<double>(const std::vector<Tensor>&)> reference;  // optional forward oracle
-  double atol = 1e-6, rtol = 1e-5;                              // gradcheck tolerances
+  double atol = 1e-6, rtol = 1e-5;                                           // gradcheck tolerances
 };
 
 /// Runs both checks of one row and reports failures with the row name.

@@ -60,8 +60,8 @@ TEST(Attention, ForwardMatchesReferenceAndGradcheck) {
   for (auto [B, N, H, d] : std::vector<std::array<int64_t, 4>>{{1, 1, 1, 4}, {2, 5, 3, 4}, {1, 9, 2, 3}}) {
     OpCase c;
     const double scale = 0.7;
-    c.name = "sdpa B" + std::to_string(B) + " N" + std::to_string(N) + " H" + std::to_string(H) + " d" +
-             std::to_string(d);
+    c.name =
+        "sdpa B" + std::to_string(B) + " N" + std::to_string(N) + " H" + std::to_string(H) + " d" + std::to_string(d);
     c.inputs = {random_tensor({B, N, 3, H, d}, 100 + N, -1.5, 1.5)};
     c.fn = [scale](const std::vector<Tensor>& in) {
       auto [q, k, v] = split_qkv(in[0]);

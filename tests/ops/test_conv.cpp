@@ -45,9 +45,7 @@ TEST(Conv, PatchConvMatchesDirectLoopAndGradcheck) {
   c.name = "conv2d_patch B2 C3 6x6 p3 D5";
   c.inputs = {random_tensor({2, 3, 6, 6}, 31), random_tensor({5, 3, 3, 3}, 32), random_tensor({5}, 33)};
   c.fn = [](const std::vector<Tensor>& in) { return ops::conv2d_patch(in[0], in[1], in[2]); };
-  c.reference = [](const std::vector<Tensor>& in) {
-    return patch_conv_reference(in[0], in[1], in[2].to_vector());
-  };
+  c.reference = [](const std::vector<Tensor>& in) { return patch_conv_reference(in[0], in[1], in[2].to_vector()); };
   run_op_case(c);
   EXPECT_EQ(ops::conv2d_patch(c.inputs[0], c.inputs[1], c.inputs[2]).shape(), Shape({2, 5, 2, 2}));
 
@@ -82,8 +80,11 @@ TEST(Conv, PatchConvRejectsBadShapes) {
   throws_with([&] { ops::conv2d_patch(Tensor::zeros({1, 3, 7, 6}, DType::f64), w, Tensor()); }, "[conv2d_patch]");
   throws_with([&] { ops::conv2d_patch(Tensor::zeros({1, 3, 6, 8}, DType::f64), w, Tensor()); }, "[conv2d_patch]");
   throws_with([&] { ops::conv2d_patch(Tensor::zeros({1, 4, 6, 6}, DType::f64), w, Tensor()); }, "channels");
-  throws_with([&] { ops::conv2d_patch(Tensor::zeros({1, 3, 6, 6}, DType::f64), w, Tensor::zeros({4}, DType::f64)); },
-              "bias");
+  throws_with(
+      [&] {
+        ops::conv2d_patch(Tensor::zeros({1, 3, 6, 6}, DType::f64), w, Tensor::zeros({4}, DType::f64));
+      },
+      "bias");
   throws_with([&] { ops::conv2d_patch(Tensor::zeros({1, 3, 6, 6}), w, Tensor()); }, "dtypes differ");
 }
 
@@ -141,12 +142,21 @@ TEST(Conv, DepthwiseFloat32LargeMatchesFloat64) {
 
 TEST(Conv, DepthwiseRejectsBadWeight) {
   Tensor x = Tensor::zeros({1, 3, 4, 4}, DType::f64);
-  throws_with([&] { ops::depthwise_conv3x3(x, Tensor::zeros({4, 1, 3, 3}, DType::f64), Tensor()); },
-              "[depthwise_conv3x3]");
-  throws_with([&] { ops::depthwise_conv3x3(x, Tensor::zeros({3, 1, 5, 5}, DType::f64), Tensor()); },
-              "[depthwise_conv3x3]");
-  throws_with([&] { ops::depthwise_conv3x3(x.reshape({3, 4, 4}), Tensor::zeros({3, 1, 3, 3}, DType::f64), Tensor()); },
-              "[depthwise_conv3x3]");
+  throws_with(
+      [&] {
+        ops::depthwise_conv3x3(x, Tensor::zeros({4, 1, 3, 3}, DType::f64), Tensor());
+      },
+      "[depthwise_conv3x3]");
+  throws_with(
+      [&] {
+        ops::depthwise_conv3x3(x, Tensor::zeros({3, 1, 5, 5}, DType::f64), Tensor());
+      },
+      "[depthwise_conv3x3]");
+  throws_with(
+      [&] {
+        ops::depthwise_conv3x3(x.reshape({3, 4, 4}), Tensor::zeros({3, 1, 3, 3}, DType::f64), Tensor());
+      },
+      "[depthwise_conv3x3]");
 }
 
 struct Bins {

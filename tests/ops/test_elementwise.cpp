@@ -23,17 +23,28 @@ OpCase unary_case(const std::string& name, Tensor (*op)(const Tensor&), Fn1 ref,
 
 TEST(Elementwise, UnaryOpsMatchReferenceAndGradcheck) {
   std::vector<OpCase> cases = {
-      unary_case("exp", ops::exp, [](double x) { return std::exp(x); }, -2, 2),
-      unary_case("log", ops::log, [](double x) { return std::log(x); }, 0.5, 3),
-      unary_case("sqrt", ops::sqrt, [](double x) { return std::sqrt(x); }, 0.5, 3),
-      unary_case("rsqrt", ops::rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.5, 3),
-      unary_case("tanh", ops::tanh, [](double x) { return std::tanh(x); }, -2, 2),
-      unary_case("sigmoid", ops::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, -3, 3),
-      unary_case("gelu", ops::gelu, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -3, 3),
-      unary_case("silu", ops::silu, [](double x) { return x / (1 + std::exp(-x)); }, -3, 3),
-      unary_case("square", ops::square, [](double x) { return x * x; }, -2, 2),
-      unary_case("neg", ops::neg, [](double x) { return -x; }, -2, 2),
-      unary_case("relu", ops::relu, [](double x) { return x > 0 ? x : 0.0; }, -2, 2),
+      unary_case(
+          "exp", ops::exp, [](double x) { return std::exp(x); }, -2, 2),
+      unary_case(
+          "log", ops::log, [](double x) { return std::log(x); }, 0.5, 3),
+      unary_case(
+          "sqrt", ops::sqrt, [](double x) { return std::sqrt(x); }, 0.5, 3),
+      unary_case(
+          "rsqrt", ops::rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.5, 3),
+      unary_case(
+          "tanh", ops::tanh, [](double x) { return std::tanh(x); }, -2, 2),
+      unary_case(
+          "sigmoid", ops::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, -3, 3),
+      unary_case(
+          "gelu", ops::gelu, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -3, 3),
+      unary_case(
+          "silu", ops::silu, [](double x) { return x / (1 + std::exp(-x)); }, -3, 3),
+      unary_case(
+          "square", ops::square, [](double x) { return x * x; }, -2, 2),
+      unary_case(
+          "neg", ops::neg, [](double x) { return -x; }, -2, 2),
+      unary_case(
+          "relu", ops::relu, [](double x) { return x > 0 ? x : 0.0; }, -2, 2),
   };
   for (const auto& c : cases) run_op_case(c);
 }

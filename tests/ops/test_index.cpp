@@ -131,8 +131,8 @@ TEST(Index, ScatterAddHandCasesAndGradcheck) {
   Tensor base = f64({1, 1, 1, 1, 1, 1}, {2, 3});
   // dim 1: row 0 gets src [10, 20, 30] at columns [0, 2, 0]; row 1 gets [40, 50, 60] at [1, 1, 2]
   Tensor src = f64({10, 20, 30, 40, 50, 60}, {2, 3});
-  expect_close(ops::scatter_add(base, 1, i64({0, 2, 0, 1, 1, 2}, {2, 3}), src).to_vector(), {41, 1, 21, 1, 91, 61},
-               0, 0, "dim 1");
+  expect_close(ops::scatter_add(base, 1, i64({0, 2, 0, 1, 1, 2}, {2, 3}), src).to_vector(), {41, 1, 21, 1, 91, 61}, 0,
+               0, "dim 1");
   // dim 0 with an index smaller than src: only src[0][0..1] is used: rows [1, 1] of columns 0 and 1
   expect_close(ops::scatter_add(base, 0, i64({1, 1}, {1, 2}), src).to_vector(), {1, 1, 1, 11, 21, 1}, 0, 0, "dim 0");
   expect_close(base.to_vector(), {1, 1, 1, 1, 1, 1}, 0, 0, "base untouched");

@@ -220,17 +220,27 @@ TEST(Matmul, ShapesBroadcastAndTransposedViewsMatchLoopAndGradcheck) {
       matmul_case("a^T @ b^T", {5, 7}, {3, 5}, tr, tr),
       matmul_case("broadcast with b^T", {3, 1, 7, 5}, {2, 4, 5}, id, tr),
       matmul_case("shared rhs^T", {2, 7, 5}, {4, 5}, id, tr),
-      matmul_case("permuted batch", {3, 2, 7, 5}, {3, 5, 4}, [](const Tensor& t) { return t.permute({1, 0, 2, 3}); },
-                  id),
-      matmul_case("sliced rows and cols", {9, 8}, {6, 5},
-                  [](const Tensor& t) { return t.slice(0, 1, 8).slice(1, 2, 8); },
-                  [](const Tensor& t) { return t.slice(1, 0, 4); }),
-      matmul_case("expanded batch", {1, 7, 5}, {5, 3}, [](const Tensor& t) { return t.expand({4, 7, 5}); }, id),
+      matmul_case(
+          "permuted batch", {3, 2, 7, 5}, {3, 5, 4},
+          [](const Tensor& t) {
+            return t.permute({1, 0, 2, 3});
+          },
+          id),
+      matmul_case(
+          "sliced rows and cols", {9, 8}, {6, 5}, [](const Tensor& t) { return t.slice(0, 1, 8).slice(1, 2, 8); },
+          [](const Tensor& t) { return t.slice(1, 0, 4); }),
+      matmul_case(
+          "expanded batch", {1, 7, 5}, {5, 3},
+          [](const Tensor& t) {
+            return t.expand({4, 7, 5});
+          },
+          id),
       // A size-1 batch dim whose stride is not the product of the later ones (a stepped slice).
-      matmul_case("stepped size-1 batch dim", {2, 2, 3, 4, 5}, {5, 3},
-                  [](const Tensor& t) { return t.slice(1, 0, 2, 2); }, id),
-      matmul_case("stepped size-1 batch dim, batched rhs", {2, 2, 3, 4, 5}, {3, 5, 2},
-                  [](const Tensor& t) { return t.slice(1, 0, 2, 2); }, id),
+      matmul_case(
+          "stepped size-1 batch dim", {2, 2, 3, 4, 5}, {5, 3}, [](const Tensor& t) { return t.slice(1, 0, 2, 2); }, id),
+      matmul_case(
+          "stepped size-1 batch dim, batched rhs", {2, 2, 3, 4, 5}, {3, 5, 2},
+          [](const Tensor& t) { return t.slice(1, 0, 2, 2); }, id),
       matmul_case("vector-like", {1, 5}, {5, 1}, id, id),
   };
   for (const auto& c : cases) run_op_case(c);
@@ -306,18 +316,33 @@ TEST(Matmul, ShapeAndDtypeErrorsNameTheOperands) {
       for (const char* f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
     }
   };
-  expect_error([] { ops::matmul(Tensor::zeros({7, 5}), Tensor::zeros({4, 3})); },
-               {"[matmul]", "f32[7, 5]", "f32[4, 3]"});
+  expect_error(
+      [] {
+        ops::matmul(Tensor::zeros({7, 5}), Tensor::zeros({4, 3}));
+      },
+      {"[matmul]", "f32[7, 5]", "f32[4, 3]"});
   expect_error([] { ops::matmul(Tensor::zeros({5}), Tensor::zeros({5, 3})); }, {"[matmul]", "f32[5]"});
-  expect_error([] { ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 2}, DType::f64)); },
-               {"[matmul]", "f64[3, 2]"});
+  expect_error(
+      [] {
+        ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 2}, DType::f64));
+      },
+      {"[matmul]", "f64[3, 2]"});
   expect_error([] { ops::matmul(Tensor::zeros({2, 7, 5}), Tensor::zeros({3, 5, 4})); }, {"[matmul]", "[2]", "[3]"});
-  expect_error([] { ops::linear(Tensor::zeros({7, 5}), Tensor::zeros({4, 6}), Tensor()); },
-               {"[linear]", "f32[7, 5]", "f32[4, 6]"});
-  expect_error([] { ops::linear(Tensor::zeros({7, 5}), Tensor::zeros({4, 5}), Tensor::zeros({3})); },
-               {"[linear]", "f32[3]"});
-  expect_error([] { ops::linear(Tensor::zeros({7, 5}, DType::f64), Tensor::zeros({4, 5}), Tensor()); },
-               {"[linear]", "f64[7, 5]", "f32[4, 5]"});
+  expect_error(
+      [] {
+        ops::linear(Tensor::zeros({7, 5}), Tensor::zeros({4, 6}), Tensor());
+      },
+      {"[linear]", "f32[7, 5]", "f32[4, 6]"});
+  expect_error(
+      [] {
+        ops::linear(Tensor::zeros({7, 5}), Tensor::zeros({4, 5}), Tensor::zeros({3}));
+      },
+      {"[linear]", "f32[3]"});
+  expect_error(
+      [] {
+        ops::linear(Tensor::zeros({7, 5}, DType::f64), Tensor::zeros({4, 5}), Tensor());
+      },
+      {"[linear]", "f64[7, 5]", "f32[4, 5]"});
 }
 
 TEST(Matmul, EmptyInnerDimGivesZeros) {

@@ -136,7 +136,7 @@ OpCase pixel_ce_case(const Shape& shape, int64_t every, int64_t ignore, uint64_t
 TEST(SegOps, PixelCrossEntropyMatchesReferenceAndGradcheck) {
   run_op_case(pixel_ce_case({2, 5, 3, 4}, 0, 255, 10));
   run_op_case(pixel_ce_case({2, 5, 3, 4}, 3, 255, 20));
-  run_op_case(pixel_ce_case({1, 7, 5, 3}, 2, -1, 30));  // another ignore label
+  run_op_case(pixel_ce_case({1, 7, 5, 3}, 2, -1, 30));   // another ignore label
   run_op_case(pixel_ce_case({3, 1, 2, 2}, 4, 255, 40));  // one class: loss 0 everywhere
 }
 

@@ -110,9 +110,7 @@ TEST(Autograd, NoGradGuardRecordsNothing) {
     EXPECT_EQ(y.grad_fn(), nullptr);
     EXPECT_FALSE(ops::sum(x).requires_grad());
     EXPECT_FALSE(x.reshape({2, 1}).requires_grad());
-    {
-      NoGradGuard nested;
-    }
+    { NoGradGuard nested; }
     EXPECT_FALSE(GradMode::enabled());  // the inner guard restores the outer state, not "on"
   }
   EXPECT_TRUE(GradMode::enabled());

@@ -25,7 +25,7 @@ struct FakeBackend : memory::DeviceMemoryBackend {
   uintptr_t next_address = 0x10000000;
   size_t capacity = size_t(1) << 40;  // raw_alloc fails beyond this many live bytes
   size_t live = 0;
-  std::vector<size_t> allocs;        // sizes asked of raw_alloc, including failed ones
+  std::vector<size_t> allocs;  // sizes asked of raw_alloc, including failed ones
   std::vector<uintptr_t> frees;
   std::vector<std::pair<uintptr_t, size_t>> live_segments;
   Event next_event = 1;
@@ -92,9 +92,9 @@ TEST(CachingAllocator, RoundsTo512AndPicksSegmentSizes) {
 TEST(CachingAllocator, SmallAndLargePoolsUseSeparateSegments) {
   FakeBackend be;
   CachingAllocator a(be);
-  void* small1 = a.allocate(MiB);        // small pool: half of a 2 MiB segment
-  void* small2 = a.allocate(100 * KiB);  // same small segment
-  void* large = a.allocate(MiB + 1);     // large pool: a new 20 MiB segment
+  void* small1 = a.allocate(MiB);         // small pool: half of a 2 MiB segment
+  void* small2 = a.allocate(100 * KiB);   // same small segment
+  void* large = a.allocate(MiB + 1);      // large pool: a new 20 MiB segment
   void* huge = a.allocate(21 * MiB - 3);  // over the 20 MiB segment's remainder: own segment of 22 MiB
   EXPECT_EQ(be.allocs, (std::vector<size_t>{2 * MiB, 20 * MiB, 22 * MiB}));
   EXPECT_EQ(addr(small2), addr(small1) + MiB);
@@ -220,10 +220,10 @@ TEST(CachingAllocator, OomReleasesCacheRetriesThenReportsSizes) {
   FakeBackend be;
   be.capacity = 24 * MiB;
   CachingAllocator a(be);
-  void* s = a.allocate(KiB);         // 2 MiB small segment
-  void* l = a.allocate(5 * MiB);     // 20 MiB segment
-  a.free(l);                         // cached
-  void* h = a.allocate(12 * MiB);    // best fit: the cached 20 MiB block
+  void* s = a.allocate(KiB);       // 2 MiB small segment
+  void* l = a.allocate(5 * MiB);   // 20 MiB segment
+  a.free(l);                       // cached
+  void* h = a.allocate(12 * MiB);  // best fit: the cached 20 MiB block
   EXPECT_EQ(h, l);
   a.free(h);
   // 22 MiB needs a new segment: 2 + 20 + 22 > 24 fails, the cached 20 MiB goes back, retry succeeds.
@@ -455,7 +455,7 @@ TEST(HostBlockCache, OutOfMemoryReleasesCachedBlocksThenRetries) {
   be.capacity = 16 * KiB;
   HostBlockCache c(be);
   c.free(c.allocate(8 * KiB));
-  c.free(c.allocate(4 * KiB));  // 12 KiB cached
+  c.free(c.allocate(4 * KiB));       // 12 KiB cached
   void* big = c.allocate(16 * KiB);  // fails at first; fits once the cached blocks are released
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(be.frees.size(), 2u);

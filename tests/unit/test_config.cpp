@@ -114,9 +114,9 @@ TEST(Config, LoadsAFileAndKeepsDefaultsForUnmentionedKeys) {
   EXPECT_EQ(c.train.seed, 12345678901LL);
   EXPECT_EQ(c.train.device, "cuda:1");
   EXPECT_EQ(c.train.output, "runs/x: y");
-  EXPECT_EQ(c.model.depth, 0);              // untouched
-  EXPECT_EQ(c.optim.weight_decay, 0.05);    // untouched
-  EXPECT_EQ(c.eval.batch_size, 256);        // untouched
+  EXPECT_EQ(c.model.depth, 0);            // untouched
+  EXPECT_EQ(c.optim.weight_decay, 0.05);  // untouched
+  EXPECT_EQ(c.eval.batch_size, 256);      // untouched
 }
 
 TEST(Config, OverridesSetScalarsNestedKeysAndLists) {
@@ -172,7 +172,8 @@ TEST(Config, AttentionSectionParsesEveryFieldAndOverrides) {
   EXPECT_NO_THROW(c.validate());
   Config a = io::config_from_yaml_string("model: {attention: {type: agent_bias, agent_num: 16}}");
   EXPECT_EQ(a.model.attention.agent_num, 16);
-  for (const char* t : {"dense", "mita", "mita_route", "agent", "agent_bias", "linear", "flatten", "inline", "mhla", "pola"})
+  for (const char* t :
+       {"dense", "mita", "mita_route", "agent", "agent_bias", "linear", "flatten", "inline", "mhla", "pola"})
     EXPECT_NO_THROW(io::config_from_yaml_string(std::string("model: {attention: {type: ") + t + "}}")) << t;
   // Wrong types name the key.
   EXPECT_CONTAINS(error_of([] { io::config_from_yaml_string("model: {attention: {dwc: maybe}}", "c.yaml"); }),
@@ -181,9 +182,10 @@ TEST(Config, AttentionSectionParsesEveryFieldAndOverrides) {
                   "'model.attention.m' expects an integer");
   // to_yaml writes every field and reads back.
   const std::string y = io::to_yaml(c);
-  EXPECT_CONTAINS(y, "  attention:\n    type: \"mita\"\n    m: 36\n    k: 25\n    s: 1\n    dwc: true\n"
-                     "    gate: true\n    landmark_pool: \"patches\"\n    impl: \"fused\"\n"
-                     "    deterministic: false\n    shared_scale: \"paper\"\n    agent_num: 49\n");
+  EXPECT_CONTAINS(y,
+                  "  attention:\n    type: \"mita\"\n    m: 36\n    k: 25\n    s: 1\n    dwc: true\n"
+                  "    gate: true\n    landmark_pool: \"patches\"\n    impl: \"fused\"\n"
+                  "    deterministic: false\n    shared_scale: \"paper\"\n    agent_num: 49\n");
   EXPECT_EQ(io::to_yaml(io::config_from_yaml_string(y)), y);
 }
 
@@ -208,9 +210,9 @@ TEST(Config, AttentionValidationNamesTheKey) {
         << c.yaml;
   // Boundaries that are allowed: s = m, k = 0 (the default), m = 1, dwc + gate on either mita type, and dwc on
   // another kind (ignored there, so MiTA+DWC weights evaluate as dense with one --set).
-  for (const char* ok : {"{type: mita, m: 4, s: 4}", "{type: mita_route, k: 0, m: 1}",
-                         "{type: mita, dwc: true, gate: true}", "{type: mita_route, dwc: true}",
-                         "{type: agent, agent_num: 1}", "{type: dense, dwc: true}"})
+  for (const char* ok :
+       {"{type: mita, m: 4, s: 4}", "{type: mita_route, k: 0, m: 1}", "{type: mita, dwc: true, gate: true}",
+        "{type: mita_route, dwc: true}", "{type: agent, agent_num: 1}", "{type: dense, dwc: true}"})
     EXPECT_NO_THROW(io::config_from_yaml_string(std::string("model: {attention: ") + ok + "}")) << ok;
 }
 
@@ -325,9 +327,10 @@ TEST(Config, ValidateRejectsOutOfRangeValues) {
   };
   for (const auto& c : cases) EXPECT_CONTAINS(error_of([&] { io::config_from_yaml_string(c.yaml); }), c.key);
   // Boundary values that are allowed.
-  EXPECT_NO_THROW(io::config_from_yaml_string("data: {hflip: 1.0}\nschedule: {warmup_epochs: 0}\n"
-                                              "model: {drop_rate: 0.0, img_size: 224, patch_size: 16}\n"
-                                              "train: {device: cuda:12}\noptim: {opt: nesterov}"));
+  EXPECT_NO_THROW(
+      io::config_from_yaml_string("data: {hflip: 1.0}\nschedule: {warmup_epochs: 0}\n"
+                                  "model: {drop_rate: 0.0, img_size: 224, patch_size: 16}\n"
+                                  "train: {device: cuda:12}\noptim: {opt: nesterov}"));
 }
 
 TEST(Config, ToYamlRoundTripsExactly) {
@@ -365,7 +368,8 @@ TEST(Config, AmpDtypeOnlyBfloat16) {
   Config c = io::config_from_yaml_string("train: {amp: false, amp_dtype: bfloat16}");
   EXPECT_FALSE(c.train.amp);
   for (const char* half : {"float16", "fp16"}) {
-    const std::string err = error_of([&] { io::config_from_yaml_string(std::string("train: {amp_dtype: ") + half + "}"); });
+    const std::string err =
+        error_of([&] { io::config_from_yaml_string(std::string("train: {amp_dtype: ") + half + "}"); });
     EXPECT_CONTAINS(err, "train.amp_dtype");
     EXPECT_CONTAINS(err, "only bfloat16");
   }
@@ -380,7 +384,8 @@ TEST(Config, ResolveDeviceNamesWhatIsWrong) {
   // No machine we run on has 100 GPUs: either "not available" or "no CUDA backend" (a build without CUDA).
   const std::string err = error_of([] { engine::resolve_device("cuda:99"); });
   EXPECT_TRUE(err.find("cuda:99 is not available") != std::string::npos ||
-              err.find("no CUDA backend") != std::string::npos) << err;
+              err.find("no CUDA backend") != std::string::npos)
+      << err;
 }
 
 }  // namespace
@@ -431,8 +436,9 @@ TEST(Config, HostileValuesAreOneErrorNamingTheKey) {
   Config cfg;
   io::apply_override(cfg, "optim.lr=.inf");
   EXPECT_CONTAINS(error_of([&] { cfg.validate(); }), "[config] optim.lr must be a finite number, got .inf");
-  EXPECT_NO_THROW(io::config_from_yaml_string("model: {embed_dim: 6144, num_heads: 48, depth: 48, mlp_ratio: 64}\n"
-                                              "data: {workers: 512}\ntrain: {batch_size: 65536}"));
+  EXPECT_NO_THROW(
+      io::config_from_yaml_string("model: {embed_dim: 6144, num_heads: 48, depth: 48, mlp_ratio: 64}\n"
+                                  "data: {workers: 512}\ntrain: {batch_size: 65536}"));
 }
 
 TEST(Config, AnEmptyConfigFileIsAnErrorNamingIt) {

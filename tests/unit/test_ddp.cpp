@@ -186,8 +186,9 @@ TEST_P(Ddp, AdamWStepsEqualTheSingleProcessRun) {
   // the update, so the parameters (of order 0.1, moved by lr = 1e-2) agree to ~1e-13.
   for (int r = 0; r < world; ++r)
     for (int s = 0; s < kSteps; ++s)
-      EXPECT_LE(max_abs_diff(params[static_cast<size_t>(r)][static_cast<size_t>(s)], ref.params[static_cast<size_t>(s)]),
-                1e-10)
+      EXPECT_LE(
+          max_abs_diff(params[static_cast<size_t>(r)][static_cast<size_t>(s)], ref.params[static_cast<size_t>(s)]),
+          1e-10)
           << "rank " << r << " step " << s;
 }
 
@@ -347,9 +348,8 @@ TEST_P(Ddp, ZeroOneHoldsOnlyItsSliceOfTheState) {
   EXPECT_EQ(sum, 2 * flat_size);
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, Ddp, ::testing::Values(2, 4), [](const auto& info) {
-  return "world" + std::to_string(info.param);
-});
+INSTANTIATE_TEST_SUITE_P(Worlds, Ddp, ::testing::Values(2, 4),
+                         [](const auto& info) { return "world" + std::to_string(info.param); });
 
 TEST(ThreadCommunicator, CollectivesOnUnevenShards) {
   constexpr int kWorld = 3;

@@ -53,7 +53,9 @@ TEST(Figures, MetricsRowsBecomeLossLrAndAccuracyChartsAsPngAndSvg) {
   {
     io::MetricsLog log(dir.file("metrics.jsonl"));
     for (int s = 1; s <= 20; ++s)
-      log.log({{"epoch", 1.0 + (s - 1) / 10}, {"step", static_cast<double>(s)}, {"train_loss", 2.0 / s},
+      log.log({{"epoch", 1.0 + (s - 1) / 10},
+               {"step", static_cast<double>(s)},
+               {"train_loss", 2.0 / s},
                {"lr", 1e-3 * s / 20}});
     log.log({{"epoch", 1}, {"step", 10}, {"test_top1", 50.5}, {"test_loss", 1.2}, {"ema_top1", 48.0}});
     log.log({{"epoch", 2}, {"step", 20}, {"test_top1", 61.0}, {"test_loss", std::nan("")}, {"ema_top1", 59.0}},
@@ -112,11 +114,11 @@ TEST(Figures, MetricsRowsBecomeLossLrAndAccuracyChartsAsPngAndSvg) {
 TEST(Figures, LogLogSeriesWithGapsAndNothingToDrawIsAnError) {
   TempDir dir;
   figures::ChartSpec spec{"Figure 5", "sequence length N (tokens)", "throughput (samples/s)", true, true, 900, 560};
-  const auto fig = figures::draw_chart(
-      {{"ours mita", {{1024, 5e4}, {4096, 2e4}, {16384, 6e3}, {1048576, 40}}, true},
-       {"ours dense", {{1024, 3e4}, {4096, std::nan("")}, {16384, 600}, {1048576, 0.3}}, true},
-       {"torch sdpa", {{1024, 2.5e4}}, true}},
-      spec, "fig5");
+  const auto fig =
+      figures::draw_chart({{"ours mita", {{1024, 5e4}, {4096, 2e4}, {16384, 6e3}, {1048576, 40}}, true},
+                           {"ours dense", {{1024, 3e4}, {4096, std::nan("")}, {16384, 600}, {1048576, 0.3}}, true},
+                           {"torch sdpa", {{1024, 2.5e4}}, true}},
+                          spec, "fig5");
   const auto paths = figures::save_figure(*fig, dir.file("fig5.png"));
   ASSERT_EQ(paths.size(), 2u);
   const Png png = read_png(paths[0]);
@@ -126,8 +128,11 @@ TEST(Figures, LogLogSeriesWithGapsAndNothingToDrawIsAnError) {
   fig->save(dir.file("fig5.pdf"));
   EXPECT_EQ(read_bytes(dir.file("fig5.pdf")).substr(0, 5), "%PDF-");
   expect_error([&] { fig->save(dir.file("fig5.bmp")); }, "unknown figure format '.bmp'");
-  expect_error([&] { figures::draw_chart({{"empty", {{0, 1}, {-1, 5}}}}, spec, "x.png"); },
-               "x.png: no point to draw on log axes");
+  expect_error(
+      [&] {
+        figures::draw_chart({{"empty", {{0, 1}, {-1, 5}}}}, spec, "x.png");
+      },
+      "x.png: no point to draw on log axes");
 }
 
 TEST(Figures, DotMarkersSitInValueOrderWithTheReferenceLine) {
@@ -153,8 +158,7 @@ TEST(Figures, DotMarkersSitInValueOrderWithTheReferenceLine) {
   const int cx = static_cast<int>(std::lround(centre[0]));
   EXPECT_GT(count_colour(png, 214, 39, 40, cx - 5, 44, cx + 6, png.h - 40), 20);  // dashed red at mita's value
   expect_error([&] { figures::draw_dots({}, "", "", std::nan(""), "x.png"); }, "no rows");
-  expect_error([&] { figures::draw_dots({{"a", std::nan(""), 0}}, "", "", std::nan(""), "x.png"); },
-               "no finite value");
+  expect_error([&] { figures::draw_dots({{"a", std::nan(""), 0}}, "", "", std::nan(""), "x.png"); }, "no finite value");
 }
 
 TEST(Figures, TickLabelsAreWrittenAsPeopleReadThem) {

@@ -112,7 +112,7 @@ TEST(Flops, AttentionCoreOfEveryKind) {
   const int64_t N = 197, C = 384, H = 6;
   a.type = "dense";
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * N * N * C);  // 394·N·C
-  a.type = "mita_route";  // k = 2m, no shared branch
+  a.type = "mita_route";                                                        // k = 2m, no shared branch
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 2 * 25 * N * C + 2 * N * 50 * C + (N - 1) * C);
   a.type = "mita_compress";  // no routing: V̂ and the shared attention over m = 25 landmarks, pooling
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 4 * 25 * N * C + (N - 1) * C);
@@ -132,7 +132,8 @@ TEST(Flops, AttentionCoreOfEveryKind) {
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 4 * N * C * 64 + 4 * N * C);
   a.type = "mhla";  // at its own 16x16 grid without CLS: LayerNorm, two N·C·d products, the 16-block mixing
   EXPECT_EQ(vt::models::attention_core_macs(a, 256, C, H).first, 5 * 256 * C + 2 * 256 * C * 64 + 16 * 16 * C * 64);
-  for (const char* type : {"flatten", "inline", "mhla", "pola"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
+  for (const char* type :
+       {"flatten", "inline", "mhla", "pola"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
     a.type = type;
     EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, vt::models::attention_core_macs(a, N, C, H).first);
   }
@@ -274,9 +275,11 @@ FlopsReport count_segmenter(const std::string& config) {
 // B 109.38/93.73, L 615.38/504.85; the paper rounds to whole G), consistent with an analytic all-matmul count;
 // the paper's counting method is unknown (spec §8).
 TEST(Flops, SegmenterTable4) {
-  const struct { const char* config; double paper_g; } rows[] = {
-      {"vit_tiny_dense", 12}, {"vit_tiny_mita", 7},  {"vit_small_dense", 33}, {"vit_small_mita", 25},
-      {"vit_base_dense", 111}, {"vit_base_mita", 95}, {"vit_large_dense", 622}, {"vit_large_mita", 508}};
+  const struct {
+    const char* config;
+    double paper_g;
+  } rows[] = {{"vit_tiny_dense", 12},  {"vit_tiny_mita", 7},  {"vit_small_dense", 33},  {"vit_small_mita", 25},
+              {"vit_base_dense", 111}, {"vit_base_mita", 95}, {"vit_large_dense", 622}, {"vit_large_mita", 508}};
   std::map<std::string, FlopsReport> counted;
   for (const auto& row : rows) {
     const FlopsReport r = count_segmenter(row.config);

@@ -39,7 +39,8 @@ std::vector<uint8_t> pattern(int64_t n, int64_t rows, int64_t cols) {
   std::vector<uint8_t> px(static_cast<size_t>(n * rows * cols));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) px[(i * rows + r) * cols + c] = static_cast<uint8_t>((i * 31 + r * 7 + c) % 256);
+      for (int64_t c = 0; c < cols; ++c)
+        px[(i * rows + r) * cols + c] = static_cast<uint8_t>((i * 31 + r * 7 + c) % 256);
   return px;
 }
 

@@ -311,9 +311,9 @@ TEST(ParamGroups, TimmWeightDecaySplit) {
           if (q.same(t)) return true;
     return false;
   };
-  for (const char* n : {"cls_token", "pos_embed", "dist_token", "reg_token", "patch_embed.proj.bias",
-                        "blocks.0.norm1.weight", "blocks.0.norm1.bias", "blocks.0.attn.qkv.bias", "backbone.pos_embed",
-                        "head.bias"})
+  for (const char* n :
+       {"cls_token", "pos_embed", "dist_token", "reg_token", "patch_embed.proj.bias", "blocks.0.norm1.weight",
+        "blocks.0.norm1.bias", "blocks.0.attn.qkv.bias", "backbone.pos_embed", "head.bias"})
     EXPECT_TRUE(in_group(n, 0) && !in_group(n, 1)) << n << " should not be decayed";
   for (const char* n : {"patch_embed.proj.weight", "blocks.0.attn.qkv.weight", "blocks.0.attn.pos_embed_proj.weight",
                         "blocks.0.attn.bias_table", "head.weight"})
@@ -398,7 +398,9 @@ std::vector<Tensor> odd_params(double seed) {
   return ps;
 }
 
-std::vector<ParamGroup> two_groups(const std::vector<Tensor>& ps) { return {{{ps[0], ps[2]}, 0.0}, {{ps[1], ps[3]}, 0.05}}; }
+std::vector<ParamGroup> two_groups(const std::vector<Tensor>& ps) {
+  return {{{ps[0], ps[2]}, 0.0}, {{ps[1], ps[3]}, 0.05}};
+}
 
 std::vector<double> grad_values(const Tensor& p, int step) {
   std::vector<double> g(static_cast<size_t>(p.numel()));
@@ -491,7 +493,8 @@ void expect_flat_matches_per_tensor(MakeOpt make_opt) {
     opt_a->lr = opt_b->lr = 0.01 * (s + 1);
     opt_a->step();
     opt_b->step();
-    for (size_t k = 0; k < a.size(); ++k) EXPECT_EQ(a[k].to_vector(), b[k].to_vector()) << "param " << k << " step " << s;
+    for (size_t k = 0; k < a.size(); ++k)
+      EXPECT_EQ(a[k].to_vector(), b[k].to_vector()) << "param " << k << " step " << s;
   }
   NamedTensors sa = opt_a->state(), sb = opt_b->state();
   ASSERT_EQ(sa.size(), sb.size());

@@ -66,8 +66,8 @@ TEST(Recipe, LrScalingRuleAndPlan) {
   c.schedule.deit_epoch_lag = true;
   const engine::LrPlan plan(c, 100);
   EXPECT_DOUBLE_EQ(plan.lr(0, 0), 0.0);
-  EXPECT_DOUBLE_EQ(plan.lr(150, 1), 0.0);     // the lag: epoch 1 still at lr(0)
-  EXPECT_DOUBLE_EQ(plan.lr(250, 2), 5e-4);    // lr(1): half the warmup
+  EXPECT_DOUBLE_EQ(plan.lr(150, 1), 0.0);   // the lag: epoch 1 still at lr(0)
+  EXPECT_DOUBLE_EQ(plan.lr(250, 2), 5e-4);  // lr(1): half the warmup
   c.schedule.sched_on_updates = true;
   c.schedule.deit_epoch_lag = false;
   c.schedule.warmup_prefix = true;
@@ -103,8 +103,8 @@ TEST(Configs, EveryConfigParsesAndBuildsItsModel) {
   const auto paths = all_configs();
   ASSERT_GE(paths.size(), 15u);  // 14 Table 2 rows + the demo
   for (const auto& p : paths) {
-    if (p.parent_path().filename() == "ade20k") continue;  // Segmenters: tests/unit/test_seg_configs.cpp
-    if (p.parent_path().filename() == "lra") continue;  // LRA classifiers: tests/unit/test_sequence_task.cpp
+    if (p.parent_path().filename() == "ade20k") continue;    // Segmenters: tests/unit/test_seg_configs.cpp
+    if (p.parent_path().filename() == "lra") continue;       // LRA classifiers: tests/unit/test_sequence_task.cpp
     if (p.parent_path().filename() == "finetune") continue;  // Table 7: tests/unit/test_finetune_configs.cpp
     SCOPED_TRACE(p.string());
     const io::Config c = io::load_config(p.string());
@@ -177,15 +177,17 @@ TEST(Recipe, ModelChannelsAndClassesMustFitTheDataset) {
   expect_error([&] { engine::check_supported(cfg({"model.num_classes=5"})); },
                "model.num_classes is 5 but data.dataset fashion_mnist has 10 classes");
   EXPECT_NO_THROW(engine::check_supported(cfg({"model.num_classes=12"})));  // unused logits are harmless
-  expect_error([&] { engine::check_supported(cfg({"data.mean=[0.5,0.5,0.5]"})); },
-               "data.mean/std with fashion_mnist");
-  expect_error([&] { engine::check_supported(cfg({"data.dataset=imagefolder", "model.num_classes=3"})); },
-               "model.in_chans is 1 (from the preset vit_micro) but data.dataset imagefolder has 3-channel images");
+  expect_error([&] { engine::check_supported(cfg({"data.mean=[0.5,0.5,0.5]"})); }, "data.mean/std with fashion_mnist");
+  expect_error(
+      [&] {
+        engine::check_supported(cfg({"data.dataset=imagefolder", "model.num_classes=3"}));
+      },
+      "model.in_chans is 1 (from the preset vit_micro) but data.dataset imagefolder has 3-channel images");
   EXPECT_NO_THROW(
       engine::check_supported(cfg({"data.dataset=imagefolder", "model.in_chans=3", "model.num_classes=3"})));
-  const std::vector<std::string> seg = {"data.dataset=ade20k",     "model.name=vit_tiny_patch16_384",
+  const std::vector<std::string> seg = {"data.dataset=ade20k",       "model.name=vit_tiny_patch16_384",
                                         "model.decoder.type=linear", "eval.best_metric=miou",
-                                        "optim.smoothing=0",       "train.model_ema=false"};
+                                        "optim.smoothing=0",         "train.model_ema=false"};
   EXPECT_NO_THROW(engine::check_supported(cfg(seg)));
   std::vector<std::string> seg100 = seg;
   seg100.push_back("model.num_classes=100");

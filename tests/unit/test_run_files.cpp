@@ -29,7 +29,8 @@ struct ReadBack {
 
 // read_tfevents.py on `path`: its exit code and stdout + stderr.
 ReadBack read_events(const std::string& path) {
-  const std::string cmd = "python3 " + std::string(VT_SOURCE_DIR) + "/tests/scripts/read_tfevents.py '" + path + "' 2>&1";
+  const std::string cmd =
+      "python3 " + std::string(VT_SOURCE_DIR) + "/tests/scripts/read_tfevents.py '" + path + "' 2>&1";
   ReadBack r;
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   if (!p) return r;
@@ -64,7 +65,7 @@ TEST(TensorBoard, AnIndependentReaderDecodesTheScalarsAndChecksEveryCrc) {
     path = w.path();
     w.add_scalars(1, {{"train/loss", 2.5f}, {"train/lr", 1e-4f}});
     w.add_scalars(300, {{"train/loss", 0.125f}});
-    w.add_scalars(300, {});  // nothing: no record
+    w.add_scalars(300, {});                             // nothing: no record
     w.add_scalars(1LL << 40, {{"eval/top1", 71.25f}});  // a step past 32 bits
   }
   EXPECT_NE(fs::path(path).filename().string().find("events.out.tfevents."), std::string::npos);
@@ -104,11 +105,21 @@ void log_classification_run(engine::RunRecord& rec, int from_epoch, int to_epoch
   for (int e = from_epoch; e <= to_epoch; ++e) {
     for (int s = 2; s <= 4; s += 2) {
       const double step = (e - 1) * 4 + s;
-      rec.log({{"epoch", e}, {"step", step}, {"train_loss", 3.0 - step / 4}, {"lr", 0.001 * e}, {"img_per_s", 100},
+      rec.log({{"epoch", e},
+               {"step", step},
+               {"train_loss", 3.0 - step / 4},
+               {"lr", 0.001 * e},
+               {"img_per_s", 100},
                {"data_wait", 0.25}});
     }
-    rec.log({{"epoch", e}, {"step", e * 4.0}, {"lr", 0.001 * e}, {"test_top1", 50.0 + e}, {"test_top5", 90.5},
-             {"test_loss", 1.5 / e}, {"elapsed_s", 3}, {"best_metric", 50.0 + e}});
+    rec.log({{"epoch", e},
+             {"step", e * 4.0},
+             {"lr", 0.001 * e},
+             {"test_top1", 50.0 + e},
+             {"test_top5", 90.5},
+             {"test_loss", 1.5 / e},
+             {"elapsed_s", 3},
+             {"best_metric", 50.0 + e}});
   }
 }
 
@@ -130,8 +141,8 @@ TEST(RunRecord, SummaryCsvHasTimmsColumnsAndTheEventsCarryTheTags) {
   const ReadBack r = read_events(files[0]);
   ASSERT_EQ(r.code, 0) << r.output;
   const auto s = nlohmann::json::parse(r.output)["scalars"];
-  for (const char* tag : {"train/loss", "train/lr", "train/img_per_s", "train/data_wait", "eval/top1", "eval/top5",
-                          "eval/loss"})
+  for (const char* tag :
+       {"train/loss", "train/lr", "train/img_per_s", "train/data_wait", "eval/top1", "eval/top5", "eval/loss"})
     EXPECT_TRUE(s.contains(tag)) << tag << " in " << r.output;
   EXPECT_FALSE(s.contains("eval/lr"));
   EXPECT_EQ(s["train/loss"].size(), 4u);
@@ -178,10 +189,16 @@ TEST(RunRecord, SegmentationAndEmaColumns) {
   }
   EXPECT_EQ(read_bytes(dir.file("seg/summary.csv")),
             "epoch,train_loss,eval_mIoU,eval_mAcc,eval_aAcc,lr\n0,2.0,20.5,30.25,60.0,0.01\n1,,22.0,31.0,61.0,0.005\n");
-  const std::string csv = engine::SummaryCsv::render(
-      {{{"epoch", 1}, {"step", 1}, {"train_loss", 1}},
-       {{"epoch", 1}, {"step", 1}, {"test_top1", 10}, {"test_top5", 20}, {"test_loss", 3}, {"ema_top1", 11},
-        {"ema_top5", 21}, {"ema_loss", 2.5}, {"lr", 0.1}}});
+  const std::string csv = engine::SummaryCsv::render({{{"epoch", 1}, {"step", 1}, {"train_loss", 1}},
+                                                      {{"epoch", 1},
+                                                       {"step", 1},
+                                                       {"test_top1", 10},
+                                                       {"test_top5", 20},
+                                                       {"test_loss", 3},
+                                                       {"ema_top1", 11},
+                                                       {"ema_top5", 21},
+                                                       {"ema_loss", 2.5},
+                                                       {"lr", 0.1}}});
   EXPECT_EQ(csv,
             "epoch,train_loss,eval_loss,eval_top1,eval_top5,ema_eval_loss,ema_eval_top1,ema_eval_top5,lr\n"
             "0,1.0,3.0,10.0,20.0,2.5,11.0,21.0,0.1\n");

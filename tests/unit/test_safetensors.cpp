@@ -174,8 +174,7 @@ TEST(Safetensors, CorruptFilesFailNamingFileAndTensor) {
       {R"({"s":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", d8, "tensor 's': data_offsets [8, 0]"},
       {R"({"s":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", d8, "tensor 's': \"data_offsets\" must be"},
       {R"({"s":{"shape":[2],"data_offsets":[0,8]}})", d8, "tensor 's': missing or non-string \"dtype\""},
-      {R"({"s":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,8]}})", d8,
-       "overflows"},
+      {R"({"s":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,8]}})", d8, "overflows"},
       {R"({"__metadata__":{"k":1}})", "", "__metadata__['k'] must be a string"},
   };
   for (const auto& c : cases) {
@@ -214,10 +213,14 @@ TEST(Safetensors, SaveRejectsBadNamesAndKeepsTheOldFile) {
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"a", t}, {"a", t}}); }), "duplicate tensor name 'a'");
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"__metadata__", t}}); }), "reserved");
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"", t}}); }), "empty tensor name");
-  EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"a", t}}, {{"vitrain.crc32", "0"}}); }),
+  EXPECT_CONTAINS(error_of([&] {
+                    io::save_safetensors(path, {{"a", t}}, {{"vitrain.crc32", "0"}});
+                  }),
                   "key 'vitrain.crc32' is reserved");
   EXPECT_CONTAINS(error_of([&] { io::save_safetensors(path, {{"u", Tensor()}}); }), "tensor 'u' is undefined");
-  EXPECT_CONTAINS(error_of([&] { io::save_safetensors(dir.file("no/such/dir/x.safetensors"), {{"a", t}}); }),
+  EXPECT_CONTAINS(error_of([&] {
+                    io::save_safetensors(dir.file("no/such/dir/x.safetensors"), {{"a", t}});
+                  }),
                   "cannot create");
   EXPECT_EQ(read_bytes(path), before);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));

@@ -115,8 +115,8 @@ TEST(SafetensorsHostile, FlippedAndRandomBytesNeverCrash) {
 TEST(SafetensorsHostile, HugeLengthsAndNumbersGiveClearErrors) {
   const std::string good = valid_file();
   const std::string rest = good.substr(8);
-  for (uint64_t len : {uint64_t{1} << 63, ~uint64_t{0}, uint64_t{rest.size()} + 1, uint64_t{100'000'001},
-                       uint64_t{0xFFFFFFFF}}) {
+  for (uint64_t len :
+       {uint64_t{1} << 63, ~uint64_t{0}, uint64_t{rest.size()} + 1, uint64_t{100'000'001}, uint64_t{0xFFFFFFFF}}) {
     EXPECT_CONTAINS(outcome(le64(len) + rest, "length " + std::to_string(len)), "header length");
   }
   EXPECT_CONTAINS(outcome(le64(0) + rest, "length 0"), "bad JSON header");

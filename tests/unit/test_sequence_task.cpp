@@ -102,8 +102,8 @@ void expect_same_tensors(const std::string& a, const std::string& b) {
 
 // Trains `make(dir)` straight and stopped after 4 updates (mid epoch 2) then resumed: the same losses, weights,
 // best metric and scores. Returns the straight run's summary.
-engine::SequenceTrainSummary expect_trains_and_resumes_exactly(const std::function<io::Config(const std::string&)>& make,
-                                                               const engine::LraSplits* data, const TempDir& dir) {
+engine::SequenceTrainSummary expect_trains_and_resumes_exactly(
+    const std::function<io::Config(const std::string&)>& make, const engine::LraSplits* data, const TempDir& dir) {
   engine::SequenceTrainSummary full, part;
   const auto expected = run_losses(make(dir.file("straight")), data, &full);
   EXPECT_EQ(expected.size(), 6u);
@@ -144,8 +144,8 @@ TEST(SequenceTask, ListOpsGeneratedOnDiskTrainsEvaluatesAndResumesExactly) {
   const engine::SequenceTrainSummary full = expect_trains_and_resumes_exactly(make, nullptr, dir);
   EXPECT_EQ(full.test.count, 8);
   // `vitrain eval` of the best checkpoint scores the test split as the run did when that model became the best.
-  const engine::SequenceEval again = engine::evaluate_sequence_weights(make(dir.file("eval")),
-                                                                       dir.file("straight/best.safetensors"));
+  const engine::SequenceEval again =
+      engine::evaluate_sequence_weights(make(dir.file("eval")), dir.file("straight/best.safetensors"));
   EXPECT_EQ(again.count, full.test.count);
   EXPECT_DOUBLE_EQ(again.top1, full.test.top1);
   EXPECT_NEAR(again.loss, full.test.loss, 1e-6);
@@ -232,7 +232,10 @@ TEST(SequenceTask, TwoRanksOfBatch4MatchOneProcessOfBatch8) {
 
 TEST(SequenceTask, EveryLraConfigHoldsNystromformersRecipeAndBuildsItsModel) {
   // Nystromformer's LRA/code/lra_config.py: (batch, warmup steps, train steps, eval frequency, max length).
-  struct Recipe { int batch; int64_t warmup, steps, eval_every, length; };
+  struct Recipe {
+    int batch;
+    int64_t warmup, steps, eval_every, length;
+  };
   const std::map<std::string, Recipe> recipes = {{"listops", {32, 1000, 5000, 50, 2000}},
                                                  {"text", {32, 8000, 20000, 500, 4000}},
                                                  {"retrieval", {32, 800, 30000, 300, 4000}},
@@ -269,8 +272,7 @@ TEST(SequenceTask, EveryLraConfigHoldsNystromformersRecipeAndBuildsItsModel) {
     // 64 (x4 for pairs) -> 128 -> 10.
     const int64_t head_in = data.pairs() ? 256 : 64;
     const int64_t blocks = 2 * (4 * 64 + 64 * 192 + 192 + 64 * 64 + 64 + 64 * 128 + 128 + 128 * 64 + 64);
-    EXPECT_EQ(model.num_parameters(), 257 * 64 + r.length * 64 + blocks + 2 * 64 + head_in * 128 + 128 +
-                                          128 * 10 + 10);
+    EXPECT_EQ(model.num_parameters(), 257 * 64 + r.length * 64 + blocks + 2 * 64 + head_in * 128 + 128 + 128 * 10 + 10);
   }
   EXPECT_EQ(configs, 20);
 }
@@ -308,10 +310,13 @@ TEST(SequenceTask, ConfigAndRecipeErrorsNameTheKeys) {
   expect_error([&] { io::load_config(lra, {"data.lra_task=cifar"}); }, "data.lra_task");
   expect_error([&] { io::load_config(lra, {"model.pooling=max"}); }, "model.pooling");
   expect_error([&] { io::load_config(lra, {"data.updates_per_epoch=-1"}); }, "data.updates_per_epoch");
-  expect_error([&] { io::load_config(std::string(VT_SOURCE_DIR) + "/tests/fmnist_base.yaml",
-                                     {"model.pooling=mean"}); }, "model.pooling");
-  expect_error([&] { io::load_config(lra, {"model.attention.type=agent_bias", "model.attention.landmark_pool=sequence"}); },
-               "goes with type agent, not agent_bias");
+  expect_error([&] { io::load_config(std::string(VT_SOURCE_DIR) + "/tests/fmnist_base.yaml", {"model.pooling=mean"}); },
+               "model.pooling");
+  expect_error(
+      [&] {
+        io::load_config(lra, {"model.attention.type=agent_bias", "model.attention.landmark_pool=sequence"});
+      },
+      "goes with type agent, not agent_bias");
   const engine::LraSplits data = memory_splits("listops", 16, 10);
   io::Config c = tiny_lra_config("listops", "mita", dir.file("bad"));
   c.model.attention.landmark_pool = "shifted";
@@ -335,8 +340,9 @@ TEST(SequenceTask, ConfigAndRecipeErrorsNameTheKeys) {
                "val split under '' has no examples");
   engine::LraSplits other_classes = data;
   other_classes.test.num_classes = 3;
-  expect_error([&] { engine::train_sequence(tiny_lra_config("listops", "dense", dir.file("bad")), {}, &other_classes); },
-               "test split under '' has vocabulary 16 and 3 classes, the training split 16 and 10");
+  expect_error(
+      [&] { engine::train_sequence(tiny_lra_config("listops", "dense", dir.file("bad")), {}, &other_classes); },
+      "test split under '' has vocabulary 16 and 3 classes, the training split 16 and 10");
   c = tiny_lra_config("listops", "dense", dir.file("bad"));
   c.data.data_dir = dir.file("missing");
   expect_error([&] { engine::train_sequence(c); }, "missing");

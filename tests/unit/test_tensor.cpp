@@ -124,7 +124,7 @@ TEST(Tensor, SliceStridesOffsetsAndValues) {
   EXPECT_EQ(neg.offset(), 14);
   EXPECT_EQ(neg.to_vector()[0], 14.0);
   EXPECT_EQ(x.slice(1, 5, 2).numel(), 0);  // empty when end < start
-  Tensor rows = x.slice(0, 1, 3);           // a row range is still contiguous
+  Tensor rows = x.slice(0, 1, 3);          // a row range is still contiguous
   EXPECT_TRUE(rows.is_contiguous());
   EXPECT_EQ(rows.offset(), 7);
   // A slice of a slice composes offsets and strides.
@@ -181,8 +181,7 @@ TEST(Tensor, DtypeRoundTrips) {
   Tensor g = Tensor::from_vector({2.7, -2.7, 0.0, 100.0}, {4}, DType::f64);
   EXPECT_EQ(g.to(DType::i32).to_vector(), (std::vector<double>{2, -2, 0, 100}));
   EXPECT_EQ(g.to(DType::i64).to(DType::f32).to_vector(), (std::vector<double>{2, -2, 0, 100}));
-  EXPECT_EQ(Tensor::from_vector({200, 3}, {2}, DType::u8).to(DType::f32).to_vector(),
-            (std::vector<double>{200, 3}));
+  EXPECT_EQ(Tensor::from_vector({200, 3}, {2}, DType::u8).to(DType::f32).to_vector(), (std::vector<double>{200, 3}));
   // A conversion of a non-contiguous view keeps the logical order.
   Tensor t = iota({2, 3}).transpose(0, 1).to(DType::i64);
   EXPECT_EQ(t.to_vector(), (std::vector<double>{0, 3, 1, 4, 2, 5}));
@@ -192,18 +191,24 @@ TEST(Tensor, DtypeRoundTrips) {
 TEST(Tensor, Bf16RoundsToNearestEven) {
   // bf16 keeps 8 significant bits: near 1 the spacing is 2^-7 = 0.0078125.
   const std::vector<double> in = {
-      1.00390625,        // halfway 1 | 1.0078125: tie to even mantissa -> 1
-      1.01171875,        // halfway 1.0078125 | 1.015625: tie to even -> 1.015625
-      1.005,             // nearer 1.0078125
-      1.0039,            // just below halfway -> 1
-      -1.00390625,       // sign is symmetric
-      3.0,               // exact
-      65504.0,           // 2^16 - 32: rounds up to 65536
-      1e-40,             // subnormal float survives as a (rounded) subnormal
+      1.00390625,   // halfway 1 | 1.0078125: tie to even mantissa -> 1
+      1.01171875,   // halfway 1.0078125 | 1.015625: tie to even -> 1.015625
+      1.005,        // nearer 1.0078125
+      1.0039,       // just below halfway -> 1
+      -1.00390625,  // sign is symmetric
+      3.0,          // exact
+      65504.0,      // 2^16 - 32: rounds up to 65536
+      1e-40,        // subnormal float survives as a (rounded) subnormal
       std::numeric_limits<double>::infinity(),
       3.4028234663852886e38,  // FLT_MAX rounds to +inf in bf16
   };
-  const std::vector<double> want = {1.0, 1.015625, 1.0078125, 1.0, -1.0, 3.0, 65536.0,
+  const std::vector<double> want = {1.0,
+                                    1.015625,
+                                    1.0078125,
+                                    1.0,
+                                    -1.0,
+                                    3.0,
+                                    65536.0,
                                     static_cast<double>(static_cast<float>(bf16(1e-40f))),
                                     std::numeric_limits<double>::infinity(),
                                     std::numeric_limits<double>::infinity()};
@@ -275,8 +280,8 @@ TEST(Tensor, ViewChainGradcheck) {
   std::vector<double> v(2 * 3 * 5);
   for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.7 * static_cast<double>(i));
   auto fn = [](const std::vector<Tensor>& in) {
-    Tensor p = in[0].permute({2, 0, 1});                       // [5, 2, 3]
-    Tensor r = p.reshape({5, 6}).slice(0, 1, 5, 2);            // [2, 6]
+    Tensor p = in[0].permute({2, 0, 1});                                             // [5, 2, 3]
+    Tensor r = p.reshape({5, 6}).slice(0, 1, 5, 2);                                  // [2, 6]
     Tensor e = in[0].slice(2, 0, 1).expand({2, 3, 6}).flatten(0, 1).slice(0, 0, 2);  // [2, 6]
     return (r * e).transpose(0, 1).contiguous().unsqueeze(0).to(DType::f64);
   };

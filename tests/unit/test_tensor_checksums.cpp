@@ -89,8 +89,8 @@ TEST(TensorChecksums, EveryFlippedHeaderByteIsAnErrorNamingTheFile) {
   }
   // One digit of an update count: the tensors are intact, the metadata is not.
   write_bytes(bad, replaced(good, "\"global_step\":\"75\"", "\"global_step\":\"35\""));
-  EXPECT_CONTAINS(error_of([&] { io::read_safetensors(bad); }), "[safetensors] " + bad +
-                                                                    ": __metadata__ checksum mismatch");
+  EXPECT_CONTAINS(error_of([&] { io::read_safetensors(bad); }),
+                  "[safetensors] " + bad + ": __metadata__ checksum mismatch");
 }
 
 TEST(TensorChecksums, DamagedCheckpointPositionIsAnErrorNamingTheFile) {
@@ -164,8 +164,7 @@ TEST(TensorChecksums, RenamedRetypedOrUncheckedTensorsAreErrorsNamingThem) {
   EXPECT_CONTAINS(err, "[safetensors] " + bad);
   EXPECT_CONTAINS(err, "blocks.1.attn.dwc.weigh");
   write_bytes(bad, replaced(good, "\\\"blocks.1.attn.dwc.weight\\\"", "\\\"blocks.1.attn.dwc.weighu\\\""));
-  EXPECT_CONTAINS(error_of([&] { io::read_safetensors(bad); }),
-                  "tensor 'blocks.1.attn.dwc.weight' has no checksum");
+  EXPECT_CONTAINS(error_of([&] { io::read_safetensors(bad); }), "tensor 'blocks.1.attn.dwc.weight' has no checksum");
   // F32 -> I32 keeps the byte count; the checksum covers the dtype.
   write_bytes(bad, replaced(good, "\"dtype\":\"F32\"", "\"dtype\":\"I32\""));
   EXPECT_CONTAINS(error_of([&] { io::read_safetensors(bad); }), "checksum mismatch");

@@ -237,7 +237,8 @@ TEST(TimmArgs, FlagOverridesAndOutputFolder) {
             (std::vector<std::string>{"train.batch_size=256", "train.global_batch_size=0"}));
   const io::TimmFlag* betas = io::find_timm_flag("opt_betas");
   ASSERT_NE(betas, nullptr);
-  EXPECT_EQ(io::timm_flag_overrides(*betas, {"0.9", "0.99"}), (std::vector<std::string>{"optim.opt_betas=[0.9, 0.99]"}));
+  EXPECT_EQ(io::timm_flag_overrides(*betas, {"0.9", "0.99"}),
+            (std::vector<std::string>{"optim.opt_betas=[0.9, 0.99]"}));
   const io::TimmFlag* ema = io::find_timm_flag("--model-ema");
   ASSERT_NE(ema, nullptr);
   EXPECT_EQ(io::timm_flag_overrides(*ema, {}), (std::vector<std::string>{"train.model_ema=true"}));
@@ -269,14 +270,16 @@ TEST(TimmArgs, UserErrorsCarryNoSourcePosition) {
 
 TEST(GlobalBatch, DividedOverProcessesAndAccumulation) {
   io::Config c;  // DeiT: global batch 1024, lr 5e-4 x 1024 / 512
-  for (const auto& [world, accum, per] : std::vector<std::tuple<int, int, int>>{{1, 1, 1024}, {8, 1, 128}, {2, 4, 128}}) {
+  for (const auto& [world, accum, per] :
+       std::vector<std::tuple<int, int, int>>{{1, 1, 1024}, {8, 1, 128}, {2, 4, 128}}) {
     c.train.grad_accum_steps = accum;
     const io::Config r = engine::resolve_for_world(c, world);
     EXPECT_EQ(r.train.batch_size, per);
     EXPECT_EQ(engine::global_batch(r, world), 1024);
     EXPECT_DOUBLE_EQ(engine::resolved_lr(r, world), 1e-3);
-    EXPECT_EQ(engine::describe_batch_and_lr(r, world).rfind("global batch 1024 = " + std::to_string(per) + " per GPU", 0),
-              0u);
+    EXPECT_EQ(
+        engine::describe_batch_and_lr(r, world).rfind("global batch 1024 = " + std::to_string(per) + " per GPU", 0),
+        0u);
   }
   c.train.grad_accum_steps = 1;
   EXPECT_CONTAINS(error_of([&] { engine::resolve_for_world(c, 3); }), "train.global_batch_size 1024 does not divide");

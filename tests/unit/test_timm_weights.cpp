@@ -268,8 +268,9 @@ TEST(TimmWeights, PosEmbedResamplingMatchesTimmAndDeitComputedByTorch) {
     int64_t h, w;
   };
   for (const Grid g : {Grid{"up_16x16", 16, 16}, Grid{"down_7x7", 7, 7}, Grid{"rect_12x20", 12, 20}})
-    for (const auto& [prefix, mode] : {std::pair<std::string, engine::PosEmbedResize>{"timm_", engine::PosEmbedResize::timm},
-                                       {"deit_", engine::PosEmbedResize::deit}}) {
+    for (const auto& [prefix, mode] :
+         {std::pair<std::string, engine::PosEmbedResize>{"timm_", engine::PosEmbedResize::timm},
+          {"deit_", engine::PosEmbedResize::deit}}) {
       const Tensor& ref = get(w, prefix + g.name);
       const Tensor ours = engine::resample_pos_embed(in, 14, 14, g.h, g.w, 1, mode);
       ASSERT_EQ(ours.shape(), ref.shape()) << prefix << g.name;

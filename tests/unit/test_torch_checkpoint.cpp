@@ -89,8 +89,7 @@ TEST(TorchCheckpoint, DeitWrapperPicksModelOrModelEma) {
             (std::vector<std::string>{"optimizer", "lr_scheduler", "epoch", "model_ema", "scaler", "args"}));
   const io::TorchCheckpoint e = io::read_torch_checkpoint(ref("torch_deit.pth"), io::TorchPick::ema);
   EXPECT_EQ(e.source_key, "model_ema");
-  EXPECT_EQ(e.other_keys,
-            (std::vector<std::string>{"model", "optimizer", "lr_scheduler", "epoch", "scaler", "args"}));
+  EXPECT_EQ(e.other_keys, (std::vector<std::string>{"model", "optimizer", "lr_scheduler", "epoch", "scaler", "args"}));
   expect_twice(e.tensors, w.tensors, "deit ema");
 }
 
@@ -159,7 +158,10 @@ TEST(TorchCheckpoint, WriterRefusesBadNamesAndLeavesTheFileAlone) {
   const std::string path = dir.file("out.pth");
   write_bytes(path, "old");
   const Tensor t = Tensor::zeros({2});
-  EXPECT_CONTAINS(error_of([&] { io::save_torch_state_dict(path, {{"a", t}, {"a", t}}); }), "duplicate tensor name 'a'");
+  EXPECT_CONTAINS(error_of([&] {
+                    io::save_torch_state_dict(path, {{"a", t}, {"a", t}});
+                  }),
+                  "duplicate tensor name 'a'");
   EXPECT_CONTAINS(error_of([&] { io::save_torch_state_dict(path, {{"", t}}); }), "empty tensor name");
   EXPECT_CONTAINS(error_of([&] { io::save_torch_state_dict(path, {{"bad\xff", t}}); }), "not valid UTF-8");
   EXPECT_EQ(read_bytes(path), "old");
@@ -242,9 +244,11 @@ std::string archive(const std::string& pickle, const std::vector<std::pair<std::
 // {'w': _rebuild_tensor_v2(storage('0', FloatStorage, numel), offset, size, stride, False, OrderedDict())}
 std::string tensor_pickle(int numel, int offset, const std::string& size, const std::string& stride) {
   return "\x80\x02}X\x01\0\0\0wctorch._utils\n_rebuild_tensor_v2\n((X\x07\0\0\0storagectorch\n"s
-         "FloatStorage\nX\x01\0\0\0" "0X\x03\0\0\0cpuK"s +
+         "FloatStorage\nX\x01\0\0\0"
+         "0X\x03\0\0\0cpuK"s +
          static_cast<char>(numel) + "tQK" + static_cast<char>(offset) + size + stride +
-         "\x89" "ccollections\nOrderedDict\n)RtRs.";
+         "\x89"
+         "ccollections\nOrderedDict\n)RtRs.";
 }
 
 TEST(TorchCheckpointHostile, HandMadePicklesGiveClearErrors) {
@@ -253,24 +257,31 @@ TEST(TorchCheckpointHostile, HandMadePicklesGiveClearErrors) {
   EXPECT_EQ(outcome(archive(tensor_pickle(4, 0, "K\x02K\x02\x86", "K\x02K\x01\x86"), {{"0", four_floats}}), "ok"), "");
   const std::vector<std::pair<std::string, std::string>> cases = {
       // view reads past its storage: offset 1 + (1*2 + 1*1) = element 4 of 4
-      {archive(tensor_pickle(4, 1, "K\x02K\x02\x86", "K\x02K\x01\x86"), {{"0", four_floats}}), "of a 4-element storage"},
+      {archive(tensor_pickle(4, 1, "K\x02K\x02\x86", "K\x02K\x01\x86"), {{"0", four_floats}}),
+       "of a 4-element storage"},
       // the storage's entry is shorter than numel says
-      {archive(tensor_pickle(4, 0, "K\x02K\x02\x86", "K\x02K\x01\x86"), {{"0", std::string(12, '\0')}}), "has 12 bytes"},
+      {archive(tensor_pickle(4, 0, "K\x02K\x02\x86", "K\x02K\x01\x86"), {{"0", std::string(12, '\0')}}),
+       "has 12 bytes"},
       {archive(tensor_pickle(4, 0, "K\x02K\x02\x86", "K\x02K\x01\x86")), "no entry 'archive/data/0'"},
       // negative stride (BININT -1)
-      {archive(tensor_pickle(4, 0, "K\x02K\x02\x86", "K\x02J\xff\xff\xff\xff\x86"), {{"0", four_floats}}), "negative size or stride"},
+      {archive(tensor_pickle(4, 0, "K\x02K\x02\x86", "K\x02J\xff\xff\xff\xff\x86"), {{"0", four_floats}}),
+       "negative size or stride"},
       // size and stride of different lengths
       {archive(tensor_pickle(4, 0, "K\x02K\x02\x86", "K\x01\x85"), {{"0", four_floats}}), "size has 2 dims, stride 1"},
       {archive("\x80\x02}(X\x01\0\0\0aK\x01iu."s), "INST"},
-      {archive("\x80\x02]q\0h\0a."s), "holds a list"},             // a list that contains itself
+      {archive("\x80\x02]q\0h\0a."s), "holds a list"},  // a list that contains itself
       {archive("\x80\x02h\x05."s), "memo entry 5"},
       {archive(std::string("\x80\x02\x8b\xff\xff\xff\x7f", 7)), "the pickle ends early"},
       {archive("\x80\x02"s + std::string(100000, ']') + "."), "100000 values"},
       {archive("\x80\x02}."s), "no tensors"},
       {archive("\x80\x02}X\x05\0\0\0modelK\x01s."s), "'model' holds an int, not a state dict"},
       {archive("\x80\x09}."s), "pickle protocol 9"},
-      {archive("\x80\x02" "ctorch\nload\nX\x01\0\0\0x\x85R."s), "'torch.load'"},
-      {archive("\x80\x02" "cnumpy\nload\nX\x01\0\0\0x\x85R."s), "'numpy.load'"},
+      {archive("\x80\x02"
+               "ctorch\nload\nX\x01\0\0\0x\x85R."s),
+       "'torch.load'"},
+      {archive("\x80\x02"
+               "cnumpy\nload\nX\x01\0\0\0x\x85R."s),
+       "'numpy.load'"},
       {archive("\x80\x02}.junk"s), "bytes after the pickle's STOP"},
       {std::string("PK\3\4") + std::string(100, '\0'), "end-of-central-directory"},
       {"not a checkpoint at all"s, "not a PyTorch checkpoint"},

@@ -47,7 +47,8 @@ class RowsTask final : public engine::TrainTask {
   engine::TaskBatch next_batch() override {
     // Epoch e reads the rows rotated by 8e, so the epochs differ (and not with the batch size).
     const int64_t start = (next_++ * batch_ + epoch_ * 8) % kRows;
-    return {features_.slice(0, start, start + batch_).contiguous(), labels_.slice(0, start, start + batch_).contiguous()};
+    return {features_.slice(0, start, start + batch_).contiguous(),
+            labels_.slice(0, start, start + batch_).contiguous()};
   }
   Tensor loss(const engine::TaskBatch& b) override { return ops::cross_entropy(model_->forward(b.input), b.target); }
   engine::TaskEvaluation evaluate() override {

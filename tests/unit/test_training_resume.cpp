@@ -33,8 +33,7 @@ void expect_same_tensors(const std::string& a, const std::string& b) {
     ASSERT_EQ(ta[i].first, tb[i].first);
     const size_t n = static_cast<size_t>(ta[i].second.numel()) * dtype_size(ta[i].second.dtype());
     ASSERT_EQ(ta[i].second.shape(), tb[i].second.shape());
-    EXPECT_EQ(0, std::memcmp(ta[i].second.raw_data(), tb[i].second.raw_data(), n))
-        << ta[i].first << " differs";
+    EXPECT_EQ(0, std::memcmp(ta[i].second.raw_data(), tb[i].second.raw_data(), n)) << ta[i].first << " differs";
   }
 }
 

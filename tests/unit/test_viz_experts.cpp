@@ -222,7 +222,11 @@ TEST(VizExperts, PicturesHaveTheDocumentedSizesAndTheMapShowsTheCounts) {
   const figures::SelectionMapLayout proxy = figures::selection_map_layout(12, 14);
   EXPECT_EQ(proxy.columns, 4);
   EXPECT_LE(proxy.width, 800);
-  expect_error([&] { figures::draw_selection_map({{1, 2}}, 4, "head 0", 4, dir.file("bad.png")); }, "2 counts for a 4x4");
+  expect_error(
+      [&] {
+        figures::draw_selection_map({{1, 2}}, 4, "head 0", 4, dir.file("bad.png"));
+      },
+      "2 counts for a 4x4");
 }
 
 TEST(Heatmap, CellsAreColouredByValueAndTheSizeIsDocumented) {

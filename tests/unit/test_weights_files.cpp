@@ -54,8 +54,7 @@ Tensor state(const nn::Module& m, const std::string& name) { return named(m.stat
 void expect_same(const Tensor& a, const Tensor& b, double tol = 0) {
   ASSERT_EQ(a.shape(), b.shape());
   const Tensor x = a.contiguous().to(DType::f32), y = b.contiguous().to(DType::f32);
-  for (int64_t i = 0; i < x.numel(); ++i)
-    ASSERT_NEAR(x.data<float>()[i], y.data<float>()[i], tol) << "element " << i;
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_NEAR(x.data<float>()[i], y.data<float>()[i], tol) << "element " << i;
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -94,7 +93,8 @@ TEST(WeightsFiles, DistilledDeitAveragesItsTwoHeadsAsTimm) {
 TEST(WeightsFiles, DeitWrapperGivesModelOrEmaAndDdpPrefixIsStripped) {
   const engine::WeightsFile raw = engine::load_weights_file(fixture("weights_deit_wrapper.pth"));
   EXPECT_EQ(raw.source, "model");
-  const engine::WeightsFile ema = engine::load_weights_file(fixture("weights_deit_wrapper.pth"), engine::WeightsPick::ema);
+  const engine::WeightsFile ema =
+      engine::load_weights_file(fixture("weights_deit_wrapper.pth"), engine::WeightsPick::ema);
   EXPECT_EQ(ema.source, "model_ema");
   expect_same(named(ema.tensors, "head.weight"), named(raw.tensors, "head.weight") * 0.5, 1e-7);
   models::VisionTransformer model(models::vit_config(tiny(), 0));
@@ -132,14 +132,15 @@ TEST(WeightsFiles, OfficialLayoutRoundTripsLinearAttentionNames) {
 
 TEST(WeightsFiles, StrictLoadingNamesTheFileAndTheTensors) {
   models::VisionTransformer dense(models::vit_config(tiny(), 0));
-  const std::string extra = error_of([&] { engine::load_vit_weights(dense, fixture("weights_mita_mita_dwc.pth"), {}); });
+  const std::string extra =
+      error_of([&] { engine::load_vit_weights(dense, fixture("weights_mita_mita_dwc.pth"), {}); });
   EXPECT_NE(extra.find("weights_mita_mita_dwc.pth"), std::string::npos) << extra;
-  EXPECT_NE(extra.find("2 unexpected tensor(s): blocks.0.attn.dwc.weight, blocks.0.attn.dwc.bias"),
-            std::string::npos) << extra;
+  EXPECT_NE(extra.find("2 unexpected tensor(s): blocks.0.attn.dwc.weight, blocks.0.attn.dwc.bias"), std::string::npos)
+      << extra;
   models::VisionTransformer dwc(models::vit_config(tiny_kind("mita_dwc"), 0));
   const std::string missing = error_of([&] { engine::load_vit_weights(dwc, fixture("weights_deit.pth"), {}); });
-  EXPECT_NE(missing.find("2 missing tensor(s): blocks.0.attn.dwc.weight, blocks.0.attn.dwc.bias"),
-            std::string::npos) << missing;
+  EXPECT_NE(missing.find("2 missing tensor(s): blocks.0.attn.dwc.weight, blocks.0.attn.dwc.bias"), std::string::npos)
+      << missing;
   // Another class count is a shape mismatch under strict loading, named.
   io::ModelConfig five = tiny();
   five.num_classes = 5;
@@ -160,12 +161,14 @@ TEST(WeightsFiles, OfficialSegmenterCheckpointLoadsStrictly) {
   models::Segmenter seg(models::segmenter_config(m, 0));
   engine::load_segmenter_file(seg, fixture("weights_segmenter.pth"), {});
   const io::NamedTensors file = io::read_torch_checkpoint(fixture("weights_segmenter.pth")).tensors;
-  expect_same(state(seg, "decoder.net.layers.1.fn.to_out.weight"), named(file, "decoder.net.layers.1.fn.to_out.weight"));
+  expect_same(state(seg, "decoder.net.layers.1.fn.to_out.weight"),
+              named(file, "decoder.net.layers.1.fn.to_out.weight"));
   expect_same(state(seg, "encoder.blocks.0.attn.qkv.bias"), named(file, "encoder.blocks.0.attn.qkv.bias"));
 }
 
 TEST(WeightsFiles, EmaOfAPlainFileIsAnErrorNamingIt) {
-  const std::string e = error_of([] { engine::load_weights_file(fixture("vit_ref.safetensors"), engine::WeightsPick::ema); });
+  const std::string e =
+      error_of([] { engine::load_weights_file(fixture("vit_ref.safetensors"), engine::WeightsPick::ema); });
   EXPECT_NE(e.find("vit_ref.safetensors"), std::string::npos) << e;
   EXPECT_NE(e.find("--ema"), std::string::npos) << e;
 }

@@ -18,17 +18,21 @@ using device::from_acc;
 using device::to_acc;
 using device::Vec;
 
-constexpr int kLanes = 32;   // channel groups per block
-constexpr int kSlices = 8;   // token slices per block
+constexpr int kLanes = 32;  // channel groups per block
+constexpr int kSlices = 8;  // token slices per block
 constexpr int kBackwardBlock = 256;
 
 // ---- kernels ----
 // Bin arithmetic is templated on the index type: the backward runs it per output element, and 32-bit division is
 // several times cheaper than 64-bit (used whenever (m + 1)·(L + 1) fits).
 template <typename I>
-__device__ __forceinline__ I bin_start(I i, I in, I out) { return (i * in) / out; }
+__device__ __forceinline__ I bin_start(I i, I in, I out) {
+  return (i * in) / out;
+}
 template <typename I>
-__device__ __forceinline__ I bin_end(I i, I in, I out) { return ((i + 1) * in + out - 1) / out; }
+__device__ __forceinline__ I bin_end(I i, I in, I out) {
+  return ((i + 1) * in + out - 1) / out;
+}
 
 template <typename I>
 struct Bin {
@@ -123,10 +127,9 @@ template <typename T>
 constexpr int kVec = 16 / sizeof(T);
 
 template <typename T>
-bool vectorizable(const void* a, const void* b, const LandmarkPoolShape& s, int64_t batch_stride,
-                  int64_t row_stride) {
-  return s.C % kVec<T> == 0 && batch_stride % kVec<T> == 0 && row_stride % kVec<T> == 0 &&
-         device::aligned_to(a, 16) && device::aligned_to(b, 16);
+bool vectorizable(const void* a, const void* b, const LandmarkPoolShape& s, int64_t batch_stride, int64_t row_stride) {
+  return s.C % kVec<T> == 0 && batch_stride % kVec<T> == 0 && row_stride % kVec<T> == 0 && device::aligned_to(a, 16) &&
+         device::aligned_to(b, 16);
 }
 
 template <typename T, int V>
@@ -143,8 +146,7 @@ void launch_backward(T* dx, const T* dout, const LandmarkPoolShape& s, cudaStrea
   // The largest intermediate is below (m + 1)·(L + 1) (1-D; 2-D's (p + 1)·(G + 1) is smaller).
   if ((s.m + 1) * (s.L + 1) < (int64_t(1) << 31))
     landmark_pool_bwd_kernel<T, V, int32_t><<<blocks, kBackwardBlock, 0, stream>>>(dx, dout, s, total);
-  else
-    landmark_pool_bwd_kernel<T, V, int64_t><<<blocks, kBackwardBlock, 0, stream>>>(dx, dout, s, total);
+  else landmark_pool_bwd_kernel<T, V, int64_t><<<blocks, kBackwardBlock, 0, stream>>>(dx, dout, s, total);
 }
 
 void check_shape(const LandmarkPoolShape& s) {
@@ -170,8 +172,7 @@ void landmark_pool_forward(DType dtype, void* out, const void* x, const Landmark
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
-void landmark_pool_backward(DType dtype, void* dx, const void* dout, const LandmarkPoolShape& s,
-                            cudaStream_t stream) {
+void landmark_pool_backward(DType dtype, void* dx, const void* dout, const LandmarkPoolShape& s, cudaStream_t stream) {
   check_shape(s);
   if (s.B == 0 || s.N == 0 || s.C == 0) return;
   device::dispatch_f32_bf16(dtype, "mita_landmark_pool", [&](auto t) {

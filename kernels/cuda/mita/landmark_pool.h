@@ -13,7 +13,6 @@ void landmark_pool_forward(DType dtype, void* out, const void* x, const Landmark
 
 /// dx [B, N, C] (contiguous) = Σ over the bins j holding token n of dout[b, j, :] / |bin j|, 0 outside the pooled
 /// tokens; dout [B, m, C] contiguous. One thread per (b, n, channel group) output.
-void landmark_pool_backward(DType dtype, void* dx, const void* dout, const LandmarkPoolShape& s,
-                            KernelStream stream);
+void landmark_pool_backward(DType dtype, void* dx, const void* dout, const LandmarkPoolShape& s, KernelStream stream);
 
 }  // namespace vt::kernels::cuda

@@ -40,9 +40,9 @@ bool mita_supports_head_dim(int64_t d);
 size_t mita_route_workspace_bytes(const MitaShape& s);
 
 /// Routing from q, k [B, H, N, d] and landmarks r [B, H, m, d] of `dtype` (f32/bf16); writes the four arrays.
-void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r,
-                const MitaShape& s, int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets,
-                void* workspace, KernelStream stream);
+void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r, const MitaShape& s,
+                int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets, void* workspace,
+                KernelStream stream);
 
 /// out [B, H, N, d] (written through its view) and lse [B, H, N] (f32, natural log) of the joint softmax.
 void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, const AttentionView& q,
@@ -59,8 +59,8 @@ int64_t mita_landmark_workspace(const MitaShape& s);
 /// With `candidates`, also appends every score r_j·k_n (f32, unscaled) at or above candidates->threshold[row]
 /// to that row's list (count must start at 0).
 void mita_landmark_attention_forward(const AttentionView& v_hat, const AttentionView& r, const AttentionView& k,
-                                     const AttentionView& v, const MitaShape& s, float* workspace,
-                                     KernelStream stream, const MitaCandidates* candidates = nullptr);
+                                     const AttentionView& v, const MitaShape& s, float* workspace, KernelStream stream,
+                                     const MitaCandidates* candidates = nullptr);
 
 /// Bytes of scratch memory mita_route_with_values needs.
 size_t mita_route_with_values_workspace_bytes(const MitaShape& s);
@@ -91,8 +91,8 @@ void mita_attention_backward(DType dtype, const AttentionView& dq, const Attenti
                              float* p_shared, float* ds_shared, const AttentionView& dout, const AttentionView& q,
                              const AttentionView& k, const AttentionView& v, const AttentionView& r,
                              const AttentionView& v_hat, const AttentionView& out, const float* lse,
-                             const MitaRoutingArrays& routing, const MitaShape& s, bool deterministic,
-                             float* workspace, KernelStream stream);
+                             const MitaRoutingArrays& routing, const MitaShape& s, bool deterministic, float* workspace,
+                             KernelStream stream);
 
 /// dk, dv [B, H, N, d] (`dtype`, written through their views; 0 for keys no expert holds) from the routed sums:
 /// per_expert, [B·H, m, k, d] f32 per (expert, slot), summed per key over the experts in order (same bits every

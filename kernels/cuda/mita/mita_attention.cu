@@ -16,11 +16,11 @@ using device::from_acc;
 using device::to_acc;
 using device::warp_max;
 
-constexpr int kThreads = 256;         // 8 warps
+constexpr int kThreads = 256;  // 8 warps
 constexpr int kWarps = kThreads / 32;
-constexpr int kQueriesPerWarp = 4;    // forward: queries a warp keeps in flight (registers)
+constexpr int kQueriesPerWarp = 4;  // forward: queries a warp keeps in flight (registers)
 constexpr int kQueriesPerBlock = kWarps * kQueriesPerWarp;
-constexpr int kChunk = 64;            // forward: slots per shared-memory chunk (two per lane)
+constexpr int kChunk = 64;  // forward: slots per shared-memory chunk (two per lane)
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -38,9 +38,9 @@ __device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a
 /// Slot `slot` of expert e as f32: key·key_scale and value, column c. Slots [0, msh) are the shared landmarks.
 template <typename T>
 __device__ __forceinline__ void load_slot(const AttentionView& k, const AttentionView& v, const AttentionView& r,
-                                          const AttentionView& vh, const int32_t* expert_keys, int msh,
-                                          int64_t b, int64_t h, int slot, int c, float shared_mul, float routed_mul,
-                                          float& key, float& value) {
+                                          const AttentionView& vh, const int32_t* expert_keys, int msh, int64_t b,
+                                          int64_t h, int slot, int c, float shared_mul, float routed_mul, float& key,
+                                          float& value) {
   if (slot < msh) {
     key = to_acc(row_at<T>(r, b, h, slot)[c]) * shared_mul;
     value = to_acc(row_at<T>(vh, b, h, slot)[c]);
@@ -57,11 +57,10 @@ __device__ __forceinline__ void load_slot(const AttentionView& k, const Attentio
 /// chunks of 64 (scores: one slot per lane and half-chunk; output: D/32 columns per lane). Logits are kept in
 /// the log2 domain (keys pre-scaled by log2 e).
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) mita_forward_kernel(AttentionView out, float* __restrict__ lse,
-                                                                AttentionView q, AttentionView k, AttentionView v,
-                                                                AttentionView r, AttentionView vh,
-                                                                MitaRoutingArrays rt, MitaShape s) {
-  constexpr int KP = D + 4;               // padded f32 row: float4-aligned, conflict-free quarter-warps
+__global__ void __launch_bounds__(kThreads)
+    mita_forward_kernel(AttentionView out, float* __restrict__ lse, AttentionView q, AttentionView k, AttentionView v,
+                        AttentionView r, AttentionView vh, MitaRoutingArrays rt, MitaShape s) {
+  constexpr int KP = D + 4;                 // padded f32 row: float4-aligned, conflict-free quarter-warps
   constexpr int PL = D >= 32 ? D / 32 : 1;  // output columns per lane
   extern __shared__ float4 smem_f4[];
   float* keys = reinterpret_cast<float*>(smem_f4);  // [kChunk][KP]
@@ -177,11 +176,12 @@ size_t backward_smem_floats(int64_t S, int64_t k, int64_t d) {
 /// (one slot per lane for p and ds, one column per lane for dq); then every thread adds the chunk's terms to the
 /// dK/dV sums of the (slot, column) pairs it owns. Each sum has one owner and a fixed order.
 template <typename T, int D>
-__global__ void __launch_bounds__(kBwdThreads) mita_backward_kernel(
-    AttentionView dq, float* __restrict__ p_shared, float* __restrict__ ds_shared, float* __restrict__ routed_dk,
-    float* __restrict__ routed_dv, bool per_expert, AttentionView dout, AttentionView q, AttentionView k,
-    AttentionView v, AttentionView r, AttentionView vh, AttentionView out, const float* __restrict__ lse,
-    MitaRoutingArrays rt, MitaShape s) {
+__global__ void __launch_bounds__(kBwdThreads)
+    mita_backward_kernel(AttentionView dq, float* __restrict__ p_shared, float* __restrict__ ds_shared,
+                         float* __restrict__ routed_dk, float* __restrict__ routed_dv, bool per_expert,
+                         AttentionView dout, AttentionView q, AttentionView k, AttentionView v, AttentionView r,
+                         AttentionView vh, AttentionView out, const float* __restrict__ lse, MitaRoutingArrays rt,
+                         MitaShape s) {
   constexpr int KP = D + 1;
   constexpr int PL = D >= 32 ? D / 32 : 1;  // columns per lane
   constexpr int W = kBwdThreads / 32;
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kBwdThreads) mita_backward_kernel(
     float* pk = routed_dk + (bh * m + e) * kk * D;
     float* pv = routed_dv + (bh * m + e) * kk * D;
     for (int i = tid; i < kk * D; i += kBwdThreads) pk[i] = gk[i], pv[i] = gv[i];
-  } else {           // atomics into [B·H, N, D]
+  } else {  // atomics into [B·H, N, D]
     for (int i = tid; i < kk * D; i += kBwdThreads) {
       const int64_t at = (bh * N + ekeys[i / D]) * D + i % D;
       atomicAdd(routed_dk + at, gk[i]);
@@ -295,10 +295,9 @@ __global__ void __launch_bounds__(kBwdThreads) mita_backward_kernel(
 /// holds n (binary search in the ascending key list; empty experts never wrote theirs). Otherwise the [B·H, N, D]
 /// accumulators are converted.
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) routed_store_kernel(AttentionView dk, AttentionView dv,
-                                                                const float* __restrict__ routed_dk,
-                                                                const float* __restrict__ routed_dv,
-                                                                bool per_expert, MitaRoutingArrays rt, MitaShape s) {
+__global__ void __launch_bounds__(kThreads)
+    routed_store_kernel(AttentionView dk, AttentionView dv, const float* __restrict__ routed_dk,
+                        const float* __restrict__ routed_dv, bool per_expert, MitaRoutingArrays rt, MitaShape s) {
   constexpr int PL = D >= 32 ? D / 32 : 1;
   const int64_t bh = blockIdx.y, b = bh / s.H, h = bh % s.H;
   const int m = static_cast<int>(s.m), kk = static_cast<int>(s.k), N = static_cast<int>(s.N);
@@ -388,8 +387,8 @@ void mita_attention_forward(DType dtype, const AttentionView& out, float* lse, c
 }
 
 int64_t mita_backward_max_slots(int64_t d, int64_t k) {
-  const int64_t budget = max_dynamic_shared_memory() / static_cast<int64_t>(sizeof(float)) - 2 * k * d - 2 * kBwdChunk * d -
-                         2 * kBwdChunk;
+  const int64_t budget =
+      max_dynamic_shared_memory() / static_cast<int64_t>(sizeof(float)) - 2 * k * d - 2 * kBwdChunk * d - 2 * kBwdChunk;
   return std::max<int64_t>(0, budget / (2 * (d + 1) + 2 * kBwdChunk));
 }
 
@@ -402,12 +401,12 @@ void mita_attention_backward(DType dtype, const AttentionView& dq, const Attenti
                              float* p_shared, float* ds_shared, const AttentionView& dout, const AttentionView& q,
                              const AttentionView& k, const AttentionView& v, const AttentionView& r,
                              const AttentionView& v_hat, const AttentionView& out, const float* lse,
-                             const MitaRoutingArrays& routing, const MitaShape& s, bool deterministic,
-                             float* workspace, cudaStream_t stream) {
+                             const MitaRoutingArrays& routing, const MitaShape& s, bool deterministic, float* workspace,
+                             cudaStream_t stream) {
   check_shape(s);
   const int64_t S = (s.shared ? s.m : 0) + s.k;
-  VT_CHECK(S <= mita_backward_max_slots(s.d, s.k), "[mita_attention] the CUDA backward holds an expert's m + k = ",
-           S, " slots in shared memory; at head dim ", s.d, " it fits at most ", mita_backward_max_slots(s.d, s.k));
+  VT_CHECK(S <= mita_backward_max_slots(s.d, s.k), "[mita_attention] the CUDA backward holds an expert's m + k = ", S,
+           " slots in shared memory; at head dim ", s.d, " it fits at most ", mita_backward_max_slots(s.d, s.k));
   const int64_t half = mita_backward_workspace(s, deterministic) / 2;
   float* routed_dk = workspace;
   float* routed_dv = workspace + half;
@@ -421,7 +420,7 @@ void mita_attention_backward(DType dtype, const AttentionView& dq, const Attenti
       VT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
       const dim3 grid(static_cast<unsigned>(s.m), static_cast<unsigned>(s.B * s.H));
       kernel<<<grid, kBwdThreads, smem, stream>>>(dq, p_shared, ds_shared, routed_dk, routed_dv, deterministic, dout, q,
-                                               k, v, r, v_hat, out, lse, routing, s);
+                                                  k, v, r, v_hat, out, lse, routing, s);
       VT_CUDA_CHECK(cudaGetLastError());
     });
   });

@@ -179,10 +179,10 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
   using namespace flash;
   constexpr int LD = D + kPad;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sK = reinterpret_cast<bf16*>(smem_raw);  // [64][LD]
-  bf16* sV = sK + kCols * LD;                    // [64][LD]
-  bf16* sQ = sV + kCols * LD;                    // [2][64][LD]
-  bf16* sdO = sQ + 2 * kRows * LD;               // [2][64][LD]
+  bf16* sK = reinterpret_cast<bf16*>(smem_raw);                // [64][LD]
+  bf16* sV = sK + kCols * LD;                                  // [64][LD]
+  bf16* sQ = sV + kCols * LD;                                  // [2][64][LD]
+  bf16* sdO = sQ + 2 * kRows * LD;                             // [2][64][LD]
   float* sL = reinterpret_cast<float*>(sdO + 2 * kRows * LD);  // [2][64]: lse·log2 e (+inf: no query)
   float* sDs = sL + 2 * kRows;                                 // [2][64]: Dsum (0: no query)
   __shared__ const bf16* rows_q[2][kRows];
@@ -309,8 +309,9 @@ __global__ void __launch_bounds__(kThreads) expert_dkdv_kernel(const ExpertBwdPa
 }
 
 /// dr, dv̂ [rows, D] = the sum over the splits of the partial sums [BH][splits][m][D], in split order.
-__global__ void shared_split_sum_kernel(float* __restrict__ dr, float* __restrict__ dvh, const float* __restrict__ dr_part,
-                                        const float* __restrict__ dvh_part, int64_t m_d, int splits, int64_t total) {
+__global__ void shared_split_sum_kernel(float* __restrict__ dr, float* __restrict__ dvh,
+                                        const float* __restrict__ dr_part, const float* __restrict__ dvh_part,
+                                        int64_t m_d, int splits, int64_t total) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const int64_t bh = i / m_d, j = i % m_d;
@@ -332,8 +333,8 @@ struct SharedSplits {
 
 SharedSplits shared_splits(const MitaShape& s) {
   const int64_t ctas = s.B * s.H * ((s.m + kCols - 1) / kCols);
-  const int64_t want = std::clamp<int64_t>((2 * device::sm_count() + ctas - 1) / ctas, 1,
-                                           std::max<int64_t>(1, s.N / (4 * kRows)));
+  const int64_t want =
+      std::clamp<int64_t>((2 * device::sm_count() + ctas - 1) / ctas, 1, std::max<int64_t>(1, s.N / (4 * kRows)));
   const int64_t chunk = ((s.N + want - 1) / want + kRows - 1) / kRows * kRows;
   return {static_cast<int>((s.N + chunk - 1) / chunk), static_cast<int>(chunk)};
 }
@@ -403,8 +404,8 @@ void mita_expert_backward(const AttentionView& dq, const AttentionView& dk, cons
   const unsigned bh = static_cast<unsigned>(BH);
   auto run = [&](auto dim) {
     constexpr int D = decltype(dim)::value;
-    launch(expert_dq_kernel<D>, dim3(static_cast<unsigned>((s.N + kRows - 1) / kRows + s.m), bh), dq_smem_bytes<D>(),
-           p, stream);
+    launch(expert_dq_kernel<D>, dim3(static_cast<unsigned>((s.N + kRows - 1) / kRows + s.m), bh), dq_smem_bytes<D>(), p,
+           stream);
     launch(expert_dkdv_kernel<D, false>, dim3(static_cast<unsigned>(s.m * p.slot_tiles), bh), dkdv_smem_bytes<D>(), p,
            stream);
     if (s.shared)

@@ -46,14 +46,14 @@ Operand operand(const AttentionView& v) {
 AttentionView view_of(const Operand& o) { return {o.p, o.b, o.h, o.n}; }
 
 struct Params {
-  Operand q, k, v, r, vh;       // inputs; r, vh alias k, v when route-only (never read then)
+  Operand q, k, v, r, vh;         // inputs; r, vh alias k, v when route-only (never read then)
   Operand out, dout, dq, dk, dv;  // out: written by the forward, read by the backward
-  float* lse;                   // [B·H·N]
-  float* dsum;                  // [B·H·N]
-  float *dr, *dvh;              // [B·H·m, d] f32
-  const uint32_t* mask;         // [B·H·m, W]
-  const int32_t* experts;       // [B·H·N]
-  int H, N, P, m, W, slots;     // slots = P + N
+  float* lse;                     // [B·H·N]
+  float* dsum;                    // [B·H·N]
+  float *dr, *dvh;                // [B·H·m, d] f32
+  const uint32_t* mask;           // [B·H·m, W]
+  const int32_t* experts;         // [B·H·N]
+  int H, N, P, m, W, slots;       // slots = P + N
   float scale, shared_scale, scale_log2, shared_log2;
 };
 
@@ -79,14 +79,14 @@ __device__ __forceinline__ uint64_t slot_window(const uint32_t* words, int W, in
 
 /// Slots c0 .. c0 + 63 of [pre (P rows); main (N rows)] into smem [64][D + pad]; zeros past the last slot.
 template <int D>
-__device__ __forceinline__ void load_slots(bf16* smem, const bf16* pre, int64_t pre_n, const bf16* main,
-                                           int64_t main_n, int c0, int P, int slots, int tid) {
+__device__ __forceinline__ void load_slots(bf16* smem, const bf16* pre, int64_t pre_n, const bf16* main, int64_t main_n,
+                                           int c0, int P, int slots, int tid) {
   constexpr int kChunks = D / 8;
 #pragma unroll
   for (int c = tid; c < kBlock * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8, slot = c0 + r;
     const bool valid = slot < slots;
-    const bf16* src = !valid ? main
+    const bf16* src = !valid     ? main
                       : slot < P ? pre + static_cast<int64_t>(slot) * pre_n + col
                                  : main + static_cast<int64_t>(slot - P) * main_n + col;
     flash::cp_async16(smem + r * (D + flash::kPad) + col, src, valid);
@@ -190,14 +190,14 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dkdv_kernel(const Params 
   using namespace flash;
   constexpr int LD = D + kPad;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sK = reinterpret_cast<bf16*>(smem_raw);  // [64][LD]
-  bf16* sV = sK + kBlock * LD;                   // [64][LD]
-  bf16* sQ = sV + kBlock * LD;                   // [2][64][LD]
-  bf16* sdO = sQ + 2 * kBlock * LD;              // [2][64][LD]
+  bf16* sK = reinterpret_cast<bf16*>(smem_raw);                        // [64][LD]
+  bf16* sV = sK + kBlock * LD;                                         // [64][LD]
+  bf16* sQ = sV + kBlock * LD;                                         // [2][64][LD]
+  bf16* sdO = sQ + 2 * kBlock * LD;                                    // [2][64][LD]
   uint64_t* sQM = reinterpret_cast<uint64_t*>(sdO + 2 * kBlock * LD);  // [2][64]: query may see slot n0 + bit
-  uint64_t* sEM = sQM + 2 * kBlock;                                     // [m]: the same per expert
-  float* sL = reinterpret_cast<float*>(sEM + p.m);                      // [2][64]: lse·log2 e (+inf past N)
-  float* sDs = sL + 2 * kBlock;                                         // [2][64]: Dsum (0 past N)
+  uint64_t* sEM = sQM + 2 * kBlock;                                    // [m]: the same per expert
+  float* sL = reinterpret_cast<float*>(sEM + p.m);                     // [2][64]: lse·log2 e (+inf past N)
+  float* sDs = sL + 2 * kBlock;                                        // [2][64]: Dsum (0 past N)
 
   const int n_blocks = (p.slots + kBlock - 1) / kBlock;
   const int64_t bh = blockIdx.x / n_blocks;
@@ -269,7 +269,7 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dkdv_kernel(const Params 
     }
 
     add_dv_dk<D, kBlock>(dv, dk, st, dpt, dot, qt, LD, lane);  // dV += Pᵀ dO and dK += dSᵀ Q
-    __syncthreads();  // the next iteration overwrites this tile's buffers
+    __syncthreads();                                           // the next iteration overwrites this tile's buffers
   }
 
   // epilogue: shared slots → dr (× shared_scale), dv̂ in f32; routed slots → dk (× scale), dv in bf16
@@ -372,14 +372,14 @@ __global__ void __launch_bounds__(kThreads) mita_flash_dq_kernel(const Params p)
       for (int e = 0; e < 4; ++e) {
         const int i = nt * 8 + 2 * t + (e & 1);
         const bool shared_slot = key0 + i < P;
-        const float pr =
-            (allowed[e / 2] >> i) & 1 ? exp2f(s[nt][e] * (shared_slot ? p.shared_log2 : p.scale_log2) - lse2[e / 2])
-                                      : 0.f;
+        const float pr = (allowed[e / 2] >> i) & 1
+                             ? exp2f(s[nt][e] * (shared_slot ? p.shared_log2 : p.scale_log2) - lse2[e / 2])
+                             : 0.f;
         dp[nt][e] = pr * (dp[nt][e] - dsum[e / 2]) * (shared_slot ? p.shared_scale : p.scale);
       }
     }
     add_pv<D, kBlock>(dq, dp, kt, LD, lane);  // dQ += dS K
-    __syncthreads();  // the next iteration's prefetch overwrites this tile's buffers
+    __syncthreads();                          // the next iteration's prefetch overwrites this tile's buffers
   }
 
   bf16* dqp = p.dq.mutable_at(b, h);
@@ -402,8 +402,8 @@ int64_t mask_words(const MitaShape& s) { return s.B * s.H * s.m * words_per_mask
 
 void check_args(const MitaShape& s, const MitaRoutingArrays& routing,
                 std::initializer_list<const AttentionView*> views) {
-  VT_CHECK(mita_flash_supported(s), "[mita_flash] unsupported shape: d = ", s.d, " (32, 64, 128), N = ", s.N,
-           " (≤ ", kMaxN, "), m = ", s.m, " (1..", kMaxM, "), k = ", s.k, " (1..N)");
+  VT_CHECK(mita_flash_supported(s), "[mita_flash] unsupported shape: d = ", s.d, " (32, 64, 128), N = ", s.N, " (≤ ",
+           kMaxN, "), m = ", s.m, " (1..", kMaxM, "), k = ", s.k, " (1..N)");
   VT_CHECK(routing.expert_keys && routing.experts, "[mita_flash] routing arrays missing");
   for (const AttentionView* view : views)
     VT_CHECK(flash_attention_aligned(*view),
@@ -412,8 +412,8 @@ void check_args(const MitaShape& s, const MitaRoutingArrays& routing,
 
 /// Params common to both directions; the key masks are built into the start of the workspace.
 Params make_params(const AttentionView& q, const AttentionView& k, const AttentionView& v, const AttentionView& r,
-                   const AttentionView& v_hat, const MitaRoutingArrays& routing, const MitaShape& s,
-                   float* workspace, cudaStream_t stream) {
+                   const AttentionView& v_hat, const MitaRoutingArrays& routing, const MitaShape& s, float* workspace,
+                   cudaStream_t stream) {
   Params p{};
   p.q = operand(q), p.k = operand(k), p.v = operand(v);
   p.r = s.shared ? operand(r) : p.k, p.vh = s.shared ? operand(v_hat) : p.v;
@@ -448,8 +448,7 @@ void launch_forward(const Params& p, const MitaShape& s, cudaStream_t stream) {
 template <int D>
 void launch_backward(const Params& p, const MitaShape& s, cudaStream_t stream) {
   // Dsum_n = dO_n·O_n, as the dense backward's first step
-  flash_attention_row_dot(p.dsum, view_of(p.dout), view_of(p.out), AttentionShape{s.B, s.H, s.N, s.d, s.scale},
-                          stream);
+  flash_attention_row_dot(p.dsum, view_of(p.dout), view_of(p.out), AttentionShape{s.B, s.H, s.N, s.d, s.scale}, stream);
   // the six tiles, the query masks [2][64] and per-expert masks [m] (u64), lse and Dsum [2][64] (f32)
   const int dkdv_smem = tiles_smem_bytes<D>() + (2 * kBlock + p.m) * 8 + 4 * kBlock * 4;
   VT_CUDA_CHECK(

@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/flash_attention.h"  // AttentionView
-#include "kernels/cuda/mita/mita.h"             // MitaShape, MitaRoutingArrays
+#include "kernels/cuda/mita/mita.h"        // MitaShape, MitaRoutingArrays
 #include "kernels/device_handles.h"
 
 namespace vt::kernels::cuda {

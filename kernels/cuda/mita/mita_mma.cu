@@ -249,8 +249,7 @@ __global__ void __launch_bounds__(kThreads) landmark_partial_kernel(const Landma
 #pragma unroll
     for (int nt = 0; nt < kCols / 8; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[nt][e] = k0 + nt * 8 + 2 * t + (e & 1) < key1 ? s[nt][e] * p.scale_log2 : -INFINITY;
+      for (int e = 0; e < 4; ++e) s[nt][e] = k0 + nt * 8 + 2 * t + (e & 1) < key1 ? s[nt][e] * p.scale_log2 : -INFINITY;
     softmax_pv<D>(st, s, sV + (j & 1) * kCols * LD, lane);
     __syncthreads();
   }
@@ -383,10 +382,23 @@ bool mita_mma_usable(const MitaShape& s, std::initializer_list<const AttentionVi
 void mita_joint_forward_mma(const AttentionView& out, float* lse, const AttentionView& q, const AttentionView& k,
                             const AttentionView& v, const AttentionView& r, const AttentionView& v_hat,
                             const MitaRoutingArrays& rt, const MitaShape& s, cudaStream_t stream) {
-  JointParams p{source(q), source(k), source(v), source(r), source(v_hat), source(out), lse,
-                rt.expert_keys, rt.order, rt.offsets, static_cast<int>(s.H), static_cast<int>(s.N),
-                static_cast<int>(s.m), static_cast<int>(s.k), s.shared ? static_cast<int>(s.m) : 0,
-                s.shared_scale * kLog2e, s.scale * kLog2e};
+  JointParams p{source(q),
+                source(k),
+                source(v),
+                source(r),
+                source(v_hat),
+                source(out),
+                lse,
+                rt.expert_keys,
+                rt.order,
+                rt.offsets,
+                static_cast<int>(s.H),
+                static_cast<int>(s.N),
+                static_cast<int>(s.m),
+                static_cast<int>(s.k),
+                s.shared ? static_cast<int>(s.m) : 0,
+                s.shared_scale * kLog2e,
+                s.scale * kLog2e};
   const dim3 grid(static_cast<unsigned>((s.N + kRows - 1) / kRows + s.m), static_cast<unsigned>(s.B * s.H));
   dispatch_mma_dim(s.d, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
@@ -418,15 +430,25 @@ int64_t mita_landmark_workspace(const MitaShape& s) {
 }
 
 void mita_landmark_attention_forward(const AttentionView& v_hat, const AttentionView& r, const AttentionView& k,
-                                     const AttentionView& v, const MitaShape& s, float* workspace,
-                                     cudaStream_t stream, const MitaCandidates* candidates) {
+                                     const AttentionView& v, const MitaShape& s, float* workspace, cudaStream_t stream,
+                                     const MitaCandidates* candidates) {
   int splits = landmark_splits(s);
   const int chunk = landmark_chunk(s, splits);
   splits = static_cast<int>((s.N + chunk - 1) / chunk);  // every slice non-empty
   const int64_t BH = s.B * s.H, rows = BH * s.m;
-  LandmarkParams p{source(r), source(k), source(v), workspace, workspace + rows * splits * s.d,
-                   workspace + rows * splits * (s.d + 1), static_cast<int>(s.H), static_cast<int>(s.N),
-                   static_cast<int>(s.m), chunk, splits, s.scale * kLog2e, candidates ? *candidates : MitaCandidates{}};
+  LandmarkParams p{source(r),
+                   source(k),
+                   source(v),
+                   workspace,
+                   workspace + rows * splits * s.d,
+                   workspace + rows * splits * (s.d + 1),
+                   static_cast<int>(s.H),
+                   static_cast<int>(s.N),
+                   static_cast<int>(s.m),
+                   chunk,
+                   splits,
+                   s.scale * kLog2e,
+                   candidates ? *candidates : MitaCandidates{}};
   const dim3 grid(static_cast<unsigned>((s.m + kRows - 1) / kRows), static_cast<unsigned>(splits),
                   static_cast<unsigned>(BH));
   dispatch_mma_dim(s.d, [&](auto dim) {
@@ -441,8 +463,14 @@ void mita_landmark_attention_forward(const AttentionView& v_hat, const Attention
 
 void mita_argmax_mma(const AttentionView& q, const AttentionView& r, const MitaShape& s, int32_t* experts,
                      int32_t* sort_keys, int32_t* sort_values, cudaStream_t stream) {
-  ArgmaxParams p{source(q), source(r), experts, sort_keys, sort_values, static_cast<int>(s.H),
-                 static_cast<int>(s.N), static_cast<int>(s.m)};
+  ArgmaxParams p{source(q),
+                 source(r),
+                 experts,
+                 sort_keys,
+                 sort_values,
+                 static_cast<int>(s.H),
+                 static_cast<int>(s.N),
+                 static_cast<int>(s.m)};
   const dim3 grid(static_cast<unsigned>((s.N + kRows - 1) / kRows), static_cast<unsigned>(s.B * s.H));
   dispatch_mma_dim(s.d, [&](auto dim) {
     constexpr int D = decltype(dim)::value;

@@ -145,10 +145,9 @@ void experts_and_grouping(DType dtype, const AttentionView& q, const AttentionVi
     VT_CUDA_CHECK(cudaGetLastError());
   }
   size_t bytes = buf.sort_bytes;
-  VT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(buf.sort_temp, bytes, buf.keys_in, buf.keys_out, buf.values_in,
-                                                order, static_cast<int>(items), 0, end_bit_for(BH * s.m), stream));
-  expert_offsets_kernel<<<device::grid_for(BH * (s.m + 1), 256), 256, 0, stream>>>(buf.keys_out, offsets, BH, N,
-                                                                                    m);
+  VT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(buf.sort_temp, bytes, buf.keys_in, buf.keys_out, buf.values_in, order,
+                                                static_cast<int>(items), 0, end_bit_for(BH * s.m), stream));
+  expert_offsets_kernel<<<device::grid_for(BH * (s.m + 1), 256), 256, 0, stream>>>(buf.keys_out, offsets, BH, N, m);
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -161,14 +160,14 @@ size_t mita_route_workspace_bytes(const MitaShape& s) {
   return carve(nullptr, s, true, b);
 }
 
-void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r,
-                const MitaShape& s, int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets,
-                void* workspace, cudaStream_t stream) {
+void mita_route(DType dtype, const AttentionView& q, const AttentionView& k, const AttentionView& r, const MitaShape& s,
+                int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets, void* workspace,
+                cudaStream_t stream) {
   VT_CHECK(dtype == DType::f32 || dtype == DType::bf16, "[mita_route] CUDA kernel needs f32 or bf16, got ",
            dtype_name(dtype));
-  VT_CHECK(s.N <= (int64_t{1} << 30) && s.B * s.H * s.N <= (int64_t{1} << 31) - 1 &&
-               s.B * s.H * s.m <= (int64_t{1} << 30),
-           "[mita_route] sizes exceed the 32-bit index range: B·H·N = ", s.B * s.H * s.N);
+  VT_CHECK(
+      s.N <= (int64_t{1} << 30) && s.B * s.H * s.N <= (int64_t{1} << 31) - 1 && s.B * s.H * s.m <= (int64_t{1} << 30),
+      "[mita_route] sizes exceed the 32-bit index range: B·H·N = ", s.B * s.H * s.N);
   RouteBuffers buf;
   carve(workspace, s, true, buf);
   // Expert construction: the top-k keys of every landmark row of r·kᵀ.
@@ -213,7 +212,8 @@ void mita_route_with_values(const AttentionView& q, const AttentionView& k, cons
                             const AttentionView& r, const AttentionView& v_hat, const MitaShape& s,
                             int32_t* expert_keys, int32_t* experts, int32_t* order, int32_t* offsets, void* workspace,
                             cudaStream_t stream) {
-  VT_CHECK(mita_mma_usable(s, {&q, &k, &v, &r, &v_hat}), "[mita_route] the one-pass inference routing needs bf16 "
+  VT_CHECK(mita_mma_usable(s, {&q, &k, &v, &r, &v_hat}),
+           "[mita_route] the one-pass inference routing needs bf16 "
            "operands with 16-byte aligned rows and head dim 32, 64 or 128");
   VT_CHECK(s.N <= (int64_t{1} << 30) && s.B * s.H * s.N <= (int64_t{1} << 31) - 1,
            "[mita_route] sizes exceed the 32-bit index range: B·H·N = ", s.B * s.H * s.N);

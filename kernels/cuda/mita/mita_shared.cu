@@ -63,8 +63,8 @@ enum class ALoad { along_k, along_rows };
 // epi(i, j, value) receives each result, always from the same thread for the same (M, Nc, TN). The sum runs over k
 // in order.
 template <int TN, ALoad kMode, class Epi>
-__device__ __forceinline__ void block_gemm(int M, int Nc, int K, const float* a, int ai, int ak, const float* b,
-                                           int bk, int bj, Epi epi) {
+__device__ __forceinline__ void block_gemm(int M, int Nc, int K, const float* a, int ai, int ak, const float* b, int bk,
+                                           int bj, Epi epi) {
   static_assert(kTileRows == 4, "a float4 holds a tile's rows");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col_tiles = (Nc + 32 * TN - 1) / (32 * TN), tiles = (M + kTileRows - 1) / kTileRows * col_tiles;
@@ -121,8 +121,7 @@ __device__ __forceinline__ T* head_of(const AttentionView& view, int64_t b, int6
 
 // rows × D elements of a view (row stride `stride`) → dst[row·ld + t] in f32, times `mul`.
 template <int D, typename T>
-__device__ __forceinline__ void load_rows(float* dst, int ld, const T* src, int64_t stride, int rows,
-                                          float mul = 1.f) {
+__device__ __forceinline__ void load_rows(float* dst, int ld, const T* src, int64_t stride, int rows, float mul = 1.f) {
   for (int e = threadIdx.x; e < rows * D; e += kThreads) {
     const int row = e / D, t = e % D;
     dst[row * ld + t] = to_acc(src[row * stride + t]) * mul;
@@ -144,8 +143,8 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ float smem[];
   const int m = static_cast<int>(s.m), N = static_cast<int>(s.N), ldn = padded4(N);
   const int64_t bh = blockIdx.x, b = bh / s.H, h = bh % s.H;
-  float* acc = smem;               // [m, D]: scale·R, later V̂
-  float* logits = acc + m * D;     // [m, ldn]: logits, then probabilities
+  float* acc = smem;                // [m, D]: scale·R, later V̂
+  float* logits = acc + m * D;      // [m, ldn]: logits, then probabilities
   float* stage = logits + m * ldn;  // [kFwdChunk, D + 1]: K rows (padded: read across lanes by row), then V rows
   const T* kh = head_of<T>(k, b, h);
   const T* vh = head_of<T>(v, b, h);
@@ -204,10 +203,10 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ float smem[];
   const int m = static_cast<int>(s.m), N = static_cast<int>(s.N), ldn = padded4(N), mp = padded4(m);
   const int64_t bh = blockIdx.x, b = bh / s.H, h = bh % s.H;
-  float* rs = smem;            // [m, D] R
-  float* dvh = rs + m * D;     // [m, D] dV̂ = p_sharedᵀ·dout
-  float* dR = dvh + m * D;     // [m, D] ds_sharedᵀ·q, then + dS·K
-  float* ds = dR + m * D;      // [m, ldn] dP, then dS
+  float* rs = smem;             // [m, D] R
+  float* dvh = rs + m * D;      // [m, D] dV̂ = p_sharedᵀ·dout
+  float* dR = dvh + m * D;      // [m, D] ds_sharedᵀ·q, then + dS·K
+  float* ds = dR + m * D;       // [m, ldn] dP, then dS
   float* stage = ds + m * ldn;  // 2·CH·(mp + D) floats, reused by each phase
   const float* P = probs + bh * m * N;
   const float* ps = p_shared ? p_shared + bh * N * m : nullptr;
@@ -267,8 +266,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   // dR += dS·K, dK += dSᵀ·R, dV += Pᵀ·dV̂, over chunks of keys.
   {
-    float* sk = stage;          // [CH, D] K rows
-    float* sP = sk + CH * D;    // [m, CH] P columns
+    float* sk = stage;        // [CH, D] K rows
+    float* sP = sk + CH * D;  // [m, CH] P columns
     T* dkh = head_of<T>(dk, b, h);
     T* dvh_out = head_of<T>(dv, b, h);
     for (int n0 = 0; n0 < N; n0 += CH) {
@@ -338,11 +337,11 @@ void mita_shared_forward(DType dtype, const AttentionView& v_hat, float* probs, 
   });
 }
 
-void mita_shared_backward(DType dtype, const AttentionView& dk, const AttentionView& dv, float* dr,
-                          const float* probs, const float* p_shared, const float* ds_shared,
-                          const AttentionView& dout, const AttentionView& q, const AttentionView& r,
-                          const AttentionView& k, const AttentionView& v, const MitaShape& s, cudaStream_t stream,
-                          const float* dvh_in, const float* dr_in) {
+void mita_shared_backward(DType dtype, const AttentionView& dk, const AttentionView& dv, float* dr, const float* probs,
+                          const float* p_shared, const float* ds_shared, const AttentionView& dout,
+                          const AttentionView& q, const AttentionView& r, const AttentionView& k,
+                          const AttentionView& v, const MitaShape& s, cudaStream_t stream, const float* dvh_in,
+                          const float* dr_in) {
   check_supported(s);
   VT_CHECK((p_shared && ds_shared) != (dvh_in && dr_in),
            "[mita_shared] the backward needs either p_shared and ds_shared or dvh and dr of the joint attention");

@@ -27,10 +27,10 @@ void mita_shared_forward(DType dtype, const AttentionView& v_hat, float* probs, 
 /// probs from mita_shared_forward; p_shared, ds_shared [B, H, N, m] f32 contiguous from mita_attention_backward.
 /// Or, with p_shared = ds_shared = null, dvh_in and dr_in ([B, H, m, d] f32 contiguous: dvh and ds_sharedᵀ·q
 /// already summed, as mita_flash_backward gives them) replace the first two products.
-void mita_shared_backward(DType dtype, const AttentionView& dk, const AttentionView& dv, float* dr,
-                          const float* probs, const float* p_shared, const float* ds_shared,
-                          const AttentionView& dout, const AttentionView& q, const AttentionView& r,
-                          const AttentionView& k, const AttentionView& v, const MitaShape& s, KernelStream stream,
+void mita_shared_backward(DType dtype, const AttentionView& dk, const AttentionView& dv, float* dr, const float* probs,
+                          const float* p_shared, const float* ds_shared, const AttentionView& dout,
+                          const AttentionView& q, const AttentionView& r, const AttentionView& k,
+                          const AttentionView& v, const MitaShape& s, KernelStream stream,
                           const float* dvh_in = nullptr, const float* dr_in = nullptr);
 
 }  // namespace vt::kernels::cuda

@@ -38,10 +38,8 @@ __device__ __forceinline__ void atomic_add_row(float* row, float lo0, float lo1,
   const float r0 = __shfl_xor_sync(0xffffffffu, even ? hi0 : lo0, 1);
   const float r1 = __shfl_xor_sync(0xffffffffu, even ? hi1 : lo1, 1);
   if (!active) return;
-  if (even)
-    atomic_add4(row + 2 * t, make_float4(lo0, lo1, r0, r1));
-  else
-    atomic_add4(row + 8 + 2 * (t - 1), make_float4(r0, r1, hi0, hi1));
+  if (even) atomic_add4(row + 2 * t, make_float4(lo0, lo1, r0, r1));
+  else atomic_add4(row + 8 + 2 * (t - 1), make_float4(r0, r1, hi0, hi1));
 }
 
 /// dst[rows(slot)] += Tᵀ·X for the 32 slots of one item: T [16 queries][kTld] bf16 (slot columns), X [16][D + kPad]
@@ -185,7 +183,7 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
         flash::ldmatrix_x4(da[kc], flash::a_rows(dOw, ld, 0, kc * 16, lane));
       }
       float pr[4][4] = {}, ps[4][4] = {}, dsr[4][4] = {}, dss[4][4] = {};
-      slot_scores<D>(pr, ps, qa, Ks, Rs, keys, lane);    // logits, made probabilities below
+      slot_scores<D>(pr, ps, qa, Ks, Rs, keys, lane);     // logits, made probabilities below
       slot_scores<D>(dsr, dss, da, Vs, VHs, keys, lane);  // dP, made dS below
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
@@ -387,13 +385,35 @@ void mita_small_backward(const AttentionView& dq, const AttentionView& dk, const
                          const AttentionView& out, const float* lse, const float* lse_shared,
                          const MitaRoutingArrays& routing, const MitaSmallPool& pool, const MitaShape& s,
                          float* scratch, cudaStream_t stream) {
-  VT_CHECK(mita_small_supported(s) && mita_small_pool_fits(pool, s), "[mita] the one-CTA MiTA kernels do not take N = ",
-           s.N, ", m = ", s.m, ", k = ", s.k, ", head dim ", s.d, " with landmarks pooled over tokens ", pool.first,
-           "..", pool.first + pool.L - 1);
-  BwdParams p{rows_of(q), rows_of(k), rows_of(v), rows_of(r), rows_of(v_hat), rows_of(out), rows_of(dout),
-              rows_of(dq), rows_of(dk), rows_of(dv), lse, lse_shared, routing.expert_keys, routing.order,
-              routing.offsets, pool_bins(pool, s), dr, scratch, static_cast<int>(s.H), static_cast<int>(s.N), static_cast<int>(s.m),
-              static_cast<int>(s.k), s.scale, s.shared_scale, s.scale * kLog2e, s.shared_scale * kLog2e};
+  VT_CHECK(mita_small_supported(s) && mita_small_pool_fits(pool, s),
+           "[mita] the one-CTA MiTA kernels do not take N = ", s.N, ", m = ", s.m, ", k = ", s.k, ", head dim ", s.d,
+           " with landmarks pooled over tokens ", pool.first, "..", pool.first + pool.L - 1);
+  BwdParams p{rows_of(q),
+              rows_of(k),
+              rows_of(v),
+              rows_of(r),
+              rows_of(v_hat),
+              rows_of(out),
+              rows_of(dout),
+              rows_of(dq),
+              rows_of(dk),
+              rows_of(dv),
+              lse,
+              lse_shared,
+              routing.expert_keys,
+              routing.order,
+              routing.offsets,
+              pool_bins(pool, s),
+              dr,
+              scratch,
+              static_cast<int>(s.H),
+              static_cast<int>(s.N),
+              static_cast<int>(s.m),
+              static_cast<int>(s.k),
+              s.scale,
+              s.shared_scale,
+              s.scale * kLog2e,
+              s.shared_scale * kLog2e};
   dispatch_small_dim(s.d, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
     const int bytes = BwdLayout(p.N, D, p.m).total;

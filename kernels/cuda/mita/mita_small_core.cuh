@@ -20,10 +20,11 @@ namespace vt::kernels::cuda::mita_small_core {
 
 using flash::bf16;
 
-constexpr int kSlots = 32;                    // m and k at most; slot tiles are 2 × 16
-constexpr int kMaxN = 512;                    // the top-k keeps 16 scores per lane
-constexpr int kFwdWarps = 8, kBwdWarps = 5;   // the backward holds more per warp; 5 warps still fit two CTAs an SM at DeiT-S
-constexpr int kTld = kSlots + flash::kPad;    // row length of a warp's [16 queries][slots] transpose buffers
+constexpr int kSlots = 32;  // m and k at most; slot tiles are 2 × 16
+constexpr int kMaxN = 512;  // the top-k keeps 16 scores per lane
+constexpr int kFwdWarps = 8,
+              kBwdWarps = 5;  // the backward holds more per warp; 5 warps still fit two CTAs an SM at DeiT-S
+constexpr int kTld = kSlots + flash::kPad;  // row length of a warp's [16 queries][slots] transpose buffers
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
 struct Rows {  // a [B, H, rows, D] bf16 operand
@@ -152,8 +153,8 @@ inline PoolBins pool_bins(const MitaSmallPool& p, const MitaShape& s) {
 /// sum runs in landmark_pool.cu's order (8 slices of the bin's tokens, each summed, then added in slice order), so
 /// the landmarks have the bits the separate pooling kernel gives them.
 template <int D, int kThreads>
-__device__ __forceinline__ void pool_landmarks(bf16* Rs, const Rows& r, const Rows& q, const PoolBins& pb, int b,
-                                               int h, int tid) {
+__device__ __forceinline__ void pool_landmarks(bf16* Rs, const Rows& r, const Rows& q, const PoolBins& pb, int b, int h,
+                                               int tid) {
   constexpr int kChunks = D / 8, ld = D + flash::kPad;
   for (int c = tid; c < kSlots * kChunks; c += kThreads) {
     const int j = c / kChunks, col = (c % kChunks) * 8;
@@ -213,8 +214,9 @@ struct Item {
 /// s_routed += A·K_Iᵀ and s_shared += A·Rᵀ (16 rows × 32 slots each): A (16 × D) in registers, the expert's keys
 /// gathered through `keys` (unused slots name the zero row), the landmarks' rows as they are.
 template <int D>
-__device__ __forceinline__ void slot_scores(float (&routed)[4][4], float (&shared)[4][4], const uint32_t (&a)[D / 16][4],
-                                            const bf16* K, const bf16* R, const int* keys, int lane) {
+__device__ __forceinline__ void slot_scores(float (&routed)[4][4], float (&shared)[4][4],
+                                            const uint32_t (&a)[D / 16][4], const bf16* K, const bf16* R,
+                                            const int* keys, int lane) {
   constexpr int ld = D + flash::kPad;
 #pragma unroll
   for (int kc = 0; kc < D / 16; ++kc)

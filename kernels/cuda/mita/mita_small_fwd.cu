@@ -332,7 +332,8 @@ __global__ void __launch_bounds__(kFwdWarps * 32) small_forward_kernel(FwdParams
       const float inv = 1.f / sum[half];
       bf16* dst = p.out.out_row(b, h, n);
 #pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt) store_pair(dst + nt * 8 + 2 * t, o[nt][2 * half] * inv, o[nt][2 * half + 1] * inv);
+      for (int nt = 0; nt < D / 8; ++nt)
+        store_pair(dst + nt * 8 + 2 * t, o[nt][2 * half] * inv, o[nt][2 * half + 1] * inv);
       if (t == 0) p.lse[static_cast<int64_t>(bh) * N + n] = (mx[half] + log2f(sum[half])) * kLn2;
     }
   }
@@ -343,8 +344,8 @@ __global__ void __launch_bounds__(kFwdWarps * 32) small_forward_kernel(FwdParams
 using namespace mita_small_core;
 
 bool mita_small_supported(const MitaShape& s) {
-  if (!s.shared || !(s.d == 32 || s.d == 64) || s.m < 1 || s.m > kSlots || s.k < 1 || s.k > kSlots ||
-      s.k > s.N || s.N > kMaxN || s.B * s.H > INT_MAX)
+  if (!s.shared || !(s.d == 32 || s.d == 64) || s.m < 1 || s.m > kSlots || s.k < 1 || s.k > kSlots || s.k > s.N ||
+      s.N > kMaxN || s.B * s.H > INT_MAX)
     return false;
   const int N = static_cast<int>(s.N), D = static_cast<int>(s.d), m = static_cast<int>(s.m);
   const int limit = max_dynamic_shared_memory();
@@ -360,12 +361,27 @@ void mita_small_forward(const AttentionView& out, float* lse, float* lse_shared,
                         int32_t* experts, int32_t* order, int32_t* offsets, const AttentionView& r,
                         const AttentionView& q, const AttentionView& k, const AttentionView& v,
                         const MitaSmallPool& pool, const MitaShape& s, cudaStream_t stream) {
-  VT_CHECK(mita_small_supported(s) && mita_small_pool_fits(pool, s), "[mita] the one-CTA MiTA kernels do not take N = ",
-           s.N, ", m = ", s.m, ", k = ", s.k, ", head dim ", s.d, " with landmarks pooled over tokens ", pool.first,
-           "..", pool.first + pool.L - 1);
-  FwdParams p{rows_of(q), rows_of(k), rows_of(v), rows_of(r), rows_of(out), pool_bins(pool, s), lse, lse_shared,
-              static_cast<bf16*>(v_hat), expert_keys, experts, order, offsets, static_cast<int>(s.H),
-              static_cast<int>(s.N), static_cast<int>(s.m), static_cast<int>(s.k), s.scale * kLog2e,
+  VT_CHECK(mita_small_supported(s) && mita_small_pool_fits(pool, s),
+           "[mita] the one-CTA MiTA kernels do not take N = ", s.N, ", m = ", s.m, ", k = ", s.k, ", head dim ", s.d,
+           " with landmarks pooled over tokens ", pool.first, "..", pool.first + pool.L - 1);
+  FwdParams p{rows_of(q),
+              rows_of(k),
+              rows_of(v),
+              rows_of(r),
+              rows_of(out),
+              pool_bins(pool, s),
+              lse,
+              lse_shared,
+              static_cast<bf16*>(v_hat),
+              expert_keys,
+              experts,
+              order,
+              offsets,
+              static_cast<int>(s.H),
+              static_cast<int>(s.N),
+              static_cast<int>(s.m),
+              static_cast<int>(s.k),
+              s.scale * kLog2e,
               s.shared_scale * kLog2e};
   dispatch_small_dim(s.d, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
@@ -375,10 +391,8 @@ void mita_small_forward(const AttentionView& out, float* lse, float* lse_shared,
       kernel<<<static_cast<unsigned>(s.B * s.H), kFwdWarps * 32, bytes, stream>>>(p);
       VT_CUDA_CHECK(cudaGetLastError());
     };
-    if (p.N <= 256)
-      launch(small_forward_kernel<D, 8>);
-    else
-      launch(small_forward_kernel<D, kMaxN / 32>);
+    if (p.N <= 256) launch(small_forward_kernel<D, 8>);
+    else launch(small_forward_kernel<D, kMaxN / 32>);
   });
 }
 

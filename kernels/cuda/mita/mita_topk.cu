@@ -104,8 +104,8 @@ __device__ void exact_select(Value&& value, int32_t* dst, int N, int k) {
 }
 
 template <int Threads>
-__global__ void __launch_bounds__(Threads) exact_kernel(const float* __restrict__ x, int32_t* __restrict__ out, int N,
-                                                        int k) {
+__global__ void __launch_bounds__(Threads)
+    exact_kernel(const float* __restrict__ x, int32_t* __restrict__ out, int N, int k) {
   const float* row = x + static_cast<int64_t>(blockIdx.x) * N;
   exact_select<Threads>([&](int i) { return row[i]; }, out + static_cast<int64_t>(blockIdx.x) * k, N, k);
 }
@@ -201,14 +201,14 @@ __device__ void select_candidates(const uint32_t* cand_bits, const int* cand_ind
 /// among them, ties to the lower index, and a bitonic sort of the k indices. Falls back to exact_select when the
 /// estimate catches fewer than k or more than cap entries.
 template <int Threads>
-__global__ void __launch_bounds__(Threads) topk_rows_kernel(const float* __restrict__ x, int32_t* __restrict__ out,
-                                                            int N, int k, int cap) {
+__global__ void __launch_bounds__(Threads)
+    topk_rows_kernel(const float* __restrict__ x, int32_t* __restrict__ out, int N, int k, int cap) {
   __shared__ int hist[256];
   __shared__ int s_count;
   extern __shared__ int smem_i[];
-  uint32_t* cand_bits = reinterpret_cast<uint32_t*>(smem_i);          // [cap]
-  int* cand_index = reinterpret_cast<int*>(cand_bits + cap);          // [cap]
-  int* sel = cand_index + cap;                                        // [kFastMaxK]
+  uint32_t* cand_bits = reinterpret_cast<uint32_t*>(smem_i);  // [cap]
+  int* cand_index = reinterpret_cast<int*>(cand_bits + cap);  // [cap]
+  int* sel = cand_index + cap;                                // [kFastMaxK]
   const float* row = x + static_cast<int64_t>(blockIdx.x) * N;
   int32_t* dst = out + static_cast<int64_t>(blockIdx.x) * k;
   const int tid = threadIdx.x, lane = tid % 32;
@@ -252,8 +252,8 @@ __global__ void __launch_bounds__(Threads) topk_rows_kernel(const float* __restr
 /// result is taken and, of the entries equal to it, the lowest indices up to k, written in index order by prefix
 /// counts over ballots. No shared memory, no block barriers.
 template <int J>
-__global__ void __launch_bounds__(128) topk_warp_kernel(const float* __restrict__ x, int32_t* __restrict__ out,
-                                                       int64_t rows, int N, int k) {
+__global__ void __launch_bounds__(128)
+    topk_warp_kernel(const float* __restrict__ x, int32_t* __restrict__ out, int64_t rows, int N, int k) {
   const int64_t row = int64_t(blockIdx.x) * 4 + threadIdx.x / 32;
   if (row >= rows) return;
   const int lane = threadIdx.x % 32;
@@ -368,7 +368,8 @@ struct RowScore {  // r_j·k_n in f32 from bf16 operands, for the rows of one (b
 __device__ RowScore row_score(const AttentionView& r, const AttentionView& k, const MitaShape& s, int64_t row,
                               float* r_smem) {
   const int64_t bh = row / s.m, j = row % s.m, b = bh / s.H, h = bh % s.H;
-  const auto* rj = static_cast<const __nv_bfloat16*>(r.data) + b * r.batch_stride + h * r.head_stride + j * r.row_stride;
+  const auto* rj =
+      static_cast<const __nv_bfloat16*>(r.data) + b * r.batch_stride + h * r.head_stride + j * r.row_stride;
   for (int c = threadIdx.x; c < s.d; c += blockDim.x) r_smem[c] = __bfloat162float(rj[c]);
   __syncthreads();
   return {static_cast<const __nv_bfloat16*>(k.data) + b * k.batch_stride + h * k.head_stride, k.row_stride, r_smem,
@@ -376,8 +377,8 @@ __device__ RowScore row_score(const AttentionView& r, const AttentionView& k, co
 }
 
 template <int Threads>
-__global__ void __launch_bounds__(Threads) threshold_kernel(const float* __restrict__ samples, int ns, int rank,
-                                                            uint32_t* __restrict__ threshold) {
+__global__ void __launch_bounds__(Threads)
+    threshold_kernel(const float* __restrict__ samples, int ns, int rank, uint32_t* __restrict__ threshold) {
   __shared__ int hist[256];
   __shared__ uint32_t bits[kSamples];
   const float* row = samples + static_cast<int64_t>(blockIdx.x) * ns;
@@ -390,14 +391,14 @@ __global__ void __launch_bounds__(Threads) threshold_kernel(const float* __restr
 }
 
 template <int Threads>
-__global__ void __launch_bounds__(Threads) candidates_topk_kernel(AttentionView r, AttentionView k, MitaShape s,
-                                                                  MitaCandidates c, int32_t* out) {
+__global__ void __launch_bounds__(Threads)
+    candidates_topk_kernel(AttentionView r, AttentionView k, MitaShape s, MitaCandidates c, int32_t* out) {
   __shared__ float r_smem[128];
   __shared__ int hist[256];
   extern __shared__ int smem_i[];
-  uint32_t* cand_bits = reinterpret_cast<uint32_t*>(smem_i);  // [cap]
+  uint32_t* cand_bits = reinterpret_cast<uint32_t*>(smem_i);    // [cap]
   int* cand_index = reinterpret_cast<int*>(cand_bits + c.cap);  // [cap]
-  int* sel = cand_index + c.cap;                               // [kFastMaxK]
+  int* sel = cand_index + c.cap;                                // [kFastMaxK]
   const int64_t row = blockIdx.x;
   const int kk = static_cast<int>(s.k), count = c.count[row];
   int32_t* dst = out + row * kk;
