@@ -65,6 +65,21 @@ inline void expect_bf16_rule(const Tensor& ours, const Tensor& plain, const Tens
   EXPECT_LE(e_ours, 2 * e_plain + floor) << what << ": our bf16 error " << e_ours << " vs plain bf16 error " << e_plain;
 }
 
+/// A model run on the GPU against the same model on the CPU, both f32, after one backward each: the logits within
+/// 2e-4 of their scale, every parameter's gradient within grad_rel of its own scale (different summation orders).
+template <class Model>
+void expect_gpu_model_equals_cpu(const Tensor& gpu_logits, const Tensor& cpu_logits, Model& gpu_model, Model& cpu_model,
+                                 double grad_rel) {
+  EXPECT_LE(max_abs_diff(gpu_logits, cpu_logits), 2e-4 * max_abs(cpu_logits)) << "logits";
+  auto pc = cpu_model.named_parameters(), pg = gpu_model.named_parameters();
+  ASSERT_EQ(pc.size(), pg.size());
+  for (size_t i = 0; i < pc.size(); ++i) {
+    ASSERT_TRUE(pc[i].second.grad().defined() && pg[i].second.grad().defined()) << pc[i].first;
+    EXPECT_LE(max_abs_diff(pg[i].second.grad(), pc[i].second.grad()), grad_rel * max_abs(pc[i].second.grad()) + 1e-9)
+        << pc[i].first;
+  }
+}
+
 /// Mean milliseconds of one f() over 20 runs after 3 warm-up runs, timed by CUDA events on the current stream (for
 /// the DISABLED_Timing tests).
 template <typename F>

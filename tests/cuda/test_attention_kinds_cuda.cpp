@@ -40,14 +40,7 @@ void check_kind(const std::string& type, bool dwc = false, bool gate = false) {
   ops::cross_entropy(lc, y, 0.1).backward();
   Tensor lg = gpu_model.forward(x.to(kGpu));
   ops::cross_entropy(lg, y.to(kGpu), 0.1).backward();
-  EXPECT_LE(max_abs_diff(lg, lc), 2e-4 * max_abs(lc)) << "logits";
-  auto pc = cpu_model.named_parameters(), pg = gpu_model.named_parameters();
-  ASSERT_EQ(pc.size(), pg.size());
-  for (size_t i = 0; i < pc.size(); ++i) {
-    ASSERT_TRUE(pc[i].second.grad().defined() && pg[i].second.grad().defined()) << pc[i].first;
-    EXPECT_LE(max_abs_diff(pg[i].second.grad(), pc[i].second.grad()), 2e-4 * max_abs(pc[i].second.grad()) + 1e-9)
-        << pc[i].first;
-  }
+  expect_gpu_model_equals_cpu(lg, lc, gpu_model, cpu_model, 2e-4);
   // One bf16-autocast forward/backward: runs, finite.
   Tensor loss;
   {
@@ -56,7 +49,7 @@ void check_kind(const std::string& type, bool dwc = false, bool gate = false) {
   }
   loss.backward();
   EXPECT_TRUE(std::isfinite(loss.item()));
-  for (auto& [name, p] : pg) EXPECT_TRUE(std::isfinite(max_abs(p.grad()))) << name;
+  for (auto& [name, p] : gpu_model.named_parameters()) EXPECT_TRUE(std::isfinite(max_abs(p.grad()))) << name;
 }
 
 TEST(AttentionKindsCuda, DenseMatchesCpu) {

@@ -55,14 +55,7 @@ void check_kind(const std::string& kind, bool dual = false) {
   ops::cross_entropy(lc, y).backward();
   Tensor lg = gpu_model.forward(tokens.to(kGpu));
   ops::cross_entropy(lg, y.to(kGpu)).backward();
-  EXPECT_LE(max_abs_diff(lg, lc), 2e-4 * max_abs(lc)) << "logits";
-  auto pc = cpu_model.named_parameters(), pg = gpu_model.named_parameters();
-  ASSERT_EQ(pc.size(), pg.size());
-  for (size_t i = 0; i < pc.size(); ++i) {
-    ASSERT_TRUE(pc[i].second.grad().defined() && pg[i].second.grad().defined()) << pc[i].first;
-    EXPECT_LE(max_abs_diff(pg[i].second.grad(), pc[i].second.grad()), 2e-4 * max_abs(pc[i].second.grad()) + 1e-9)
-        << pc[i].first;
-  }
+  expect_gpu_model_equals_cpu(lg, lc, gpu_model, cpu_model, 2e-4);
 }
 
 TEST(LraCuda, DenseMatchesTheCpu) {

@@ -360,14 +360,7 @@ void deit_tiny_gpu_equals_cpu(bool dwc, bool gate) {
   Tensor lg = gpu_model.forward(x.to(kGpu));
   ops::cross_entropy(lg, y.to(kGpu), 0.1).backward();
   // Both f32, different summation orders through 12 blocks: as test_attention_kinds_cuda, 2e-4 of the scale.
-  EXPECT_LE(max_abs_diff(lg, lc), 2e-4 * max_abs(lc)) << "logits";
-  auto pc = cpu_model.named_parameters(), pg = gpu_model.named_parameters();
-  ASSERT_EQ(pc.size(), pg.size());
-  for (size_t i = 0; i < pc.size(); ++i) {
-    ASSERT_TRUE(pc[i].second.grad().defined() && pg[i].second.grad().defined()) << pc[i].first;
-    EXPECT_LE(max_abs_diff(pg[i].second.grad(), pc[i].second.grad()), 5e-4 * max_abs(pc[i].second.grad()) + 1e-9)
-        << pc[i].first;
-  }
+  expect_gpu_model_equals_cpu(lg, lc, gpu_model, cpu_model, 5e-4);
 }
 
 TEST(MitaCuda, DeitTinyForwardBackwardEqualsTheCpuModel) {
