@@ -7,6 +7,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -45,6 +46,21 @@ inline std::string read_file(const std::filesystem::path& path) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+/// The rows of a tab-separated table such as configs/*/paper_table*.tsv, each split into its cells; blank lines and
+/// `#` comment lines left out (none when the file cannot be read).
+inline std::vector<std::vector<std::string>> tsv_rows(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, '\t');) cells.push_back(cell);
+    rows.push_back(std::move(cells));
+  }
+  return rows;
 }
 
 /// How many times `needle` occurs in `text` (overlaps counted).

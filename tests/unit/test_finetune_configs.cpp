@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "test_util.h"
 #include "engine/pretrained_cfg.h"
@@ -32,17 +30,10 @@ std::vector<fs::path> finetune_configs() {
 }
 
 std::set<std::string> table7_rows() {
-  std::ifstream in(kDir / "paper_table7.tsv");
   std::set<std::string> rows;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    std::string config, row, top1;
-    std::getline(fields, config, '\t');
-    std::getline(fields, row, '\t');
-    std::getline(fields, top1, '\t');
-    EXPECT_FALSE(row.empty() || top1.empty()) << line;
-    rows.insert(config);
+  for (const auto& f : tsv_rows(kDir / "paper_table7.tsv")) {
+    EXPECT_FALSE(f.size() < 3 || f[1].empty() || f[2].empty()) << f[0];
+    rows.insert(f[0]);
   }
   return rows;
 }

@@ -4,11 +4,11 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "test_util.h"
 
 #include "engine/trainer.h"
 #include "io/config.h"
@@ -163,16 +163,11 @@ TEST(Flops, LinearBaselinesSmall) {
 
 // configs/imagenet/paper_table2.tsv's `params` column is our count of each config.
 TEST(Flops, Table2TsvParamsAreOurCounts) {
-  std::ifstream in(std::string(VT_SOURCE_DIR) + "/configs/imagenet/paper_table2.tsv");
-  ASSERT_TRUE(in.good());
-  std::string line;
+  const auto table = vt::test::tsv_rows(std::string(VT_SOURCE_DIR) + "/configs/imagenet/paper_table2.tsv");
+  ASSERT_FALSE(table.empty());
   int rows = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string cell; std::getline(ss, cell, '\t');) f.push_back(cell);
-    ASSERT_EQ(f.size(), 6u) << line;
+  for (const auto& f : table) {
+    ASSERT_EQ(f.size(), 6u) << f[0];
     EXPECT_EQ(mega(count_table2(f[0]).total.params), f[5]) << f[0];
     ++rows;
   }
@@ -184,18 +179,13 @@ TEST(Flops, Table2TsvParamsAreOurCounts) {
 // parameter counts are those of the official MiTA-ViT-5 models_vit5.py's vit5_small with MiTA_Attention (22039144,
 // as dense: MiTA adds no tensors) and MiTA_Attention_Conv (22085224), counted by PyTorch.
 TEST(Flops, Table3TsvIsOurCountAndThePapersFlops) {
-  std::ifstream in(std::string(VT_SOURCE_DIR) + "/configs/imagenet/paper_table3.tsv");
-  ASSERT_TRUE(in.good());
+  const auto table = vt::test::tsv_rows(std::string(VT_SOURCE_DIR) + "/configs/imagenet/paper_table3.tsv");
+  ASSERT_FALSE(table.empty());
   const std::map<std::string, int64_t> official_params = {
       {"vit5_small_dense", 22039144}, {"vit5_small_mita", 22039144}, {"vit5_small_mita_dwc", 22085224}};
-  std::string line;
   int rows = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string cell; std::getline(ss, cell, '\t');) f.push_back(cell);
-    ASSERT_EQ(f.size(), 6u) << line;
+  for (const auto& f : table) {
+    ASSERT_EQ(f.size(), 6u) << f[0];
     const FlopsReport& r = count_table2(f[0]);
     EXPECT_EQ(mega(r.total.params), f[5]) << f[0];
     EXPECT_EQ(r.total.params, official_params.at(f[0])) << f[0];
