@@ -6,14 +6,14 @@
 
 #include "cli/command_support.h"
 #include "cli/seg_command.h"
-#include "engine/viz_experts.h"
+#include "analysis/viz_experts.h"
 
 namespace vt::cli {
 
 void add_viz_command(CLI::App& app) {
   struct Options {
     RunOptions run;
-    engine::VizExpertsOptions viz;
+    analysis::VizExpertsOptions viz;
     std::string head = "mean";
   };
   auto opts = std::make_shared<Options>();
@@ -32,8 +32,8 @@ void add_viz_command(CLI::App& app) {
   experts->callback([opts] {
     finish_command([&] {
       opts->viz.weights = opts->run.weights;
-      opts->viz.head = engine::parse_head(opts->head);
-      for (const auto& f : engine::viz_experts(opts->run.load(), opts->viz)) std::printf("%s\n", f.c_str());
+      opts->viz.head = analysis::parse_head(opts->head);
+      for (const auto& f : analysis::viz_experts(opts->run.load(), opts->viz)) std::printf("%s\n", f.c_str());
       return 0;
     });
   });

@@ -1,5 +1,5 @@
 // `vitrain viz experts --config C --weights W --image I --out DIR`: the paper's Figures 3 and 4 for one image
-// (engine/viz_experts.h); `vitrain viz seg` (cli/seg_command.h): a segmentation picture of one image.
+// (analysis/viz_experts.h); `vitrain viz seg` (cli/seg_command.h): a segmentation picture of one image.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>

@@ -14,7 +14,7 @@
 #include "figures/raster.h"
 #include "figures/selection_map.h"
 #include "engine/trainer.h"
-#include "engine/viz_experts.h"
+#include "analysis/viz_experts.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "cli/run_vitrain.h"
@@ -94,7 +94,7 @@ TEST_F(VizCli, ExpertsWritesPicturesOfTheDocumentedSizeAndTheTapsCounts) {
                            path(name + ".safetensors") + " --image " + image + " --out " + out + " --head 1");
     ASSERT_EQ(r.code, 0) << r.output;
     for (const char* f : {"layer1_experts.png", "layer2_experts.png"})
-      EXPECT_EQ(png_size(out + "/" + f), engine::expert_grid_size(4, 28)) << f;
+      EXPECT_EQ(png_size(out + "/" + f), analysis::expert_grid_size(4, 28)) << f;
     const figures::SelectionMapLayout lay = figures::selection_map_layout(2, 4);
     EXPECT_EQ(png_size(out + "/selection_map.png"), std::make_pair(lay.width, lay.height));
 
@@ -103,8 +103,8 @@ TEST_F(VizCli, ExpertsWritesPicturesOfTheDocumentedSizeAndTheTapsCounts) {
     io::NamedTensors w = io::load_safetensors(path(name + ".safetensors"));
     model.load_state_dict(w, true);
     model.eval();
-    const auto expected =
-        engine::selection_counts(engine::record_image_routing(model, engine::load_viz_input(cfg, image).image), 1);
+    const auto expected = analysis::selection_counts(
+        analysis::record_image_routing(model, analysis::load_viz_input(cfg, image).image), 1);
     const auto rows = lines(out + "/selection_counts.csv");
     ASSERT_EQ(rows.size(), 1u + 2 * 17);
     EXPECT_EQ(rows[0], "layer,head,token,row,col,count");
@@ -130,7 +130,7 @@ TEST_F(VizCli, ExpertsDefaultsToTheMeanOverHeads) {
                          " --image " + write_image() + " --out " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   for (const char* f : {"layer1_experts.png", "layer2_experts.png"})
-    EXPECT_EQ(png_size(out + "/" + f), engine::expert_grid_size(4, 28, true)) << f;
+    EXPECT_EQ(png_size(out + "/" + f), analysis::expert_grid_size(4, 28, true)) << f;
   const auto rows = lines(out + "/selection_counts.csv");
   ASSERT_EQ(rows.size(), 1u + 2 * 2 * 17);  // 2 heads × 2 layers × 17 tokens
   std::map<std::pair<int, int>, int64_t> per_head_layer;

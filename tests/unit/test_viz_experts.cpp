@@ -14,7 +14,7 @@
 #include "figures/raster.h"
 #include "figures/selection_map.h"
 #include "engine/trainer.h"
-#include "engine/viz_experts.h"
+#include "analysis/viz_experts.h"
 #include "io/config.h"
 #include "models/mita.h"
 #include "test_util.h"
@@ -55,7 +55,7 @@ TEST(VizExperts, RoutingAndCountsAreTheTapsAndSumToMTimesKPerLayer) {
   models::VisionTransformer model(engine::vit_config(cfg));
   model.eval();
   const Tensor x = random_image(3);
-  const engine::ImageRouting r = engine::record_image_routing(model, x);
+  const analysis::ImageRouting r = analysis::record_image_routing(model, x);
   ASSERT_EQ(r.layers.size(), 2u);
   EXPECT_EQ(r.tokens, 17);
   EXPECT_EQ(r.grid, 4);
@@ -68,7 +68,7 @@ TEST(VizExperts, RoutingAndCountsAreTheTapsAndSumToMTimesKPerLayer) {
   }
   ASSERT_EQ(tap.routings.size(), 2u);
   for (int64_t h = 0; h < 2; ++h) {
-    const auto counts = engine::selection_counts(r, h);
+    const auto counts = analysis::selection_counts(r, h);
     for (size_t l = 0; l < 2; ++l) {
       const Tensor keys = tap.routings[l].expert_keys.contiguous(), ex = tap.routings[l].experts.contiguous();
       std::vector<int64_t> expected(17, 0);
@@ -77,16 +77,16 @@ TEST(VizExperts, RoutingAndCountsAreTheTapsAndSumToMTimesKPerLayer) {
       int64_t total = 0;
       for (int64_t c : counts[l]) total += c;
       EXPECT_EQ(total, 4 * 4);  // m·k selections per layer and head
-      const auto experts = engine::routed_experts(r, static_cast<int64_t>(l), h);
+      const auto experts = analysis::routed_experts(r, static_cast<int64_t>(l), h);
       for (int64_t n = 0; n < 17; ++n) EXPECT_EQ(experts[static_cast<size_t>(n)], ex.data<int32_t>()[h * 17 + n]);
     }
   }
-  EXPECT_THROW(engine::selection_counts(r, 2), Error);
+  EXPECT_THROW(analysis::selection_counts(r, 2), Error);
 }
 
 // Figure 8's mIoU on a routing made by hand: 1 layer, 2 heads, m = 2 experts of k = 2 keys over N = 5 tokens.
 TEST(VizExperts, KeyQueryIouIsTheMeanOverExpertsAndHeads) {
-  engine::ImageRouting r;
+  analysis::ImageRouting r;
   r.tokens = 5, r.grid = 2, r.m = 2, r.k = 2, r.heads = 2;
   ops::MitaRouting layer;
   // head 0: expert 0 keys {1, 2}, queries {1, 2, 3} → 2/3; expert 1 keys {0, 4}, queries {0, 4} → 1.
@@ -94,14 +94,14 @@ TEST(VizExperts, KeyQueryIouIsTheMeanOverExpertsAndHeads) {
   layer.expert_keys = Tensor::from_vector({1, 2, 0, 4, 3, 4, 0, 1}, {1, 2, 2, 2}, DType::i32);
   layer.experts = Tensor::from_vector({1, 0, 0, 0, 1, 1, 1, 1, 1, 1}, {1, 2, 5}, DType::i32);
   r.layers.push_back(layer);
-  const std::vector<double> iou = engine::expert_key_query_iou(r);
+  const std::vector<double> iou = analysis::expert_key_query_iou(r);
   ASSERT_EQ(iou.size(), 1u);
   EXPECT_NEAR(iou[0], (2.0 / 3 + 1.0 + 0.0 + 2.0 / 5) / 4, 1e-12);
 }
 
 // The same hand-made routing averaged over its two heads (Figure 3 as the paper draws it).
-engine::ImageRouting two_head_routing() {
-  engine::ImageRouting r;
+analysis::ImageRouting two_head_routing() {
+  analysis::ImageRouting r;
   r.tokens = 5, r.grid = 2, r.m = 2, r.k = 2, r.heads = 2;
   ops::MitaRouting layer;
   layer.expert_keys = Tensor::from_vector({1, 2, 0, 4, 3, 4, 0, 1}, {1, 2, 2, 2}, DType::i32);
@@ -111,47 +111,47 @@ engine::ImageRouting two_head_routing() {
 }
 
 TEST(VizExperts, SharesAndCountsAreAveragedOverTheHeads) {
-  const engine::ImageRouting r = two_head_routing();
+  const analysis::ImageRouting r = two_head_routing();
   // Expert 0: keys {1, 2} in head 0 and {3, 4} in head 1; queries {1, 2, 3} in head 0, none in head 1.
-  engine::ExpertShares s = engine::expert_shares(r, 0, std::nullopt, 0);
+  analysis::ExpertShares s = analysis::expert_shares(r, 0, std::nullopt, 0);
   EXPECT_EQ(s.key, (std::vector<double>{0, 0.5, 0.5, 0.5, 0.5}));
   EXPECT_EQ(s.query, (std::vector<double>{0, 0.5, 0.5, 0.5, 0}));
   EXPECT_DOUBLE_EQ(s.queries, 1.5);
   // Expert 1: keys {0, 4} and {0, 1}; queries {0, 4} and all five tokens.
-  s = engine::expert_shares(r, 0, std::nullopt, 1);
+  s = analysis::expert_shares(r, 0, std::nullopt, 1);
   EXPECT_EQ(s.key, (std::vector<double>{1, 0.5, 0, 0, 0.5}));
   EXPECT_EQ(s.query, (std::vector<double>{1, 0.5, 0.5, 0.5, 1}));
   EXPECT_DOUBLE_EQ(s.queries, 3.5);
   // One head: 0 or 1.
-  s = engine::expert_shares(r, 0, 0, 0);
+  s = analysis::expert_shares(r, 0, 0, 0);
   EXPECT_EQ(s.key, (std::vector<double>{0, 1, 1, 0, 0}));
   EXPECT_EQ(s.query, (std::vector<double>{0, 1, 1, 1, 0}));
   EXPECT_DOUBLE_EQ(s.queries, 3);
   // Figure 4 over heads: head 0 selects {1, 2, 0, 4}, head 1 {3, 4, 0, 1}.
-  const auto mean = engine::mean_selection_counts(r);
+  const auto mean = analysis::mean_selection_counts(r);
   ASSERT_EQ(mean.size(), 1u);
   EXPECT_EQ(mean[0], (std::vector<double>{1, 1, 0.5, 0.5, 1}));
-  EXPECT_THROW(engine::expert_shares(r, 0, 2, 0), Error);
-  EXPECT_THROW(engine::expert_shares(r, 0, std::nullopt, 2), Error);
+  EXPECT_THROW(analysis::expert_shares(r, 0, 2, 0), Error);
+  EXPECT_THROW(analysis::expert_shares(r, 0, std::nullopt, 2), Error);
 }
 
 TEST(VizExperts, MeanOverHeadsShadesATokenByItsShare) {
   TempDir dir;
-  const engine::ImageRouting r = two_head_routing();
+  const analysis::ImageRouting r = two_head_routing();
   figures::RgbImage grey(28, 28);
   for (int y = 0; y < 28; ++y)
     for (int x = 0; x < 28; ++x) grey.set(x, y, {128, 128, 128});
-  engine::draw_expert_grid(r, 0, std::nullopt, grey, dir.file("mean.png"));
-  engine::draw_expert_grid(r, 0, 0, grey, dir.file("head0.png"));
-  engine::draw_expert_grid(r, 0, 1, grey, dir.file("head1.png"));
+  analysis::draw_expert_grid(r, 0, std::nullopt, grey, dir.file("mean.png"));
+  analysis::draw_expert_grid(r, 0, 0, grey, dir.file("head0.png"));
+  analysis::draw_expert_grid(r, 0, 1, grey, dir.file("head1.png"));
   const cv::Mat mean = data::load_rgb(dir.file("mean.png")), h0 = data::load_rgb(dir.file("head0.png")),
                 h1 = data::load_rgb(dir.file("head1.png"));
   // The mean has a second legend line: a 63 px title, one row of 18 + 112 px panels, 10 px padding; and a wider
   // minimum (560 px) for the longer legend.
-  EXPECT_EQ(engine::expert_grid_size(2, 28, true), std::make_pair(560, 63 + 18 + 112 + 10));
+  EXPECT_EQ(analysis::expert_grid_size(2, 28, true), std::make_pair(560, 63 + 18 + 112 + 10));
   EXPECT_EQ(mean.cols, 560);
-  EXPECT_EQ(mean.rows, engine::expert_grid_size(2, 28, true).second);
-  EXPECT_EQ(h0.cols, engine::expert_grid_size(2, 28).first);
+  EXPECT_EQ(mean.rows, analysis::expert_grid_size(2, 28, true).second);
+  EXPECT_EQ(h0.cols, analysis::expert_grid_size(2, 28).first);
   // Expert 0's panel (10 px padding, under the title and an 18 px strip), token 4 = patch (1, 1), a 56 px cell:
   // not a key in head 0 (dimmed grey), a key in head 1 (orange), a key in half the heads in the mean: orange, but
   // less than head 1's and on a darker base.
@@ -166,16 +166,16 @@ TEST(VizExperts, MeanOverHeadsShadesATokenByItsShare) {
 }
 
 TEST(VizExperts, HeadOptionIsANumberOrMean) {
-  EXPECT_EQ(engine::parse_head("mean"), std::nullopt);
-  EXPECT_EQ(engine::parse_head("0"), std::optional<int64_t>(0));
-  EXPECT_EQ(engine::parse_head("3"), std::optional<int64_t>(3));
-  for (const char* bad : {"", "-1", "two", "1x", "avg"}) expect_error([&] { engine::parse_head(bad); }, "--head");
+  EXPECT_EQ(analysis::parse_head("mean"), std::nullopt);
+  EXPECT_EQ(analysis::parse_head("0"), std::optional<int64_t>(0));
+  EXPECT_EQ(analysis::parse_head("3"), std::optional<int64_t>(3));
+  for (const char* bad : {"", "-1", "two", "1x", "avg"}) expect_error([&] { analysis::parse_head(bad); }, "--head");
 }
 
 TEST(VizExperts, NonMitaModelIsRefusedNamingTheAttentionType) {
   models::VisionTransformer dense(engine::vit_config(micro_mita("dense")));
   try {
-    engine::record_image_routing(dense, random_image(1));
+    analysis::record_image_routing(dense, random_image(1));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'dense'"), std::string::npos) << e.what();
@@ -186,19 +186,19 @@ TEST(VizExperts, PicturesHaveTheDocumentedSizesAndTheMapShowsTheCounts) {
   TempDir dir;
   models::VisionTransformer model(engine::vit_config(micro_mita()));
   model.eval();
-  const engine::ImageRouting r = engine::record_image_routing(model, random_image(5));
+  const analysis::ImageRouting r = analysis::record_image_routing(model, random_image(5));
   const figures::RgbImage picture = gradient_picture(28);
-  engine::draw_expert_grid(r, 1, 1, picture, dir.file("grid.png"));
+  analysis::draw_expert_grid(r, 1, 1, picture, dir.file("grid.png"));
   const cv::Mat grid = data::load_rgb(dir.file("grid.png"));
   // 2x2 panels of 28·4 = 112 px under 18 px label strips, 8 px gaps, a 46 px title, 10 px padding (46 + 2·130 +
   // 8 + 10 = 324); the width is
   // at least 470 px so the title's two lines fit.
-  EXPECT_EQ(engine::expert_grid_size(4, 28), std::make_pair(470, 324));
+  EXPECT_EQ(analysis::expert_grid_size(4, 28), std::make_pair(470, 324));
   EXPECT_EQ(grid.cols, 470);
   EXPECT_EQ(grid.rows, 324);
   EXPECT_TRUE(std::filesystem::exists(dir.file("grid.svg")));
 
-  const auto whole = engine::selection_counts(r, 1);
+  const auto whole = analysis::selection_counts(r, 1);
   std::vector<std::vector<double>> counts;
   for (const auto& layer : whole) counts.emplace_back(layer.begin(), layer.end());
   figures::draw_selection_map(counts, r.grid, "head 1", r.m, dir.file("map.png"));

@@ -1,5 +1,5 @@
 // Figures 3 and 4 from one image's routing (see viz_experts.h).
-#include "engine/viz_experts.h"
+#include "analysis/viz_experts.h"
 
 #include <spdlog/spdlog.h>
 
@@ -25,7 +25,7 @@
 #include "models/mita_attention.h"
 #include "nn/autocast.h"
 
-namespace vt::engine {
+namespace vt::analysis {
 namespace {
 
 constexpr figures::Rgb8 kKey{255, 127, 14}, kQuery{31, 119, 180}, kCell{200, 200, 200};
@@ -60,7 +60,7 @@ void check_head(const ImageRouting& r, int64_t head) {
 }  // namespace
 
 VizInput load_viz_input(const io::Config& cfg, const std::string& path) {
-  const models::ViTConfig v = vit_config(cfg);
+  const models::ViTConfig v = engine::vit_config(cfg);
   const int size = static_cast<int>(v.img_size);
   VizInput in;
   if (v.in_chans == 3) {
@@ -291,13 +291,14 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
            type, "'");
   io::Config c = cfg;
   c.model.attention.impl = "fused";  // the routing tap sees the fused path only; both paths route alike
-  const Device device = resolve_device(c.train.device);
-  models::VisionTransformer model(vit_config(c));
-  load_timm_weights(model, read_model_weights(options.weights));
+  const Device device = engine::resolve_device(c.train.device);
+  models::VisionTransformer model(engine::vit_config(c));
+  engine::load_timm_weights(model, engine::read_model_weights(options.weights));
   model.to(device);
   model.eval();
   const VizInput in = load_viz_input(c, options.image);
-  const ImageRouting routing = record_image_routing(model, in.image, device.is_cuda() ? amp_dtype(c) : std::nullopt);
+  const ImageRouting routing =
+      record_image_routing(model, in.image, device.is_cuda() ? engine::amp_dtype(c) : std::nullopt);
   if (options.head) check_head(routing, *options.head);
 
   namespace fs = std::filesystem;
@@ -363,4 +364,4 @@ std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOpti
   return written;
 }
 
-}  // namespace vt::engine
+}  // namespace vt::analysis

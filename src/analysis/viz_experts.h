@@ -12,7 +12,7 @@
 #include "models/vit.h"
 #include "ops/mita.h"
 
-namespace vt::engine {
+namespace vt::analysis {
 
 /// The routing of one image through every MiTA layer, on the host (batch 1).
 struct ImageRouting {
@@ -87,4 +87,4 @@ struct VizExpertsOptions {
 /// expert_iou.csv (layer,miou) with its chart expert_iou.png. Returns the paths written.
 std::vector<std::string> viz_experts(const io::Config& cfg, const VizExpertsOptions& options);
 
-}  // namespace vt::engine
+}  // namespace vt::analysis
