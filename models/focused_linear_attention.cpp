@@ -29,6 +29,9 @@ Tensor focused_linear_attention(const Tensor& x, const Tensor& qkv_w, const Tens
   VT_CHECK(pos.shape() == Shape({1, N, C}), "[focused_linear_attention] positional_encoding ", pos.describe(),
            " does not fit ", N, " tokens of width ", C, " (it is sized by the token count the model was built for)");
   const int64_t d = C / heads;
+  // Under autocast the qkv projection is bf16 and, as in the official module, so is relu(·) + 1e-6; dividing by
+  // softplus(scale) (an f32 parameter) promotes q and k to f32, and the bf16 V meets f32 in the matmuls, so the
+  // focusing and the core run in f32: what the official code's autocast-off block gives.
   Tensor qkv = nn::autocast_linear(x, qkv_w, qkv_b).reshape({B, N, 3, C});
   Tensor s = ops::log(ops::exp(scale) + 1.0);  // softplus
   Tensor q = focus((ops::relu(qkv.slice(2, 0, 1).squeeze(2)) + kKernelEps) / s);

@@ -11,13 +11,10 @@ namespace {
 constexpr double kNormEps = 1e-6;   // RMSNorm eps
 constexpr double kDenomEps = 1e-6;  // added to the normaliser φ(q)·Σφ(k)
 
-// bf16 (autocast's dtype) cast up to f32; f32 and f64 (the gradchecks) stay as they are.
-Tensor at_least_f32(const Tensor& t) { return t.dtype() == DType::bf16 ? nn::cast_to(t, DType::f32) : t; }
-
 // RMSNorm over the last dim, t / sqrt(mean(t²) + eps) · w, computed in f32 and returned in t's dtype (the
 // official `(w * norm(t.float())).type_as(t)`).
 Tensor rms_norm(const Tensor& t, const Tensor& w) {
-  const Tensor t32 = at_least_f32(t);
+  const Tensor t32 = nn::at_least_f32(t);
   const Tensor normed = t32 * ops::rsqrt(ops::mean(ops::square(t32), {-1}, true) + kNormEps) * w;
   return nn::cast_to(normed, t.dtype());
 }
@@ -31,7 +28,7 @@ struct NormWeight : nn::Module {
 }  // namespace
 
 Tensor linear_attention_core(const Tensor& fq, const Tensor& fk, const Tensor& v) {
-  const Tensor q = at_least_f32(fq), k = at_least_f32(fk), vf = at_least_f32(v);
+  const Tensor q = nn::at_least_f32(fq), k = nn::at_least_f32(fk), vf = nn::at_least_f32(v);
   Tensor kv = ops::matmul(k.transpose(-2, -1), vf);                    // [B, H, d, d]
   Tensor k_sum = ops::sum(k, {2}, true);                               // [B, H, 1, d]
   Tensor denom = ops::matmul(q, k_sum.transpose(-2, -1)) + kDenomEps;  // [B, H, N, 1]

@@ -54,6 +54,8 @@ std::optional<DType> autocast_dtype_for(const Tensor& x) {
   return t_autocast;
 }
 
+Tensor at_least_f32(const Tensor& t) { return t.dtype() == DType::bf16 ? cast_to(t, DType::f32) : t; }
+
 Tensor cast_to(const Tensor& t, DType dtype) {
   if (!t.defined() || t.dtype() == dtype) return t;
   return cached_kind(t, dtype) ? cached_cast(t, dtype) : t.to(dtype);

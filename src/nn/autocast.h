@@ -43,6 +43,10 @@ std::optional<DType> autocast_dtype_for(const Tensor& x);
 /// through unchanged.
 Tensor cast_to(const Tensor& t, DType dtype);
 
+/// `t` in f32 when it is bf16 (autocast's dtype), unchanged otherwise (f32, and f64 for the gradchecks): for the
+/// parts of a layer that the official code runs with autocast off.
+Tensor at_least_f32(const Tensor& t);
+
 /// ops::linear under the autocast policy (what nn::Linear runs): x, weight and bias cast to the autocast dtype
 /// for CUDA inputs, unchanged otherwise. For attention kinds that hold their projection weights themselves.
 Tensor autocast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias);

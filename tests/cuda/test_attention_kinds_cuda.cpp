@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "cuda/device_test_util.h"
+#include "models/focused_linear_attention.h"
 #include "models/linear_attention.h"
 #include "models/registry.h"
 #include "models/vit.h"
@@ -103,6 +104,24 @@ TEST(AttentionKindsCuda, LinearAttentionCoreIsF32UnderAutocast) {
   models::LinearAttention layer(24, 3, 0.0, gen);
   layer.to(kGpu);
   const Tensor x = randn_cpu({2, 17, 24}, 73).to(kGpu);
+  const Tensor f32_out = layer.forward(x);
+  Tensor amp_out;
+  {
+    nn::AutocastGuard autocast(DType::bf16);
+    amp_out = layer.forward(x);
+  }
+  EXPECT_EQ(amp_out.dtype(), DType::bf16);
+  EXPECT_LE(max_abs_diff(amp_out, f32_out), 2e-2 * max_abs(f32_out));
+}
+
+// FLatten under bf16 autocast: the projections and relu(·) + 1e-6 are bf16, the focusing and the core f32 (by
+// promotion, as in the official module), so the layer stays near its f32 result.
+TEST(AttentionKindsCuda, FocusedLinearAttentionUnderAutocastStaysNearF32) {
+  VT_REQUIRE_DEVICE();
+  Generator gen(9);
+  models::FocusedLinearAttention layer(24, 3, 17, 0.0, gen);
+  layer.to(kGpu);
+  const Tensor x = randn_cpu({2, 17, 24}, 74).to(kGpu);
   const Tensor f32_out = layer.forward(x);
   Tensor amp_out;
   {
