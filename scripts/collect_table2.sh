@@ -8,7 +8,8 @@
 # saved). Runs work alone on finished (or unfinished) runs; a configuration without a run says "not run".
 # Env: VITRAIN (the binary; default `vitrain` on PATH, else build/bin/vitrain), PAPER_TSV (the paper's numbers;
 #      default configs/imagenet/paper_table2.tsv), TABLE (the table's number in the file name and title, default 2;
-#      scripts/reproduce_table3.sh sets 3).
+#      scripts/reproduce_table3.sh sets 3), CONFIG_DIR (where a config without a run is read; default
+#      configs/imagenet).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,12 +54,12 @@ md=$OUT/table$TABLE.md
     if ((has_flops)); then
       pm="- -"
       cfg=$dir/config.yaml  # the run's resolved config; without a run, the paper-sized one
-      [ -f "$cfg" ] || cfg=$ROOT/configs/imagenet/$name.yaml
+      [ -f "$cfg" ] || cfg=${CONFIG_DIR:-$ROOT/configs/imagenet}/$name.yaml
       [ -f "$cfg" ] && pm=$(flops_of "$cfg")
       read -r params macs <<<"$pm"
       cols="$cols $params | $macs |"
     fi
-    echo "$cols $paper_flops | $ips |"
+    echo "$cols ${paper_flops:--} | $ips |"
   done <"$PAPER_TSV"
 } >"$md"
 echo "wrote $md"

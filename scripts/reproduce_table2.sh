@@ -10,7 +10,8 @@
 # that has a checkpoint and skipping a finished one, so rerunning the command after an interruption continues.
 # Env knobs (defaults: the paper's recipe on the GPU):
 #   VITRAIN        the binary (default `vitrain` on PATH, else build/bin/vitrain)
-#   CONFIGS        config names to run (default: every row of configs/imagenet/paper_table2.tsv)
+#   CONFIGS        config names to run (default: every row of PAPER_TSV, configs/imagenet/paper_table2.tsv)
+#   CONFIG_SET     the configs/ folder the rows name (default imagenet; scripts/reproduce_table7.sh: finetune)
 #   DEVICE         train/bench device (default: cuda; "cpu" for the CI-sized mode, GPUS must then be 1)
 #   EPOCHS         train.epochs override (default: the config's 300)
 #   BATCH          per-GPU batch instead of the config's train.global_batch_size (1024, divided over GPUS)
@@ -28,7 +29,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DATA=$(cd "$1" && pwd)
 # yaml_get, epochs_done, bench_once, json_number, repro_setup
 source "$ROOT/scripts/reproduce_lib.sh"
-repro_setup imagenet paper_table2.tsv "$2" "${3:-}" runs/table2
+repro_setup "${CONFIG_SET:-imagenet}" paper_table2.tsv "$2" "${3:-}" runs/table2
+export CONFIG_DIR
 CONFIGS=${CONFIGS:-$(awk -F'\t' '!/^#/ && NF { print $1 }' "$PAPER_TSV")}
 
 # ---- 1. throughput and the estimate ----
