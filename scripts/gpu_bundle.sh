@@ -7,7 +7,9 @@
 # Not bundled (present there, newer or tied to the driver): glibc, libstdc++, libgcc_s, and every CUDA library
 # (libcuda, libcudart, libcublas*, libcudnn*, libnccl, and anything else resolved from /usr/local/cuda*).
 #
-# Env: BUILD_DIR (default build-gpu), JOBS (default 2), VT_GPU_MAX_MB (default 40: fail if the archive is larger).
+# Env: BUILD_DIR (default build-gpu), JOBS (default 2), VT_GPU_MAX_MB (default 40: fail if the archive is larger),
+#      VT_GPU_TARGETS (space-separated targets instead of all, e.g. "vitrain test_cuda plot_heatmap": a smaller
+#      archive, leaving room in the carry for a dataset).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,13 +27,17 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON -D
   { cat "$BUILD.configure.log" >&2; exit 1; }
 rm -f "$BUILD.configure.log"
 
-wanted=(vitrain)
-for d in "$ROOT"/tests/*/; do
-  compgen -G "$d*.cpp" >/dev/null && wanted+=("test_$(basename "$d")")
-done
-for f in "$ROOT"/tools/*.cpp; do
-  [ -e "$f" ] && wanted+=("$(basename "$f" .cpp)")
-done
+if [ -n "${VT_GPU_TARGETS:-}" ]; then
+  read -r -a wanted <<<"$VT_GPU_TARGETS"
+else
+  wanted=(vitrain)
+  for d in "$ROOT"/tests/*/; do
+    compgen -G "$d*.cpp" >/dev/null && wanted+=("test_$(basename "$d")")
+  done
+  for f in "$ROOT"/tools/*.cpp; do
+    [ -e "$f" ] && wanted+=("$(basename "$f" .cpp)")
+  done
+fi
 known=$(ninja -C "$BUILD" -t targets all | sed -n 's/^\([^:/]*\): phony$/\1/p')
 targets=()
 for t in "${wanted[@]}"; do
