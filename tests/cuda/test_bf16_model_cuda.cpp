@@ -2,11 +2,12 @@
 // LayerNorm outputs; f32 residual stream, statistics and master gradients) against the same model in f32 on the
 // GPU (cuBLASLt with TF32 off, so the f32 run is within ~1e-5 of an f64 one: tests/nn/deit_parity.h).
 //
-// Stated tolerances, from bf16's relative rounding step 2^-8 ≈ 0.4% compounded over 12 blocks: the logits within
-// 3% (relative L2), the loss within 1%, the whole gradient (all parameters as one vector) within 8% relative L2
-// with a cosine of at least 0.995 to the f32 gradient, and every parameter's gradient holding at least 1e-3 of the
-// largest per-tensor gradient norm within 25%. A wrong cast, a lost scale or a kernel that drops a term misses
-// these by far; the measured values are printed.
+// Stated tolerances, about 2-4x what the H200 measured (batch 4, formula weights: logits 0.86%, loss 0.028%, whole
+// gradient 1.09% with cosine 0.99994, worst parameter 1.13% (cls_token)), bf16's relative rounding step being 2^-8
+// ≈ 0.4%: the logits within 2% (relative L2), the loss within 0.2%, the whole gradient (all parameters as one
+// vector) within 2.5% relative L2 with a cosine of at least 0.9995 to the f32 gradient, and every parameter's
+// gradient holding at least 1e-3 of the largest per-tensor gradient norm within 5%. A wrong cast, a lost scale or
+// a kernel that drops a term misses these by far; the measured values are printed.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -75,8 +76,8 @@ TEST(Bf16ModelCuda, DeitSmallLogitsLossAndGradientsStayNearF32) {
 
   const double logit_err = diff_norm(bf16.logits, f32.logits) / norm(f32.logits);
   const double loss_err = std::abs(bf16.loss - f32.loss) / std::abs(f32.loss);
-  EXPECT_LE(logit_err, 0.03) << "logits, relative L2";
-  EXPECT_LE(loss_err, 0.01) << "loss: bf16 " << bf16.loss << ", f32 " << f32.loss;
+  EXPECT_LE(logit_err, 0.02) << "logits, relative L2";
+  EXPECT_LE(loss_err, 0.002) << "loss: bf16 " << bf16.loss << ", f32 " << f32.loss;
 
   double dot = 0, sq_f32 = 0, sq_bf16 = 0, sq_diff = 0, largest = 0;
   for (const auto& [name, g] : f32.grads) largest = std::max(largest, norm(g));
@@ -94,12 +95,12 @@ TEST(Bf16ModelCuda, DeitSmallLogitsLossAndGradientsStayNearF32) {
     const double n = norm(g);
     if (n < 1e-3 * largest) continue;
     const double err = diff_norm(h, g) / n;
-    EXPECT_LE(err, 0.25) << "gradient of " << name << ", relative L2";
+    EXPECT_LE(err, 0.05) << "gradient of " << name << ", relative L2";
     if (err > worst) worst = err, worst_name = name;
   }
   const double grad_err = std::sqrt(sq_diff / sq_f32), cosine = dot / std::sqrt(sq_f32 * sq_bf16);
-  EXPECT_LE(grad_err, 0.08) << "whole gradient, relative L2";
-  EXPECT_GE(cosine, 0.995) << "whole gradient, cosine to f32";
+  EXPECT_LE(grad_err, 0.025) << "whole gradient, relative L2";
+  EXPECT_GE(cosine, 0.9995) << "whole gradient, cosine to f32";
   std::printf(
       "bf16 vs f32 DeiT-S (batch 4): logits %.4f, loss %.5f (bf16 %.6f, f32 %.6f), gradient %.4f "
       "(cosine %.6f), worst tensor %.4f (%s)\n",
