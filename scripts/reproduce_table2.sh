@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Reproduces the MiTA paper's Table 2: every configs/imagenet/*.yaml row (DeiT-T/S × dense, linear, agent,
-# agent+bias, mita, mita+dwc, mita+dwc+gate) trained on an ImageNet-style folder, then collected beside the
-# paper's numbers into OUT_DIR/table2.md (scripts/collect_table2.sh).
+# Reproduces the MiTA paper's Table 2: every row of configs/imagenet/paper_table2.tsv (DeiT-T/S × dense, linear,
+# the linear-attention baselines, bra, agent, agent+bias, mita, mita+dwc, mita+dwc+gate; vitrain bench builds bra
+# at its default n_win 7 / topk 16, the configs' values) trained on an ImageNet-style folder, then collected beside
+# the paper's numbers into OUT_DIR/table2.md (scripts/collect_table2.sh).
 #   scripts/reproduce_table2.sh DATA_DIR GPUS [OUT_DIR]      (DATA_DIR holds train/ and val/ class folders)
 # First it measures each model's training throughput (`vitrain bench`, synthetic data, one device) and prints
 # the estimated GPU-hours: epochs × training images / img/s, per row and in total (wall-clock: ÷ GPUS, assuming
