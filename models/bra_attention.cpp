@@ -119,7 +119,7 @@ Tensor bra_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b, 
   Tensor qh = region_heads(q_reg, W2), kh = region_heads(kv_sel.slice(3, 0, C), L);
   Tensor vh = region_heads(kv_sel.slice(3, C, 2 * C), L);
   Tensor out = ops::matmul(ops::softmax(ops::matmul(qh * s, kh.transpose(-2, -1)), -1), vh);  // [B, R, H, w², d]
-  out = from_regions(out.permute({0, 1, 3, 2, 4}).reshape({B, R, W2, C}), n, w);          // [B, G², C]
+  out = from_regions(out.permute({0, 1, 3, 2, 4}).reshape({B, R, W2, C}), n, w);              // [B, G², C]
 
   // LCE: the depth-wise 5×5 conv of V over the patch map.
   Tensor v_map = qkv.slice(1, 1, N).slice(2, 2 * C, 3 * C).transpose(1, 2).reshape({B, C, G, G});

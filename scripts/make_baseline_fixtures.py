@@ -6,7 +6,10 @@ Kinds: flatten, inline, mhla, pola (the Table 2 linear-attention baselines); mit
 (Agent_Attention), agent_bias (Agent_Attention_Bias), linear (Linear_Attention).
 
 Also bra and bra_qk_dim (BiFormer's BiLevelRoutingAttention, rayleizhu/BiFormer ops/bra_legacy.py), with
---biformer.
+--biformer: the official module runs on the patch map as written, its KVGather wrapped to put the CLS token's
+key/value beside every region's routed ones, and the CLS query attends all tokens (our CLS treatment,
+models/bra_attention.h; add_cls_to_gather, bra_with_cls); its routing choices are redrawn until each wins by more
+than 1e-3 (bra_routing_gap).
 
 Usage:  /usr/bin/python3 scripts/make_baseline_fixtures.py [--biformer BIFORMER_DIR] MITA_MITA_DIR [OUT_DIR [KIND,...]]
   MITA_MITA_DIR  the official mita/ folder of a checkout, e.g.

@@ -1,8 +1,8 @@
 // Fixtures written by scripts/make_baseline_fixtures.py from the authors' own modules (QishuaiWen/MiTA,
-// MiTA-DeiT/mita/*.py): x, the official state dict (state.*), y = module(x), a cotangent g, dx = d<y, g>/dx, the
-// parameter gradients (grad.*) and the sizes (size.*), all f64 (tests/nn/fixtures/<kind>.pth). Read here, and run
-// through our layer: test_baseline_fixtures.cpp and test_official_mita_fixtures.cpp on the CPU,
-// cuda/test_official_mita_cuda.cpp on the GPU.
+// MiTA-DeiT/mita/*.py; rayleizhu/BiFormer's ops/bra_legacy.py for bra): x, the official state dict (state.*),
+// y = module(x), a cotangent g, dx = d<y, g>/dx, the parameter gradients (grad.*) and the sizes (size.*), all f64
+// (tests/nn/fixtures/<kind>.pth). Read here, and run through our layer: test_baseline_fixtures.cpp and
+// test_official_mita_fixtures.cpp on the CPU, cuda/test_official_mita_cuda.cpp on the GPU.
 #pragma once
 #include <gtest/gtest.h>
 

@@ -139,6 +139,8 @@ TEST(BaselineFixtures, BraMatchesOfficial) {
     const std::vector<FixtureComparison> cmp = run_official_fixture(f, cfg, DType::f64, cpu());
     EXPECT_EQ(cmp.size(), 2u + 6u) << kind;  // y, dx, then qkv, proj and lepe weights and biases
     expect_fixture_match(cmp, 1e-12, std::string(kind) + " cpu f64");
+    // In f32 (the GPU test's precision, cuda/test_official_mita_cuda.cpp, at its tolerance): the same routing.
+    expect_fixture_match(run_official_fixture(f, cfg, DType::f32, cpu()), 1e-4, std::string(kind) + " cpu f32");
   }
 }
 
