@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/agent_attention.h"
+#include "models/bra_attention.h"
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
 #include "models/linear_attention.h"
@@ -107,6 +108,13 @@ void check_attention_shape(const AttentionConfig& cfg, int64_t N, int64_t regist
   } else if (cfg.type == "inline") {
     VT_CHECK(G > 0, "[model] model.attention.type 'inline' needs a square patch grid (its local residual is a 3x3 ",
              "conv over the patches), but N - 1 = ", N - 1, " tokens are not a perfect square");
+  } else if (cfg.type == "bra") {
+    VT_CHECK(G > 0, "[model] model.attention.type 'bra' needs a square patch grid (its regions tile the patch map), ",
+             "but N - 1 = ", N - 1 - registers, " tokens are not a perfect square");
+    VT_CHECK(G % cfg.n_win == 0, "[model] model.attention.n_win (", cfg.n_win, ") must divide the ", G, "x", G,
+             " patch grid into n_win x n_win regions");
+    VT_CHECK(cfg.topk <= cfg.n_win * cfg.n_win, "[model] model.attention.topk (", cfg.topk, ") must be <= the ",
+             cfg.n_win * cfg.n_win, " regions of model.attention.n_win ", cfg.n_win);
   } else if (cfg.type == "agent" || cfg.type == "agent_bias") {
     VT_CHECK(G > 0, "[model] model.attention.type '", cfg.type, "' needs a square patch grid, but N - 1 = ", N - 1,
              " tokens are not a perfect square");
@@ -157,8 +165,16 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg, int64_t di
              "sized by it");
     return std::make_shared<PolaAttention>(dim, heads, num_tokens, drop, gen);
   }
+  if (cfg.type == "bra") {
+    VT_CHECK(num_tokens > 0, "[model] model.attention.type 'bra' needs the token count: its regions tile the patch ",
+             "grid");
+    BraOptions o;
+    o.heads = heads, o.n_win = cfg.n_win, o.topk = cfg.topk, o.scale = bra_scale(cfg.bra_scale, dim, heads);
+    return std::make_shared<BraAttention>(dim, o, drop, gen);
+  }
   VT_FAIL("[model] unknown model.attention.type '", cfg.type,
-          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear, flatten, inline, mhla, pola)");
+          "' (known: dense, mita, mita_route, mita_compress, agent, agent_bias, linear, flatten, inline, mhla, pola, ",
+          "bra)");
 }
 
 }  // namespace vt::models

@@ -23,7 +23,7 @@ std::string block_row_of(const std::string& name) {
   if (starts("mlp.fc2.")) return "mlp.fc2";
   if (starts("attn.qkv.")) return "attn.qkv";
   if (starts("attn.proj.")) return "attn.proj";
-  if (starts("attn.dwc.")) return "attn.dwc";
+  if (starts("attn.dwc.") || starts("attn.lepe.")) return "attn.dwc";  // MiTA's DWC, BRA's LCE: depth-wise convs
   if (starts("attn.")) return "attn.core";  // agent biases, q/k norms, scales, encodings, InLine's kernel predictor
   if (name == "gamma_1" || name == "gamma_2") return "layer_scale";
   VT_CHECK(false, "[flops] parameter '", name, "' of a block belongs to no known module");
@@ -52,6 +52,9 @@ std::string describe_attention(const AttentionConfig& a, int64_t heads, int64_t 
     return s;
   }
   if (a.type == "agent" || a.type == "agent_bias") return a.type + " n=" + std::to_string(a.agent_num);
+  if (a.type == "bra")
+    return a.type + " n_win=" + std::to_string(a.n_win) + " topk=" + std::to_string(a.topk) +
+           (a.bra_scale == "qk_dim" ? " scale=qk_dim" : "");
   return a.type;
 }
 
@@ -113,6 +116,15 @@ std::pair<int64_t, int64_t> attention_core_macs(const AttentionConfig& cfg, int6
     const int64_t macs = 2 * (2 * N * C * d + 2 * N * C);
     return {macs, macs};
   }
+  if (cfg.type == "bra") {
+    // On the P = N - 1 patches in R = n_win² regions of w² = P / R: the region affinity q_r k_rᵀ, R²·C; each patch
+    // query against L = 1 + topk·w² keys (CLS + its routed regions' patches) and the values, 2·P·L·C; the CLS
+    // query against all N keys and values, 2·N·C (all explicit matmuls, which fvcore counts); the region means of
+    // q and k, 2·P·C (torch.mean: fvcore has no handle for it). The LCE conv is the attn.dwc row.
+    const int64_t P = N - 1, R = cfg.n_win * cfg.n_win, L = 1 + cfg.topk * (P / R);
+    const int64_t matmuls = R * R * C + 2 * P * L * C + 2 * N * C;
+    return {matmuls + 2 * P * C, matmuls};
+  }
   VT_CHECK(false, "[flops] unknown model.attention.type '", cfg.type, "'");
   return {};
 }
@@ -172,7 +184,8 @@ FlopsReport count_flops(const VisionTransformer& model) {
       add_macs(find_row(rep.block_rows, "attn.qkv"), N * t.numel() / 4 * 3);
       add_macs(find_row(rep.block_rows, "attn.gate"), N * t.numel() / 4);
     }
-    if (name == "attn.dwc.weight") add_macs(find_row(rep.block_rows, "attn.dwc"), patches * t.numel());
+    if (name == "attn.dwc.weight" || name == "attn.lepe.weight")
+      add_macs(find_row(rep.block_rows, "attn.dwc"), patches * t.numel());
   }
   const auto [core_all, core_fvcore] = attention_core_macs(cfg.attention, N, C, cfg.num_heads, registers);
   FlopsRow& core = find_row(rep.block_rows, "attn.core");

@@ -7,7 +7,8 @@
 //           Attention, agent_bias and linear attention use explicit matmuls and count in full.
 // Shared rules (fvcore's handles): Linear / conv = output elements × input features (bias free), so linears are
 // counted from the built model's weight shapes; LayerNorm = 5·numel; adaptive average pooling (landmarks, agents)
-// = 1 per pooled input element; GELU, softmax, SiLU, the gate product, residual adds, RMSNorm (linear attention's
+// = 1 per pooled input element (BRA's region means of q and k likewise, in `all` only: fvcore has no handle for
+// torch.mean); GELU, softmax, SiLU, the gate product, residual adds, RMSNorm (linear attention's
 // q/k norms; all of ViT-5's norms), ViT-5's rotary embedding and LayerScale products and the input-independent
 // agent bias tables are not counted. Patch embedding and head are included
 // (the head sees the CLS token only). These reproduce every number of spec §6 at its printed precision.

@@ -5,12 +5,20 @@ Kinds: flatten, inline, mhla, pola (the Table 2 linear-attention baselines); mit
 (MiTA_Attention_Conv), mita_dwc_gate (MiTA_Attention_Conv_Gate), mita_route (MiTA_Attention_Route), agent
 (Agent_Attention), agent_bias (Agent_Attention_Bias), linear (Linear_Attention).
 
-Usage:  /usr/bin/python3 scripts/make_baseline_fixtures.py MITA_MITA_DIR [OUT_DIR [KIND,KIND,...]]
+Also bra and bra_qk_dim (BiFormer's BiLevelRoutingAttention, rayleizhu/BiFormer ops/bra_legacy.py), with
+--biformer: the official module runs on the patch map as written, its KVGather wrapped to put the CLS token's
+key/value beside every region's routed ones, and the CLS query attends all tokens (our CLS treatment,
+models/bra_attention.h; add_cls_to_gather, bra_with_cls); its routing choices are redrawn until each wins by more
+than 1e-3 (bra_routing_gap).
+
+Usage:  /usr/bin/python3 scripts/make_baseline_fixtures.py [--biformer BIFORMER_DIR] MITA_MITA_DIR [OUT_DIR [KIND,...]]
   MITA_MITA_DIR  the official mita/ folder of a checkout, e.g.
                    git clone https://github.com/QishuaiWen/MiTA /tmp/mita-official
                    /usr/bin/python3 scripts/make_baseline_fixtures.py /tmp/mita-official/MiTA-DeiT/mita
+  BIFORMER_DIR   a checkout of https://github.com/rayleizhu/BiFormer (its ops/bra_legacy.py is run), for bra
   OUT_DIR        default tests/nn/fixtures
-  KINDS          default all of them (run all: each kind draws from one random stream, in the order above)
+  KINDS          default all of them, bra and bra_qk_dim only with --biformer (run all: each kind draws from one
+                 random stream, in the order above, bra and bra_qk_dim last)
 Needs only Debian's python3-torch (1.13, CPU). The stand-ins below fill in what the official files import and this
 torch lacks: einops.rearrange, torch.compile (mhla.py), timm's trunc_normal_ (agent_attention*.py),
 F.scaled_dot_product_attention (torch 2.0), and flash-attn's varlen calls (mixed_attention.py,
@@ -168,8 +176,8 @@ def _flash_attn_varlen_backward(dout, q, k, v, out, softmax_lse, dq, dk, dv, cu_
     return dq, dk, dv, delta
 
 
-def load_official(path, uncomment=False, edits=()):
-    """The official file as module official_mita.<name> (so its relative imports find the folder's files).
+def load_official(path, uncomment=False, edits=(), package="official_mita"):
+    """The official file as module <package>.<name> (so its relative imports find the folder's files).
     edits: (old, new) source replacements, each of which must match exactly once."""
     src = open(path).read()
     for old, new in edits:
@@ -180,13 +188,13 @@ def load_official(path, uncomment=False, edits=()):
         start = next(i for i, line in enumerate(lines) if line.startswith("# class "))
         src = "\n".join(["import torch", "import torch.nn as nn"] + lines[:start] +
                         [re.sub(r"^# ?", "", line) for line in lines[start:]])
-    if "official_mita" not in sys.modules:
-        package = types.ModuleType("official_mita")
-        package.__path__ = [os.path.dirname(os.path.abspath(path))]  # its __init__.py is not run
-        sys.modules["official_mita"] = package
-    name = "official_mita." + os.path.splitext(os.path.basename(path))[0]
+    if package not in sys.modules:
+        pkg = types.ModuleType(package)
+        pkg.__path__ = [os.path.dirname(os.path.abspath(path))]  # its __init__.py is not run
+        sys.modules[package] = pkg
+    name = package + "." + os.path.splitext(os.path.basename(path))[0]
     mod = types.ModuleType(name)
-    mod.__package__, mod.__file__ = "official_mita", path
+    mod.__package__, mod.__file__ = package, path
     sys.modules[name] = mod
     exec(compile(src, path, "exec"), mod.__dict__)
     return mod
@@ -253,18 +261,67 @@ def mita_margins(module, x, kv_topk):
         return (keys[..., kv_topk - 1] - keys[..., kv_topk]).min().item(), (gate[:, :, 0] - gate[:, :, 1]).min().item()
 
 
+def add_cls_to_gather(attn):
+    """Our CLS treatment inside the official BiLevelRoutingAttention `attn` (models/bra_attention.h): its KVGather's
+    result, each region's routed k/v [n, p², topk, w², c], gets the CLS token's k/v (attn.cls_kv, set by
+    bra_with_cls) in front, as one set of 1 + topk·w² (the forward flattens the topk and w² axes together, so the
+    attention is one softmax over CLS and the routed patches). Everything else runs as written."""
+    gather = attn.kv_gather
+
+    class GatherWithCls(torch.nn.Module):
+        def forward(self, r_idx, r_weight, kv):
+            sel = gather(r_idx=r_idx, r_weight=r_weight, kv=kv)  # (n, p², topk, w², c_kv)
+            n, p2, k, w2, c = sel.shape
+            cls = attn.cls_kv.reshape(n, 1, 1, 1, c).expand(n, p2, 1, 1, c)
+            return torch.cat([cls, sel.reshape(n, p2, 1, k * w2, c)], 3)
+
+    attn.kv_gather = GatherWithCls()
+
+
+def bra_with_cls(attn, x, grid):
+    """x [B, 1 + G², C], CLS first: the official module (add_cls_to_gather applied) on the G×G patch map (NHWC, as
+    BiFormer calls it); the CLS query attends all N tokens with the module's own qkv, scale and wo (no LCE)."""
+    B, N, C = x.shape
+    q, kv = attn.qkv(x)  # the official QKVLinear: q [B, N, qk_dim], kv [B, N, qk_dim + dim]
+    attn.cls_kv = kv[:, :1]
+    patches = attn(x[:, 1:].reshape(B, grid, grid, C)).reshape(B, N - 1, C)
+    heads = lambda t: t.reshape(B, t.shape[1], attn.num_heads, -1).transpose(1, 2)
+    k, v = kv.split([attn.qk_dim, attn.dim], -1)
+    p = torch.softmax((heads(q[:, :1]) * attn.scale) @ heads(k).transpose(-2, -1), -1)
+    cls = attn.wo((p @ heads(v)).transpose(1, 2).reshape(B, 1, C))
+    return torch.cat([cls, patches], 1)
+
+
+def bra_routing_gap(a, x, grid):
+    """The official routing on the patches of x recomputed from its own qkv: the smallest gap between the topk-th and
+    the next region affinity of any region. Far from 0, a float32 run (our GPU path) routes to the same regions."""
+    with torch.no_grad():
+        B, N, C = x.shape
+        n, w = a.n_win, grid // a.n_win
+        q, kv = a.qkv(x[:, 1:].reshape(B, n, w, n, w, C).permute(0, 1, 3, 2, 4, 5).reshape(B, n * n, w * w, C))
+        logits = (q.mean(2) * a.scale) @ kv[..., :a.qk_dim].mean(2).transpose(-2, -1)
+        top = logits.sort(-1, descending=True).values
+        return (top[..., a.topk - 1] - top[..., a.topk]).min().item()
+
+
 def main():
-    src_dir = sys.argv[1]
-    out_dir = sys.argv[2] if len(sys.argv) > 2 else "tests/nn/fixtures"
+    args = sys.argv[1:]
+    biformer_dir = None
+    if args and args[0] == "--biformer":
+        biformer_dir, args = args[1], args[2:]
+    src_dir = args[0]
+    out_dir = args[1] if len(args) > 1 else "tests/nn/fixtures"
     os.makedirs(out_dir, exist_ok=True)
     install_stand_ins()
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(2026)
     B, C, H, G = 2, 8, 2, 4  # CLS + a 4×4 patch grid
     N = 1 + G * G
-    kinds = (sys.argv[3].split(",") if len(sys.argv) > 3 else
+    kinds = (args[2].split(",") if len(args) > 2 else
              ["flatten", "inline", "mhla", "pola", "mita", "mita_dwc", "mita_dwc_gate", "mita_route", "agent",
-              "agent_bias", "linear"])
+              "agent_bias", "linear"] + (["bra", "bra_qk_dim"] if biformer_dir else []))
+    if any(kind.startswith("bra") for kind in kinds) and not biformer_dir:
+        sys.exit("bra fixtures need --biformer BIFORMER_DIR (a checkout of rayleizhu/BiFormer)")
 
     if "flatten" in kinds:
         m = load_official(os.path.join(src_dir, "focused_linear_attention.py"))
@@ -353,6 +410,30 @@ def main():
                 torch.Tensor.float = cast
 
         run(layer, (Bd, Nd, Ca), gen, {"heads": Ha}, os.path.join(out_dir, "linear.pth"), call=call)
+
+    # BRA: CLS + a 6x6 patch map in 3x3 regions of 2x2 patches (DeiT's 14x14 map in 7x7 regions has the same
+    # region size), each routed to 4 of the 9; C 8 in 2 heads. The settings BiFormer's models use:
+    # kv_downsample_mode 'identity', no routing parameters, hard non-differentiable routing, side_dwconv 5.
+    # bra: qk_scale = d^-1/2 given to the constructor (our default, model.attention.bra_scale head_dim);
+    # bra_qk_dim: qk_scale None, the official default qk_dim^-1/2 = C^-1/2 (bra_scale qk_dim).
+    Gb, n_win, topk = 6, 3, 4
+    Nb = 1 + Gb * Gb
+    for kind in ("bra", "bra_qk_dim"):
+        if kind not in kinds:
+            continue
+        m = load_official(os.path.join(biformer_dir, "ops", "bra_legacy.py"), package="official_biformer")
+        attn = m.BiLevelRoutingAttention(Ca, num_heads=Ha, n_win=n_win, qk_scale=(Ca // Ha) ** -0.5 if kind == "bra"
+                                         else None, kv_downsample_mode="identity", topk=topk, param_attention="qkvo",
+                                         param_routing=False, diff_routing=False, soft_routing=False, side_dwconv=5)
+        add_cls_to_gather(attn)
+
+        def accept(mod, x, kind=kind):
+            gap = bra_routing_gap(mod, x, Gb)
+            print(f"{kind}: smallest routing gap {gap:.3g}")
+            return gap > 1e-3
+
+        run(attn, (B, Nb, Ca), gen, {"heads": Ha, "n_win": n_win, "topk": topk, "qk_dim_scale": int(kind != "bra")},
+            os.path.join(out_dir, kind + ".pth"), call=lambda mod, x: bra_with_cls(mod, x, Gb), accept=accept)
 
 
 if __name__ == "__main__":

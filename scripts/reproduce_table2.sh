@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Reproduces the MiTA paper's Table 2: every configs/imagenet/*.yaml row (DeiT-T/S × dense, linear, agent,
-# agent+bias, mita, mita+dwc, mita+dwc+gate) trained on an ImageNet-style folder, then collected beside the
-# paper's numbers into OUT_DIR/table2.md (scripts/collect_table2.sh).
+# Reproduces the MiTA paper's Table 2: every row of configs/imagenet/paper_table2.tsv (DeiT-T/S × dense, linear,
+# the linear-attention baselines, bra, agent, agent+bias, mita, mita+dwc, mita+dwc+gate) trained on an
+# ImageNet-style folder, then collected beside the paper's numbers into OUT_DIR/table2.md (scripts/collect_table2.sh).
 #   scripts/reproduce_table2.sh DATA_DIR GPUS [OUT_DIR]      (DATA_DIR holds train/ and val/ class folders)
 # First it measures each model's training throughput (`vitrain bench`, synthetic data, one device) and prints
 # the estimated GPU-hours: epochs × training images / img/s, per row and in total (wall-clock: ÷ GPUS, assuming
@@ -19,6 +19,7 @@
 #   BENCH_BATCH, BENCH_STEPS, BENCH_WARMUP   `vitrain bench` sizes (default 256, 20, 5)
 #   BENCH_EXTRA    more `vitrain bench` options (e.g. "--threads 2")
 #   BENCH_MODEL, BENCH_M, BENCH_K   bench another preset / MiTA m, k than the config's (CI: vit_micro, 4, 4)
+#   BENCH_N_WIN, BENCH_TOPK         bench BRA with another n_win, topk than the config's (CI: 2, 2)
 #   N_TRAIN        the number of training images (default: counted in DATA_DIR/train)
 #   ESTIMATE_ONLY  1: print the estimate and stop
 set -euo pipefail
@@ -63,6 +64,12 @@ for name in $CONFIGS; do
     args+=(--landmark-pool "$(yaml_get "$yaml" model.attention.landmark_pool)")
     [[ $kind == *+dwc* ]] && args+=(--dwc)
     [[ $kind == *+gate ]] && args+=(--gate)
+  fi
+  if [[ $attn == bra ]]; then  # the config's regions (vitrain's defaults where it sets none)
+    n_win=${BENCH_N_WIN:-$(yaml_get "$yaml" model.attention.n_win)}
+    topk=${BENCH_TOPK:-$(yaml_get "$yaml" model.attention.topk)}
+    [ -n "$n_win" ] && args+=(--n-win "$n_win")
+    [ -n "$topk" ] && args+=(--topk "$topk")
   fi
   bench_once "$OUT/$name" "${args[@]}" "${bench_args[@]}" "${bench_extra[@]}"
   ips=$(json_number "$(cat "$OUT/$name/bench.json")" train_img_per_s)

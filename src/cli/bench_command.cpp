@@ -55,13 +55,18 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd) {
               "capture each step in a CUDA graph after 2 eager warm-up steps and replay "
               "it (one GPU; like torch.compile mode=reduce-overhead)");
   b->add_option("--attention", o.attention.type,
-                "dense | mita | mita_route | mita_compress | agent | agent_bias | linear")
+                "dense | mita | mita_route | mita_compress | agent | agent_bias | linear | flatten | inline | mhla | "
+                "pola | bra")
       ->capture_default_str();
   b->add_option("--m", o.attention.m, "MiTA landmarks")->capture_default_str();
   b->add_option("--k", o.attention.k, "MiTA keys per landmark (0: default)")->capture_default_str();
   b->add_option("--landmark-pool", o.attention.landmark_pool,
                 "MiTA landmarks: shifted | patches | sequence | random (model.attention.landmark_pool; ViT-5 takes "
                 "patches)")
+      ->capture_default_str();
+  b->add_option("--n-win", o.attention.n_win, "BRA regions per side of the patch map (model.attention.n_win)")
+      ->capture_default_str();
+  b->add_option("--topk", o.attention.topk, "BRA regions each region routes to (model.attention.topk)")
       ->capture_default_str();
   b->add_flag("--dwc", o.attention.dwc, "MiTA + DWC");
   b->add_flag("--gate", o.attention.gate, "MiTA + DWC + gate");

@@ -164,6 +164,7 @@ void check_supported(const io::Config& cfg) {
     need(cfg.model.img_size > 0 || cfg.model.patch_size > 0 || cfg.model.in_chans > 0,
          "model.img_size/patch_size/in_chans (set 0: sequences have no image)");
     need(a.type == "agent_bias", "model.attention.type: agent_bias (its biases need a patch grid; use agent)");
+    need(a.type == "bra", "model.attention.type: bra (its regions need a patch grid)");
     need(a.is_mita() && (a.dwc || a.gate), "model.attention.dwc/gate (they need a patch grid)");
     need((a.is_mita() || a.type == "agent") && (a.landmark_pool == "shifted" || a.landmark_pool == "patches"),
          "model.attention.landmark_pool: " + a.landmark_pool + " (sequences have no CLS token: use sequence)");

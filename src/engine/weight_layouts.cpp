@@ -30,6 +30,12 @@ std::vector<std::string> from_official_layout(io::NamedTensors& weights) {
                     " linear-attention / MHLA tensor(s) renamed from the official to_qkv / "
                     "to_out.0 to qkv / proj");
 
+  int64_t bra = 0;
+  for (auto& [name, t] : weights)
+    if (replace_part(name, ".attn.qkv.qkv.", ".attn.qkv.") || replace_part(name, ".attn.wo.", ".attn.proj.")) ++bra;
+  if (bra > 0)
+    notes.push_back(std::to_string(bra) + " BRA tensor(s) renamed from the official qkv.qkv / wo to qkv / proj");
+
   const bool segmenter =
       std::any_of(weights.begin(), weights.end(), [](const auto& nt) { return starts_with(nt.first, "decoder."); });
   const auto dropped = std::erase_if(weights, [&](const auto& nt) {
@@ -48,10 +54,19 @@ void to_official_layout(io::NamedTensors& weights) {
   for (const auto& [name, t] : weights)
     for (const char* marker : {".attn.q_norm.weight", ".attn.piece_attn.conv.weight"})
       if (const size_t at = name.find(marker); at != std::string::npos) linear_blocks.insert(name.substr(0, at));
+  // Blocks whose attention is BRA: the ones with an LCE conv (lepe).
+  std::set<std::string> bra_blocks;
+  for (const auto& [name, t] : weights)
+    if (const size_t at = name.find(".attn.lepe.weight"); at != std::string::npos)
+      bra_blocks.insert(name.substr(0, at));
   for (auto& [name, t] : weights) {
     const size_t at = name.find(".attn.");
-    if (at == std::string::npos || !linear_blocks.count(name.substr(0, at))) continue;
-    if (!replace_part(name, ".attn.qkv.", ".attn.to_qkv.")) replace_part(name, ".attn.proj.", ".attn.to_out.0.");
+    if (at == std::string::npos) continue;
+    if (linear_blocks.count(name.substr(0, at))) {
+      if (!replace_part(name, ".attn.qkv.", ".attn.to_qkv.")) replace_part(name, ".attn.proj.", ".attn.to_out.0.");
+    } else if (bra_blocks.count(name.substr(0, at))) {
+      if (!replace_part(name, ".attn.qkv.", ".attn.qkv.qkv.")) replace_part(name, ".attn.proj.", ".attn.wo.");
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 // `wa_bias`, `ac_bias`, `ca_bias`) and the Segmenter (`encoder.` = the ViT, `decoder.` = CBT `cls_emb`,
 // `net.layers.<i>.{norm,fn}`, `decoder_norm`, `mask_norm`). The differences left:
 //   - the official Linear_Attention and MHLA call their projections `to_qkv` and `to_out.0`; ours `qkv` and `proj`;
+//   - the official BRA (BiFormer's BiLevelRoutingAttention) calls them `qkv.qkv` and `wo`; ours `qkv` and `proj`;
 //   - the official Segmenter's encoder keeps an ImageNet classifier (`encoder.head.*`, n_cls 1000) it never uses;
 //   - old timm checkpoints may carry `pre_logits.*`, which timm's own filter drops.
 #pragma once
@@ -18,8 +19,8 @@ namespace vt::engine {
 /// carry but never use (listed above). Returns one line per kind of change, for the log.
 std::vector<std::string> from_official_layout(io::NamedTensors& weights);
 
-/// Our names → the official MiTA-DeiT layout (linear attention's and MHLA's `to_qkv` / `to_out.0`), so the authors' PyTorch
-/// modules load_state_dict the export. Dense / MiTA / Agent names are already the official ones.
+/// Our names → the official MiTA-DeiT layout (linear attention's and MHLA's `to_qkv` / `to_out.0`; BRA's `qkv.qkv` /
+/// `wo`), so the authors' PyTorch modules load_state_dict the export. Dense / MiTA / Agent names are already the official ones.
 void to_official_layout(io::NamedTensors& weights);
 
 }  // namespace vt::engine

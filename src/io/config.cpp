@@ -38,6 +38,9 @@ void fields(AttentionConfig& c, V& v) {
   v("deterministic", c.deterministic);
   v("shared_scale", c.shared_scale);
   v("agent_num", c.agent_num);
+  v("n_win", c.n_win);
+  v("topk", c.topk);
+  v("bra_scale", c.bra_scale);
 }
 
 template <class V>
@@ -429,7 +432,7 @@ void AttentionConfig::validate() const {
   // The kinds models::make_attention builds.
   require_one_of("model.attention.type", type,
                  {"dense", "mita", "mita_route", "mita_compress", "agent", "agent_bias", "linear", "flatten", "inline",
-                  "mhla", "pola"});
+                  "mhla", "pola", "bra"});
   require_one_of("model.attention.landmark_pool", landmark_pool, {"shifted", "patches", "sequence", "random"});
   require_one_of("model.attention.impl", impl, {"fused", "reference"});
   require_one_of("model.attention.shared_scale", shared_scale, {"official", "paper"});
@@ -438,6 +441,13 @@ void AttentionConfig::validate() const {
   require(s >= 1, "model.attention.s", ">= 1", s);
   if (s > m) VT_FAIL("[config] model.attention.s (", s, ") must be <= model.attention.m (", m, ")");
   require(agent_num >= 1, "model.attention.agent_num", ">= 1", agent_num);
+  require(n_win >= 1, "model.attention.n_win", ">= 1", n_win);
+  require_at_most("model.attention.n_win", n_win, kMaxTokenSet);
+  require(topk >= 1, "model.attention.topk", ">= 1", topk);
+  if (type == "bra" && topk > n_win * n_win)
+    VT_FAIL("[config] model.attention.topk (", topk, ") must be <= model.attention.n_win² (", n_win * n_win,
+            " regions)");
+  require_one_of("model.attention.bra_scale", bra_scale, {"head_dim", "qk_dim"});
   require_at_most("model.attention.m", m, kMaxTokenSet);
   require_at_most("model.attention.k", k, kMaxTokenSet);
   require_at_most("model.attention.agent_num", agent_num, kMaxTokenSet);

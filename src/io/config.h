@@ -18,7 +18,8 @@ namespace vt::io {
 /// k <= N, a square patch grid) run when the model is built (models::make_attention).
 struct AttentionConfig {
   std::string type = "dense";             // dense | mita | mita_route | mita_compress | agent | agent_bias | linear |
-                                          // flatten | inline | mhla | pola (the Table 2 linear-attention baselines)
+                                          // flatten | inline | mhla | pola (the Table 2 linear-attention baselines) |
+                                          // bra (BiFormer's bi-level routing attention)
   int64_t m = 25;                         // MiTA landmarks (experts); a perfect square for 2-D pooling
   int64_t k = 0;                          // keys per expert; 0 = default (m for mita, 2m for mita_route)
   int64_t s = 1;                          // experts each query is routed to
@@ -32,6 +33,11 @@ struct AttentionConfig {
   std::string impl = "fused";             // MiTA: fused (routing + joint-attention kernels) | reference (op by op)
   bool deterministic = false;             // MiTA fused backward without float atomics (same bits run to run)
   int64_t agent_num = 49;                 // Agent attention: number of agent tokens (a perfect square)
+  int64_t n_win = 7;                      // BRA: regions per side of the patch map (must divide the grid side)
+  int64_t topk = 16;                      // BRA: regions each region routes to (<= n_win²); 7 / 16 is BiFormer's
+                                          // stage 3, which runs on a 14x14 map as DeiT at 224² does
+  std::string bra_scale = "head_dim";     // BRA's softmax scale: head_dim (d^-1/2) | qk_dim (C^-1/2, the official
+                                          // module's default with qk_dim = dim)
   void validate() const;
   /// One of the MiTA kinds: mita, mita_route (routed branch only), mita_compress (shared branch only).
   bool is_mita() const { return type == "mita" || type == "mita_route" || type == "mita_compress"; }

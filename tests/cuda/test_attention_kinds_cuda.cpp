@@ -20,19 +20,22 @@
 namespace vt::test {
 namespace {
 
-models::ViTConfig micro(const std::string& type, bool dwc, bool gate) {
+models::ViTConfig micro(const std::string& type, bool dwc, bool gate, const std::string& bra_scale) {
   models::ViTConfig c = models::preset("vit_micro");  // 28×28 gray, patch 7: N = 17
   c.embed_dim = 24, c.depth = 2, c.num_heads = 3;
   c.attention.type = type;
   c.attention.m = 4, c.attention.k = 4;
   c.attention.dwc = dwc, c.attention.gate = gate;
   c.attention.agent_num = 4;
+  c.attention.n_win = 2, c.attention.topk = 2;  // BRA: the 4x4 patch grid in 2x2 regions, each routed to 2
+  c.attention.bra_scale = bra_scale;
   return c;
 }
 
-void check_kind(const std::string& type, bool dwc = false, bool gate = false) {
-  SCOPED_TRACE(type + (dwc ? "+dwc" : "") + (gate ? "+gate" : ""));
-  models::VisionTransformer cpu_model(micro(type, dwc, gate)), gpu_model(micro(type, dwc, gate));
+void check_kind(const std::string& type, bool dwc = false, bool gate = false,
+                const std::string& bra_scale = "head_dim") {
+  SCOPED_TRACE(type + (dwc ? "+dwc" : "") + (gate ? "+gate" : "") + (type == "bra" ? " " + bra_scale : ""));
+  models::VisionTransformer cpu_model(micro(type, dwc, gate, bra_scale)), gpu_model(micro(type, dwc, gate, bra_scale));
   gpu_model.load_state_dict(cpu_model.state_dict());
   gpu_model.to(kGpu);
   const Tensor x = randn_cpu({3, 1, 28, 28}, 5);
@@ -76,6 +79,15 @@ TEST(AttentionKindsCuda, LinearBaselinesMatchCpu) {  // the Table 2 linear-atten
   check_kind("inline");
   check_kind("mhla");
   check_kind("pola");
+}
+
+// BRA (BiFormer's bi-level routing attention): the region routing (ops::topk of the region affinities), the
+// per-image row offsets built on the device from the top-k indices, the gather of the routed regions' k/v
+// (ops::index_select and its backward) and the 5x5 LCE conv (four depth-wise 3x3 convs) on the GPU; both scales.
+TEST(AttentionKindsCuda, BraMatchesCpu) {
+  VT_REQUIRE_DEVICE();
+  check_kind("bra");
+  check_kind("bra", false, false, "qk_dim");
 }
 
 // Linear attention's core under bf16 autocast runs in f32, as the official module's autocast-off block: on bf16

@@ -28,6 +28,12 @@ TEST(OfficialMitaCuda, MitaRouteMatchesOfficial) { check_kind("mita_route", 1e-4
 TEST(OfficialMitaCuda, AgentMatchesOfficial) { check_kind("agent", 1e-4); }
 TEST(OfficialMitaCuda, AgentBiasMatchesOfficial) { check_kind("agent_bias", 1e-4); }
 TEST(OfficialMitaCuda, LinearMatchesOfficial) { check_kind("linear", 1e-4); }
+// BRA (rayleizhu/BiFormer's BiLevelRoutingAttention with our CLS treatment; tests/nn/test_baseline_fixtures.cpp):
+// routing by region top-k, gathered k/v, the 5x5 LCE conv. The fixtures' routing choices win by more than 1e-3.
+TEST(OfficialMitaCuda, BraMatchesOfficial) {
+  check_kind("bra", 1e-4);
+  check_kind("bra_qk_dim", 1e-4);
+}
 
 }  // namespace
 }  // namespace vt::test

@@ -37,10 +37,12 @@ int run_script(const fs::path& data, const fs::path& out, const fs::path& log) {
   const std::string cmd =
       "VITRAIN='" + std::string(VT_BINARY_DIR) +
       "/bin/vitrain' EPOCHS=1 BATCH=8 DEVICE=cpu BENCH_MODEL=vit_micro "
-      "BENCH_M=4 BENCH_K=4 BENCH_BATCH=2 BENCH_STEPS=1 BENCH_WARMUP=0 BENCH_EXTRA='--threads 1' "
+      "BENCH_M=4 BENCH_K=4 BENCH_N_WIN=2 BENCH_TOPK=2 BENCH_BATCH=2 BENCH_STEPS=1 BENCH_WARMUP=0 "
+      "BENCH_EXTRA='--threads 1' "
       "EXTRA_SET='data.workers=2 model.img_size=32 model.patch_size=8 model.num_classes=3 model.embed_dim=48 "
       "model.num_heads=3 model.depth=1 model.attention.m=4 model.attention.k=4 model.attention.agent_num=4 "
-      "train.threads=2 eval.batch_size=8 schedule.warmup_epochs=0' bash '" +
+      "model.attention.n_win=2 model.attention.topk=2 train.threads=2 eval.batch_size=8 schedule.warmup_epochs=0' bash "
+      "'" +
       std::string(VT_SOURCE_DIR) + "/scripts/reproduce_table2.sh' '" + data.string() + "' 1 '" + out.string() +
       "' > '" + log.string() + "' 2>&1";
   return std::system(cmd.c_str());
@@ -69,16 +71,16 @@ TEST(ReproduceTable2, CiSizedRunFillsTheTableBesideThePaper) {
       EXPECT_NE((*it)[6].str(), "-") << (*it)[0].str();  // the difference is there when the paper's number is
     }
   }
-  EXPECT_EQ(rows, 22) << table;
+  EXPECT_EQ(rows, 24) << table;
   EXPECT_EQ(with_paper, 12)
-      << table;  // the paper reports neither DeiT-T + Gate, DeiT-S linear nor the linear baselines
+      << table;  // the paper reports neither DeiT-T + Gate, DeiT-S linear, the linear baselines nor BRA
   EXPECT_NE(table.find("| deit_small_mita_dwc_gate | DeiT-S, MiTA + DWC + Gate | 1 |"), std::string::npos) << table;
   EXPECT_NE(table.find("| 81.2 |"), std::string::npos) << table;
 
   // Run again: every run is finished, so nothing trains (and the bench lines are reused).
   ASSERT_EQ(run_script(dir / "data", out, dir / "second.log"), 0) << read_file(dir / "second.log");
   const std::string again = read_file(dir / "second.log");
-  EXPECT_EQ(occurrences(again, "finished (1 epochs), skipped"), 22) << again;
+  EXPECT_EQ(occurrences(again, "finished (1 epochs), skipped"), 24) << again;
   EXPECT_EQ(occurrences(again, "bench deit_"), 0) << again;
   fs::remove_all(dir);
 }

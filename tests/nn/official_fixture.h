@@ -1,8 +1,8 @@
 // Fixtures written by scripts/make_baseline_fixtures.py from the authors' own modules (QishuaiWen/MiTA,
-// MiTA-DeiT/mita/*.py): x, the official state dict (state.*), y = module(x), a cotangent g, dx = d<y, g>/dx, the
-// parameter gradients (grad.*) and the sizes (size.*), all f64 (tests/nn/fixtures/<kind>.pth). Read here, and run
-// through our layer: test_baseline_fixtures.cpp and test_official_mita_fixtures.cpp on the CPU,
-// cuda/test_official_mita_cuda.cpp on the GPU.
+// MiTA-DeiT/mita/*.py; rayleizhu/BiFormer's ops/bra_legacy.py for bra): x, the official state dict (state.*),
+// y = module(x), a cotangent g, dx = d<y, g>/dx, the parameter gradients (grad.*) and the sizes (size.*), all f64
+// (tests/nn/fixtures/<kind>.pth). Read here, and run through our layer: test_baseline_fixtures.cpp and
+// test_official_mita_fixtures.cpp on the CPU, cuda/test_official_mita_cuda.cpp on the GPU.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include "io/torch_checkpoint.h"
 #include "models/agent_attention.h"
 #include "models/attention.h"
+#include "models/bra_attention.h"
 #include "models/linear_attention.h"
 #include "models/mita_attention.h"
 #include "ops/ops.h"
@@ -53,7 +54,7 @@ inline std::string our_attention_name(const std::string& official) {
   return one.at(0).first.substr(prefix.size());
 }
 
-/// The layer's parameter handles by our name, for the kinds with fixtures (MiTA, Agent, linear), so a test can
+/// The layer's parameter handles by our name, for the kinds with fixtures (MiTA, Agent, linear, BRA), so a test can
 /// bind f64 or device leaves in place of the f32 ones the layer was built with.
 inline std::map<std::string, Tensor*> attention_parameter_slots(models::Attention& layer) {
   std::map<std::string, Tensor*> s;
@@ -80,8 +81,11 @@ inline std::map<std::string, Tensor*> attention_parameter_slots(models::Attentio
   } else if (auto* l = dynamic_cast<models::LinearAttention*>(&layer)) {
     linear("qkv", l->qkv.get()), linear("proj", l->proj.get());
     s["q_norm.weight"] = &l->q_norm_weight, s["k_norm.weight"] = &l->k_norm_weight;
+  } else if (auto* r = dynamic_cast<models::BraAttention*>(&layer)) {
+    linear("qkv", r->qkv.get()), linear("proj", r->proj.get());
+    s["lepe.weight"] = &r->lepe_weight, s["lepe.bias"] = &r->lepe_bias;
   } else {
-    ADD_FAILURE() << "attention_parameter_slots: not a MiTA, Agent or linear attention layer";
+    ADD_FAILURE() << "attention_parameter_slots: not a MiTA, Agent, linear or BRA attention layer";
   }
   return s;
 }
@@ -89,9 +93,16 @@ inline std::map<std::string, Tensor*> attention_parameter_slots(models::Attentio
 /// Our model.attention for a fixture of the official MiTA-DeiT modules: mita (MiTA_Attention), mita_dwc
 /// (MiTA_Attention_Conv), mita_dwc_gate (MiTA_Attention_Conv_Gate), mita_route (MiTA_Attention_Route), agent (Agent_Attention), agent_bias
 /// (Agent_Attention_Bias), linear (Linear_Attention); the other settings at their defaults, which are the official
-/// choices (shifted landmark pooling, the 1/d shared-branch scale).
+/// choices (shifted landmark pooling, the 1/d shared-branch scale). bra and bra_qk_dim (BiFormer's
+/// BiLevelRoutingAttention with our CLS treatment): n_win, topk and the scale from the fixture's sizes.
 inline models::AttentionConfig official_fixture_config(const std::string& kind, const OfficialFixture& f) {
   models::AttentionConfig cfg;
+  if (kind == "bra" || kind == "bra_qk_dim") {
+    cfg.type = "bra";
+    cfg.n_win = f.size("n_win"), cfg.topk = f.size("topk");
+    cfg.bra_scale = f.size("qk_dim_scale") ? "qk_dim" : "head_dim";
+    return cfg;
+  }
   const bool dwc = kind == "mita_dwc" || kind == "mita_dwc_gate";
   cfg.type = dwc ? "mita" : kind;
   if (cfg.is_mita()) cfg.m = f.size("m"), cfg.k = f.size("k"), cfg.dwc = dwc, cfg.gate = kind == "mita_dwc_gate";

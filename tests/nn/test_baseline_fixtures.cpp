@@ -1,4 +1,4 @@
-// The Table 2 linear-attention baselines against the authors' own modules: scripts/make_baseline_fixtures.py ran
+// The Table 2 linear-attention baselines (and BRA, last) against the authors' own modules: scripts/make_baseline_fixtures.py ran
 // QishuaiWen/MiTA's files with random weights on a random input and saved x, the state dict (official names), the
 // output y and the input gradient dx of <y, g> for a random cotangent g (tests/nn/fixtures/<kind>.pth). Here our
 // layer is built by make_attention, must hold exactly the official tensor names and shapes, and our function of
@@ -124,6 +124,24 @@ TEST(BaselineFixtures, MhlaMatchesOfficial) {
                                       f.state("to_out.0.weight"), f.state("to_out.0.bias"), f.size("heads"));
       },
       1e-12, "mhla");
+}
+
+// BRA: rayleizhu/BiFormer's BiLevelRoutingAttention on a 6x6 patch map (3x3 regions of 2x2 patches, topk 4), with
+// our CLS treatment put into it by the generator (CLS key/value beside every region's routed ones, the CLS query
+// over all tokens). Our layer, built by make_attention with the fixture's n_win, topk and scale, must give the
+// official y, dx and every parameter gradient, under the official names (qkv.qkv and wo are our qkv and proj).
+// f64 on both sides; the fixture's routing choices win by more than 1e-3 (the generator redraws until they do).
+TEST(BaselineFixtures, BraMatchesOfficial) {
+  for (const char* kind : {"bra", "bra_qk_dim"}) {
+    const Fixture f = load_official_fixture(kind);
+    const models::AttentionConfig cfg = official_fixture_config(kind, f);
+    EXPECT_EQ(cfg.bra_scale, std::string(kind) == "bra" ? "head_dim" : "qk_dim");
+    const std::vector<FixtureComparison> cmp = run_official_fixture(f, cfg, DType::f64, cpu());
+    EXPECT_EQ(cmp.size(), 2u + 6u) << kind;  // y, dx, then qkv, proj and lepe weights and biases
+    expect_fixture_match(cmp, 1e-12, std::string(kind) + " cpu f64");
+    // In f32 (the GPU test's precision, cuda/test_official_mita_cuda.cpp, at its tolerance): the same routing.
+    expect_fixture_match(run_official_fixture(f, cfg, DType::f32, cpu()), 1e-4, std::string(kind) + " cpu f32");
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The Table 2 linear-attention baselines (flatten, inline, mhla, pola): f64 finite-difference gradchecks of each
+// The Table 2 baselines (flatten, inline, mhla, pola, bra): f64 finite-difference gradchecks of each
 // whole layer with explicit weights, make_attention's dispatch and its errors naming the key, and a ViT of each
 // kind whose every parameter gets a gradient. Their agreement with the authors' modules is test_baseline_fixtures.
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include "engine/weight_layouts.h"
 #include "engine/weights_load.h"
 #include "io/safetensors.h"
+#include "models/bra_attention.h"
 #include "models/focused_linear_attention.h"
 #include "models/inline_attention.h"
 #include "models/mhla_attention.h"
@@ -80,6 +81,57 @@ TEST(BaselineKindsGrad, Mhla) {
        randn_t({3 * C}, 35, 0.1), randn_t({4, 4, 1, 1}, 36, 0.4), randn_t({C, C}, 37, 0.4), randn_t({C}, 38, 0.1)});
 }
 
+TEST(BaselineKindsGrad, Bra) {
+  // x, qkv W/b, lepe W/b, proj W/b; CLS + a 4x4 patch map in 2x2 regions of 2x2 patches, each routed to 2 of the 4
+  // (the routing is a discrete choice: no gradient flows through it, and these draws are away from its ties).
+  const int64_t N = 17;
+  for (const char* scale : {"head_dim", "qk_dim"}) {
+    SCOPED_TRACE(scale);
+    models::BraOptions o;
+    o.heads = kH, o.n_win = 2, o.topk = 2, o.scale = models::bra_scale(scale, kC, kH);
+    expect_gradcheck(
+        [&](const std::vector<Tensor>& t) {
+          return models::bra_attention(t[0], t[1], t[2], t[3], t[4], t[5], t[6], o);
+        },
+        {randn_t({kB, N, kC}, 41), randn_t({3 * kC, kC}, 42, 0.4), randn_t({3 * kC}, 43, 0.1),
+         randn_t({kC, 1, 5, 5}, 44, 0.3), randn_t({kC}, 45, 0.1), randn_t({kC, kC}, 46, 0.4), randn_t({kC}, 47, 0.1)});
+  }
+}
+
+TEST(BaselineKinds, BraOverAllRegionsIsDenseAttentionPlusItsConv) {
+  // topk = n_win²: every patch query sees CLS and all patches, as the CLS query does: softmax attention over all N
+  // tokens, i.e. timm's dense Attention with the same qkv / proj, plus the LCE conv of V on the patch rows (zero
+  // here). And the scales: head_dim is dense attention's d^-1/2, qk_dim is C^-1/2.
+  EXPECT_DOUBLE_EQ(models::bra_scale("head_dim", 384, 6), 0.125);
+  EXPECT_DOUBLE_EQ(models::bra_scale("qk_dim", 64, 2), 0.125);
+  expect_error([] { models::bra_scale("sqrt", 8, 2); }, "model.attention.bra_scale");
+  Generator gen(3);
+  models::DenseAttention dense(kC, kH, 0.0, 0.0, gen);
+  const int64_t N = 37;  // CLS + 6x6 patches, 3x3 regions
+  models::BraOptions o;
+  o.heads = kH, o.n_win = 3, o.topk = 9, o.scale = models::bra_scale("head_dim", kC, kH);
+  const Tensor x = randn_t({kB, N, kC}, 48, 1.0, DType::f32);
+  const Tensor zero_w = Tensor::zeros({kC, 1, 5, 5}), zero_b = Tensor::zeros({kC});
+  const std::vector<double> want = dense.forward(x).to_vector();
+  const std::vector<double> got = models::bra_attention(x, dense.qkv->weight, dense.qkv->bias, zero_w, zero_b,
+                                                        dense.proj->weight, dense.proj->bias, o)
+                                      .to_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << i;
+  // With fewer routed regions the patch rows differ from dense attention; the CLS row does not.
+  o.topk = 2;
+  const std::vector<double> routed = models::bra_attention(x, dense.qkv->weight, dense.qkv->bias, zero_w, zero_b,
+                                                           dense.proj->weight, dense.proj->bias, o)
+                                         .to_vector();
+  double cls_diff = 0, patch_diff = 0;
+  for (size_t i = 0; i < routed.size(); ++i) {
+    const bool cls = (i / kC) % N == 0;
+    (cls ? cls_diff : patch_diff) = std::max(cls ? cls_diff : patch_diff, std::abs(routed[i] - want[i]));
+  }
+  EXPECT_LT(cls_diff, 1e-5);
+  EXPECT_GT(patch_diff, 1e-3);
+}
+
 TEST(BaselineKinds, MhlaBlockMixingInit) {
   // 8x8 tokens: 2x2 blocks, centre distances 0, 1 (side) and √2 (diagonal) → cos(0), cos(π/4 / √2), cos(π/4);
   // each column sums to 1.
@@ -111,6 +163,20 @@ TEST(BaselineKinds, DispatchAndErrorsNameTheKey) {
   // A ViT's tokens have a CLS token (N = 1 + G²): MHLA's blocks need N = G² itself.
   expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 65); }, "model.attention.type 'mhla'");
   expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 36); }, "model.attention.type 'mhla'");
+  cfg.type = "bra";
+  cfg.n_win = 3, cfg.topk = 4;
+  EXPECT_TRUE(std::dynamic_pointer_cast<models::BraAttention>(models::make_attention(cfg, kC, kH, 0, gen, 37)));
+  expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 0); }, "'bra'");
+  expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 36); }, "model.attention.type 'bra'");
+  expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 17); }, "model.attention.n_win");  // 4x4 in 3x3
+  cfg.n_win = 2, cfg.topk = 5;
+  expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 17); }, "model.attention.topk");
+  cfg.topk = 4, cfg.bra_scale = "sqrt";
+  expect_error([&] { models::make_attention(cfg, kC, kH, 0, gen, 17); }, "model.attention.bra_scale");
+  // The layer on a token count its regions do not fit names the key.
+  cfg.bra_scale = "head_dim";
+  auto bra = models::make_attention(cfg, kC, kH, 0, gen, 17);
+  expect_error([&] { bra->forward(Tensor::zeros({1, 10, kC})); }, "model.attention.n_win");
   // The layer with a token count it was not built for: the positional encoding names the mismatch.
   cfg.type = "flatten";
   auto flatten = models::make_attention(cfg, kC, kH, 0, gen, kN);
@@ -169,11 +235,32 @@ TEST(BaselineKinds, MhlaOfficialNamesRoundTrip) {
   for (size_t i = 0; i < file.size(); ++i) EXPECT_EQ(file[i].first, ours[i].first);
 }
 
+TEST(BaselineKinds, BraOfficialNamesRoundTrip) {
+  // Exported for the official module, BRA's qkv / proj read qkv.qkv / wo (lepe keeps its name); read back, ours.
+  models::ViTConfig v = models::preset("vit_micro");
+  v.embed_dim = 12, v.depth = 1, v.num_heads = 3;
+  v.attention.type = "bra", v.attention.n_win = 2, v.attention.topk = 2;
+  const io::NamedTensors ours = models::VisionTransformer(v).state_dict();
+  io::NamedTensors file = ours;
+  engine::to_official_layout(file);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : file) names.push_back(name);
+  for (const char* name : {"blocks.0.attn.qkv.qkv.weight", "blocks.0.attn.qkv.qkv.bias", "blocks.0.attn.wo.weight",
+                           "blocks.0.attn.wo.bias", "blocks.0.attn.lepe.weight", "blocks.0.attn.lepe.bias"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  const std::vector<std::string> notes = engine::from_official_layout(file);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("4 BRA tensor(s)"), std::string::npos) << notes[0];
+  ASSERT_EQ(file.size(), ours.size());
+  for (size_t i = 0; i < file.size(); ++i) EXPECT_EQ(file[i].first, ours[i].first);
+}
+
 TEST(BaselineKinds, ViTWithEachKindTrainsEveryParameter) {
-  for (const char* type : {"flatten", "inline", "mhla", "pola"}) {
+  for (const char* type : {"flatten", "inline", "mhla", "pola", "bra"}) {
     models::ViTConfig v = models::preset("vit_micro");
     v.embed_dim = 12, v.depth = 2, v.num_heads = 3;
     v.attention.type = type;
+    v.attention.n_win = 2, v.attention.topk = 2;  // bra: the 4x4 patch grid in 2x2 regions
     models::VisionTransformer m(v);
     Tensor x = randn_t({2, 1, 28, 28}, 90, 1.0, DType::f32);
     Tensor logits = m.forward(x);
@@ -181,8 +268,9 @@ TEST(BaselineKinds, ViTWithEachKindTrainsEveryParameter) {
     ops::cross_entropy(logits, Tensor::from_vector({1, 7}, {2}, DType::i64)).backward();
     for (const auto& [name, p] : m.named_parameters()) {
       ASSERT_TRUE(p.grad().defined()) << type << " " << name;
-      // Only the CLS row of the last block reaches the head, and InLine's local residual adds to the patch rows.
-      if (name.rfind("blocks.1.attn.residual.", 0) == 0) continue;
+      // Only the CLS row of the last block reaches the head, and InLine's local residual and BRA's LCE conv add to
+      // the patch rows.
+      if (name.rfind("blocks.1.attn.residual.", 0) == 0 || name.rfind("blocks.1.attn.lepe.", 0) == 0) continue;
       double s = 0;
       for (double g : p.grad().to_vector()) s += std::abs(g);
       EXPECT_GT(s, 0) << type << " " << name;

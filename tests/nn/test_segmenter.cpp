@@ -33,6 +33,7 @@ models::SegmenterConfig tiny(const std::string& decoder, const std::string& atte
   m.layer_norm_eps = 1e-5;
   m.attention.type = attention;
   if (attention == "mita") m.attention.m = m.attention.k = 4;
+  if (attention == "bra") m.attention.n_win = 2, m.attention.topk = 2;  // 2x2 regions of the 4x4 grid
   m.decoder.type = decoder;
   m.decoder.layers = 2;
   m.decoder.heads = 2;
@@ -51,7 +52,7 @@ bool all_finite(const Tensor& t) {
 
 TEST(Segmenter, OutputShapesOfEveryDecoderAndAttention) {
   for (const char* decoder : {"cbt", "linear"})
-    for (const char* attention : {"dense", "mita"}) {
+    for (const char* attention : {"dense", "mita", "bra"}) {
       models::Segmenter seg(tiny(decoder, attention));
       const Tensor x = images(2, 64, 1);
       const Tensor masks = seg.forward_masks(x);

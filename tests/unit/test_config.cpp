@@ -173,7 +173,7 @@ TEST(Config, AttentionSectionParsesEveryFieldAndOverrides) {
   Config a = io::config_from_yaml_string("model: {attention: {type: agent_bias, agent_num: 16}}");
   EXPECT_EQ(a.model.attention.agent_num, 16);
   for (const char* t :
-       {"dense", "mita", "mita_route", "agent", "agent_bias", "linear", "flatten", "inline", "mhla", "pola"})
+       {"dense", "mita", "mita_route", "agent", "agent_bias", "linear", "flatten", "inline", "mhla", "pola", "bra"})
     EXPECT_NO_THROW(io::config_from_yaml_string(std::string("model: {attention: {type: ") + t + "}}")) << t;
   // Wrong types name the key.
   EXPECT_CONTAINS(error_of([] { io::config_from_yaml_string("model: {attention: {dwc: maybe}}", "c.yaml"); }),
@@ -185,7 +185,8 @@ TEST(Config, AttentionSectionParsesEveryFieldAndOverrides) {
   EXPECT_CONTAINS(y,
                   "  attention:\n    type: \"mita\"\n    m: 36\n    k: 25\n    s: 1\n    dwc: true\n"
                   "    gate: true\n    landmark_pool: \"patches\"\n    impl: \"fused\"\n"
-                  "    deterministic: false\n    shared_scale: \"paper\"\n    agent_num: 49\n");
+                  "    deterministic: false\n    shared_scale: \"paper\"\n    agent_num: 49\n    n_win: 7\n"
+                  "    topk: 16\n    bra_scale: \"head_dim\"\n");
   EXPECT_EQ(io::to_yaml(io::config_from_yaml_string(y)), y);
 }
 
@@ -204,6 +205,11 @@ TEST(Config, AttentionValidationNamesTheKey) {
       {"{type: mita, k: -1}", "model.attention.k"},
       {"{type: agent, agent_num: 0}", "model.attention.agent_num"},
       {"{type: mita, gate: true}", "model.attention.gate requires model.attention.dwc"},
+      {"{type: bra, n_win: 0}", "model.attention.n_win"},
+      {"{type: bra, n_win: 2000000}", "model.attention.n_win"},
+      {"{type: bra, topk: 0}", "model.attention.topk"},
+      {"{type: bra, n_win: 2, topk: 5}", "model.attention.topk (5) must be <= model.attention.n_win"},
+      {"{type: bra, bra_scale: sqrt}", "model.attention.bra_scale"},
   };
   for (const auto& c : cases)
     EXPECT_CONTAINS(error_of([&] { io::config_from_yaml_string("model: {attention: " + c.yaml + "}"); }), c.expect)
@@ -212,7 +218,8 @@ TEST(Config, AttentionValidationNamesTheKey) {
   // another kind (ignored there, so MiTA+DWC weights evaluate as dense with one --set).
   for (const char* ok :
        {"{type: mita, m: 4, s: 4}", "{type: mita_route, k: 0, m: 1}", "{type: mita, dwc: true, gate: true}",
-        "{type: mita_route, dwc: true}", "{type: agent, agent_num: 1}", "{type: dense, dwc: true}"})
+        "{type: mita_route, dwc: true}", "{type: agent, agent_num: 1}", "{type: dense, dwc: true}",
+        "{type: bra, n_win: 2, topk: 4}", "{type: bra, bra_scale: qk_dim}", "{type: dense, n_win: 2}"})
     EXPECT_NO_THROW(io::config_from_yaml_string(std::string("model: {attention: ") + ok + "}")) << ok;
 }
 

@@ -132,6 +132,12 @@ TEST(Flops, AttentionCoreOfEveryKind) {
   EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first, 4 * N * C * 64 + 4 * N * C);
   a.type = "mhla";  // at its own 16x16 grid without CLS: LayerNorm, two N·C·d products, the 16-block mixing
   EXPECT_EQ(vt::models::attention_core_macs(a, 256, C, H).first, 5 * 256 * C + 2 * 256 * C * 64 + 16 * 16 * C * 64);
+  a.type = "bra";  // n_win 7, topk 16: R = 49 regions of 4 patches; each patch query over 1 + 16·4 keys
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).first,
+            49 * 49 * C + 2 * 196 * 65 * C + 2 * N * C + 2 * 196 * C);  // affinity, routed, CLS, region means
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, 49 * 49 * C + 2 * 196 * 65 * C + 2 * N * C);
+  a.n_win = 14, a.topk = 1;  // one region per patch, routed to one: the patch's own key (or another's) and CLS's
+  EXPECT_EQ(vt::models::attention_core_macs(a, N, C, H).second, 196 * 196 * C + 2 * 196 * 2 * C + 2 * N * C);
   for (const char* type :
        {"flatten", "inline", "mhla", "pola"}) {  // explicit products (einsum, matmul, conv): fvcore counts all
     a.type = type;
@@ -159,6 +165,27 @@ TEST(Flops, LinearBaselinesSmall) {
   EXPECT_EQ(mhla.total.params - dense.total.params, (256 - N) * C - C + depth * (2 * C + 16 * 16));
   EXPECT_EQ(mhla.row("attn.core").macs, 5 * 256 * C + 2 * 256 * C * d + 16 * 16 * C * d);
   EXPECT_EQ(mhla.row("patch_embed").macs, 256 * C * 3 * 16 * 16);
+}
+
+// BRA at DeiT-S (n_win 7, topk 16): per layer the official module's tensors beyond dense attention's are its LCE
+// conv (lepe: a 5x5 depth-wise kernel and a bias, 26·C), counted with MiTA's DWC in the attn.dwc row (25·C per
+// patch); qkv and proj (the official qkv.qkv and wo) are dense attention's shapes. The total is pinned to our count.
+TEST(Flops, BraSmall) {
+  const FlopsReport& dense = count_table2("deit_small_dense");
+  const FlopsReport& bra = count_table2("deit_small_bra");
+  const int64_t C = 384, depth = 12, N = 197, P = 196;
+  EXPECT_EQ(bra.attention, "bra n_win=7 topk=16");
+  EXPECT_EQ(bra.total.params - dense.total.params, depth * 26 * C);
+  EXPECT_EQ(bra.row("attn.dwc").params, 26 * C);
+  // The official BiLevelRoutingAttention(384, num_heads=6, n_win=7, topk=16, side_dwconv=5), counted by PyTorch.
+  EXPECT_EQ(bra.row("attn.qkv").params + bra.row("attn.proj").params + bra.row("attn.dwc").params, 601344);
+  EXPECT_EQ(bra.row("attn.dwc").macs, 25 * P * C);
+  EXPECT_EQ(bra.row("attn.qkv").macs, dense.row("attn.qkv").macs);
+  EXPECT_EQ(bra.row("attn.proj").macs, dense.row("attn.proj").macs);
+  EXPECT_EQ(bra.row("attn.core").macs, 49 * 49 * C + 2 * P * 65 * C + 2 * N * C + 2 * P * C);
+  EXPECT_EQ(bra.total.macs - bra.total.macs_fvcore, depth * 2 * P * C);  // the region means
+  EXPECT_EQ(giga(bra.total.macs), "4.41G");
+  EXPECT_EQ(giga(bra.total.macs_fvcore), "4.40G");
 }
 
 // configs/imagenet/paper_table2.tsv's `params` column is our count of each config.

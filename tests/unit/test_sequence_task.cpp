@@ -324,6 +324,8 @@ TEST(SequenceTask, ConfigAndRecipeErrorsNameTheKeys) {
   c = tiny_lra_config("listops", "dense", dir.file("bad"));
   c.model.attention.type = "agent_bias";
   expect_error([&] { engine::train_sequence(c, {}, &data); }, "model.attention.type: agent_bias");
+  c.model.attention.type = "bra";
+  expect_error([&] { engine::train_sequence(c, {}, &data); }, "model.attention.type: bra");
   c = tiny_lra_config("listops", "dense", dir.file("bad"));
   c.data.mixup = 0.8;
   c.model.drop_path_rate = 0.1;
