@@ -8,6 +8,7 @@
 // index or a missing term is off by O(1) of max|ref|. MiTA's discrete top-k/argmax could flip on a near-tie; the
 // fixed seed keeps the inputs away from ties (a flip would show up as one large mismatch, not noise).
 #include <cmath>
+#include <utility>
 
 #include "cuda/device_test_util.h"
 #include "models/focused_linear_attention.h"
@@ -90,6 +91,13 @@ TEST(AttentionKindsCuda, BraMatchesCpu) {
   check_kind("bra", false, false, "qk_dim");
 }
 
+// A layer's output on x without autocast and under bf16 autocast.
+std::pair<Tensor, Tensor> f32_and_bf16_autocast_outputs(const models::Attention& layer, const Tensor& x) {
+  Tensor f32_out = layer.forward(x);
+  nn::AutocastGuard autocast(DType::bf16);
+  return {f32_out, layer.forward(x)};
+}
+
 // Linear attention's core under bf16 autocast runs in f32, as the official module's autocast-off block: on bf16
 // φ(Q), φ(K), V it returns f32 equal to the f32 core on the same values without autocast, which a bf16 core does
 // not; inside the layer, the projections alone are bf16 (its output) and the result is close to the f32 layer.
@@ -115,13 +123,7 @@ TEST(AttentionKindsCuda, LinearAttentionCoreIsF32UnderAutocast) {
   Generator gen(8);
   models::LinearAttention layer(24, 3, 0.0, gen);
   layer.to(kGpu);
-  const Tensor x = randn_cpu({2, 17, 24}, 73).to(kGpu);
-  const Tensor f32_out = layer.forward(x);
-  Tensor amp_out;
-  {
-    nn::AutocastGuard autocast(DType::bf16);
-    amp_out = layer.forward(x);
-  }
+  const auto [f32_out, amp_out] = f32_and_bf16_autocast_outputs(layer, randn_cpu({2, 17, 24}, 73).to(kGpu));
   EXPECT_EQ(amp_out.dtype(), DType::bf16);
   // Measured on the H200: 0.0168 against max|out| 0.48 (3.5%). The official module rounds the normalised q and k to
   // bf16 (`type_as`) before φ, and a query whose φ(q) keeps few positive entries has a small normaliser that
@@ -136,13 +138,7 @@ TEST(AttentionKindsCuda, FocusedLinearAttentionUnderAutocastStaysNearF32) {
   Generator gen(9);
   models::FocusedLinearAttention layer(24, 3, 17, 0.0, gen);
   layer.to(kGpu);
-  const Tensor x = randn_cpu({2, 17, 24}, 74).to(kGpu);
-  const Tensor f32_out = layer.forward(x);
-  Tensor amp_out;
-  {
-    nn::AutocastGuard autocast(DType::bf16);
-    amp_out = layer.forward(x);
-  }
+  const auto [f32_out, amp_out] = f32_and_bf16_autocast_outputs(layer, randn_cpu({2, 17, 24}, 74).to(kGpu));
   EXPECT_EQ(amp_out.dtype(), DType::bf16);
   EXPECT_LE(max_abs_diff(amp_out, f32_out), 2e-2 * max_abs(f32_out));
 }
