@@ -7,12 +7,13 @@
 # repository, so the study can be spread over sessions and machines); done runs are skipped, and every run that
 # finishes here has its metrics copied into the record. The table is computed from the record.
 # Usage: scripts/proxy_study.sh DATA_DIR OUT_DIR
+# Writes OUT_DIR/proxy_study.{md,csv,png} and the (m, k) grid OUT_DIR/mk_grid.{csv,png}.
 # Env: VARIANTS (default: all below), SEEDS ("0 1 2"), EPOCHS (10), DEVICES ("cuda:0"), JOBS (runs at a time,
 #      spread round-robin over DEVICES; default: one per device), DEADLINE (seconds after which no run starts;
 #      0: none), EXTRA_SET (more --set overrides for every run, e.g. a CI-sized model), RECORD, VITRAIN,
 #      PLOT_DOTS (default: beside VITRAIN; draws OUT_DIR/proxy_study.png from OUT_DIR/proxy_study.csv), MPS (1:
 #      start the CUDA MPS daemon first, so that the runs sharing a GPU run their kernels side by side instead of
-#      time-sliced; falls back to no MPS when a CUDA check fails under it).
+#      time-sliced; falls back to no MPS when a CUDA check fails under it), PLOT_HEATMAP (default: beside VITRAIN).
 # tests/e2e/test_proxy_study.cpp runs it CI-sized on the CPU.
 # Not a variant: learned landmarks.
 set -euo pipefail
@@ -43,6 +44,10 @@ mk_16_25|model.attention.type=mita model.attention.m=16 model.attention.k=25|-0.
 mk_25_16|model.attention.type=mita model.attention.m=25 model.attention.k=16|-0.6 (70.5)
 mk_25_36|model.attention.type=mita model.attention.m=25 model.attention.k=36|+0.6 (71.7)
 mk_36_25|model.attention.type=mita model.attention.m=36 model.attention.k=25|+0.1 (71.2)
+mk_16_16|model.attention.type=mita model.attention.m=16 model.attention.k=16|-
+mk_16_36|model.attention.type=mita model.attention.m=16 model.attention.k=36|-
+mk_36_16|model.attention.type=mita model.attention.m=36 model.attention.k=16|-
+mk_36_36|model.attention.type=mita model.attention.m=36 model.attention.k=36|-
 V
 )
 wanted=${VARIANTS:-$(echo "$variants" | cut -d'|' -f1 | tr '\n' ' ')}
@@ -140,4 +145,22 @@ if [[ -x $plot_dots ]]; then
   "$plot_dots" "$out/proxy_study.csv" "$out/proxy_study.png" \
     --title "Proxy study: best test top-1 (mean ± std over seeds; dashed: MiTA)" \
     --x-title "best test top-1 (%)" ${mita_mean:+--reference "$mita_mean"}
+fi
+
+# Figure 6 on the proxy: the (m, k) grid of the mk_* variants with MiTA's (25, 25), mean best top-1 over the seeds
+# each cell has, as OUT_DIR/mk_grid.csv (sorted by m, then k: the heat map's order) and mk_grid.png.
+{
+  echo "m,k,top1,seeds"
+  while IFS='|' read -r name _ _; do
+    case $name in mita) mk=25_25 ;; mk_*) mk=${name#mk_} ;; *) continue ;; esac
+    read -r mean _ n <<< "$(stats "$name")" || continue
+    [[ -n ${mean:-} ]] || continue  # (not `&& echo`: under pipefail the loop's last status would end the script)
+    echo "${mk%_*},${mk#*_},$mean,$n"
+  done <<< "$variants" | sort -t, -k1,1n -k2,2n
+} > "$out/mk_grid.csv"
+plot_heatmap=${PLOT_HEATMAP:-$(dirname "$vitrain")/plot_heatmap}
+if [[ -x $plot_heatmap ]] && (($(wc -l < "$out/mk_grid.csv") > 1)); then
+  "$plot_heatmap" "$out/mk_grid.csv" "$out/mk_grid.png" --rows m --cols k --value top1 --outline 25,25 \
+    --title "Proxy: best test top-1 by landmarks m and keys k (mean over the seeds run)" \
+    --row-title "landmarks (experts) m" --col-title "keys per expert k" --value-title "best test top-1 (%)"
 fi

@@ -1,6 +1,6 @@
-// scripts/proxy_study.sh in a CI-sized form, end to end with the built vitrain on Debian's Fashion-MNIST: three
+// scripts/proxy_study.sh in a CI-sized form, end to end with the built vitrain on Debian's Fashion-MNIST: four
 // variants x two seeds of a one-block model on 64 training images, one epoch, two runs at a time on the CPU. The
-// record, the table (mean ± std over both seeds, Δ vs MiTA beside the paper), the CSV and the chart must appear;
+// record, the table (mean ± std over both seeds, Δ vs MiTA beside the paper), the CSV, the chart and the (m, k) grid must appear;
 // run again, every recorded run is skipped and the table is the same.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 int run_study(const fs::path& dir, const std::string& log) {
   const std::string cmd =
       "cd '" + std::string(VT_SOURCE_DIR) + "' && VITRAIN='" + std::string(VT_BINARY_DIR) +
-      "/bin/vitrain' VARIANTS='dense mita mita_dwc' SEEDS='0 1' EPOCHS=1 DEVICES=cpu JOBS=2 RECORD='" +
+      "/bin/vitrain' VARIANTS='dense mita mita_dwc mk_16_16' SEEDS='0 1' EPOCHS=1 DEVICES=cpu JOBS=2 RECORD='" +
       (dir / "record").string() +
       "' EXTRA_SET='data.train_limit=64 data.test_limit=32 model.depth=1 model.embed_dim=48 model.num_heads=3 "
       "train.batch_size=16 eval.batch_size=32 schedule.warmup_epochs=0 train.threads=1 data.workers=1' "
@@ -37,7 +37,7 @@ TEST(ProxyStudy, CiSizedRunRecordsTablesAndChart) {
   const fs::path dir = fs::temp_directory_path() / ("vt_e2e_proxy_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   ASSERT_EQ(run_study(dir, "first.log"), 0) << read_file(dir / "first.log");
-  for (const char* v : {"dense", "mita", "mita_dwc"})
+  for (const char* v : {"dense", "mita", "mita_dwc", "mk_16_16"})
     for (int s : {0, 1})
       EXPECT_TRUE(fs::exists(dir / "record" / v / ("seed" + std::to_string(s)) / "metrics.jsonl")) << v << " " << s;
   const std::string table = read_file(dir / "out" / "proxy_study.md");
@@ -54,6 +54,10 @@ TEST(ProxyStudy, CiSizedRunRecordsTablesAndChart) {
   EXPECT_NE(csv.find("\"MiTA + DWC\","), std::string::npos) << csv;
   EXPECT_GT(fs::file_size(dir / "out" / "proxy_study.png"), 1000u);
   EXPECT_GT(fs::file_size(dir / "out" / "proxy_study.svg"), 1000u);
+  // The (m, k) grid: MiTA's (25, 25) and the mk_16_16 cell, sorted by m then k, each with its 2 seeds.
+  const std::string grid = read_file(dir / "out" / "mk_grid.csv");
+  EXPECT_TRUE(std::regex_match(grid, std::regex("m,k,top1,seeds\n16,16,[0-9.]+,2\n25,25,[0-9.]+,2\n"))) << grid;
+  EXPECT_GT(fs::file_size(dir / "out" / "mk_grid.png"), 1000u);
 
   // Again: nothing left to run, the same table.
   ASSERT_EQ(run_study(dir, "second.log"), 0) << read_file(dir / "second.log");
