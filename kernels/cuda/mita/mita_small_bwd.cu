@@ -44,36 +44,41 @@ __device__ __forceinline__ void atomic_add_row(float* row, float lo0, float lo1,
 
 /// dst[rows(slot)] += Tᵀ·X for the 32 slots of one item: T [16 queries][kTld] bf16 (slot columns), X [16][D + kPad]
 /// bf16 (query rows), global float atomics into rows `stride` floats apart; slots at or past `valid` are skipped;
-/// `rows` null: row = slot.
+/// `rows` null: row = slot. X's fragments are loaded once for both slot tiles, and each tile's products all run
+/// before its reductions, so that the MMAs do not wait on one another.
 template <int D>
 __device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, const int* rows, int valid, const bf16* T,
                                                   const bf16* X, int lane) {
   constexpr int ld = D + flash::kPad;
   const int g = lane >> 2;
+  uint32_t xb[D / 16][4];
+#pragma unroll
+  for (int c = 0; c < D / 16; ++c) flash::ldmatrix_x4_trans(xb[c], flash::b_rows_kn(X, ld, 0, c * 16, lane));
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     if (mt * 16 >= valid) break;
     uint32_t a[4];
     flash::ldmatrix_x4_trans(a, flash::a_rows_transposed(T, kTld, mt * 16, 0, lane));
     int dst_row[2];
+#pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int slot = mt * 16 + g + 8 * half;
       dst_row[half] = slot < valid ? (rows ? rows[slot] : slot) : -1;
     }
+    float lo[D / 16][4] = {}, hi[D / 16][4] = {};
 #pragma unroll
-    for (int n0 = 0; n0 < D; n0 += 16) {
-      uint32_t bf[4];
-      flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(X, ld, 0, n0, lane));
-      float lo[4] = {}, hi[4] = {};
-      flash::mma_bf16(lo, a, bf[0], bf[1]);
-      flash::mma_bf16(hi, a, bf[2], bf[3]);
+    for (int c = 0; c < D / 16; ++c) {
+      flash::mma_bf16(lo[c], a, xb[c][0], xb[c][1]);
+      flash::mma_bf16(hi[c], a, xb[c][2], xb[c][3]);
+    }
+#pragma unroll
+    for (int c = 0; c < D / 16; ++c)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const bool active = dst_row[half] >= 0;
-        atomic_add_row(active ? dst + dst_row[half] * stride + n0 : dst, lo[2 * half], lo[2 * half + 1], hi[2 * half],
-                       hi[2 * half + 1], active, lane);
+        atomic_add_row(active ? dst + dst_row[half] * stride + c * 16 : dst, lo[c][2 * half], lo[c][2 * half + 1],
+                       hi[c][2 * half], hi[c][2 * half + 1], active, lane);
       }
-    }
   }
 }
 
@@ -272,20 +277,22 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
     }
     uint32_t a[4];
     flash::a_fragment(a, dp[0], dp[1]);
+    float lo[D / 16][4] = {}, hi[D / 16][4] = {};  // all products first, then the reductions
 #pragma unroll
-    for (int c0 = 0; c0 < D; c0 += 16) {
+    for (int c = 0; c < D / 16; ++c) {
       uint32_t bf[4];
-      flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(Ks, ld, n0, c0, lane));
-      float lo[4] = {}, hi[4] = {};
-      flash::mma_bf16(lo, a, bf[0], bf[1]);
-      flash::mma_bf16(hi, a, bf[2], bf[3]);
+      flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(Ks, ld, n0, c * 16, lane));
+      flash::mma_bf16(lo[c], a, bf[0], bf[1]);
+      flash::mma_bf16(hi[c], a, bf[2], bf[3]);
+    }
+#pragma unroll
+    for (int c = 0; c < D / 16; ++c)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int j = m0 + g + 8 * half;
-        atomic_add_row(j < m ? dR + j * C + c0 : dR, lo[2 * half], lo[2 * half + 1], hi[2 * half], hi[2 * half + 1],
-                       j < m, lane);
+        atomic_add_row(j < m ? dR + j * C + c * 16 : dR, lo[c][2 * half], lo[c][2 * half + 1], hi[c][2 * half],
+                       hi[c][2 * half + 1], j < m, lane);
       }
-    }
   }
   __syncthreads();
   // Each warp owns 16 keys: their routed sums (read past L1: other threads' atomics wrote them) plus V̂'s share,
@@ -298,6 +305,20 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
       flash::ldmatrix_x4_trans(ads[kc], flash::a_rows_transposed(dSrk, lp, n0, kc * 16, lane));
       flash::ldmatrix_x4_trans(ap[kc], flash::a_rows_transposed(Prk, lp, n0, kc * 16, lane));
     }
+    // All of this lane's routed sums first, so that their loads go out together: [c0 / 16][half]: dK at columns
+    // c, c + 8, then dV at c, c + 8 (rows past N read row N − 1 and are not stored).
+    float2 routed[D / 16][2][4];
+#pragma unroll
+    for (int ci = 0; ci < D / 16; ++ci)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int key = min(n0 + g + 8 * half, N - 1), c = ci * 16 + 2 * t;
+        const float *k_row = dK + key * D + c, *v_row = dV + key * D + c;
+        routed[ci][half][0] = __ldcg(reinterpret_cast<const float2*>(k_row));
+        routed[ci][half][1] = __ldcg(reinterpret_cast<const float2*>(k_row + 8));
+        routed[ci][half][2] = __ldcg(reinterpret_cast<const float2*>(v_row));
+        routed[ci][half][3] = __ldcg(reinterpret_cast<const float2*>(v_row + 8));
+      }
 #pragma unroll
     for (int c0 = 0; c0 < D; c0 += 16) {
       float klo[4] = {}, khi[4] = {}, vlo[4] = {}, vhi[4] = {};
@@ -316,10 +337,8 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
         const int key = n0 + g + 8 * half;
         if (key >= N) continue;
         const int c = c0 + 2 * t;
-        const float2 k0 = __ldcg(reinterpret_cast<const float2*>(dK + key * D + c)),
-                     k8 = __ldcg(reinterpret_cast<const float2*>(dK + key * D + c + 8)),
-                     v0 = __ldcg(reinterpret_cast<const float2*>(dV + key * D + c)),
-                     v8 = __ldcg(reinterpret_cast<const float2*>(dV + key * D + c + 8));
+        const float2 k0 = routed[c0 / 16][half][0], k8 = routed[c0 / 16][half][1], v0 = routed[c0 / 16][half][2],
+                     v8 = routed[c0 / 16][half][3];
         bf16 *k = p.dk.out_row(b, h, key) + c, *v = p.dv.out_row(b, h, key) + c;
         store_pair(k, k0.x + klo[2 * half], k0.y + klo[2 * half + 1]);
         store_pair(k + 8, k8.x + khi[2 * half], k8.y + khi[2 * half + 1]);
@@ -329,45 +348,69 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
     }
   }
   // The pooling's backward: each pooled token's dq += Σ over the bins that hold it of bf16(dR_j) / |bin j|, rounded
-  // to bf16 and added, as landmark_pool_backward and the separate add would. The terms go to shared memory first
-  // (the scratch region is free once the loop above is done).
+  // to bf16 and added, as landmark_pool_backward and the separate add would. The bins' sizes, each grid row's and
+  // column's span of bins and then the terms go to shared memory first (the scratch region is free once the loop
+  // above is done), so that the token loop runs no integer division.
   __syncthreads();
   const PoolBins& pb = p.pool;
-  float* terms = reinterpret_cast<float*>(scratch);  // [m][D]
-  for (int i = tid; i < m * D; i += kThreads) {
-    const int j = i / D;
+  const bool grid2d = pb.grid > 0;
+  const int cols = grid2d ? pb.pool : m, in_x = grid2d ? pb.grid : pb.L, in_y = grid2d ? pb.grid : 1;
+  float* terms = reinterpret_cast<float*>(scratch);         // [m][D]
+  float* inv_size = terms + m * D;                          // [m]
+  int* span_x = reinterpret_cast<int*>(inv_size + kSlots);  // [in_x]: first bin | last bin << 16, along a row
+  int* span_y = span_x + in_x;                              // [in_y]: the same down a column
+  // Bins c (of `out` along an axis of `in` tokens) hold x when start(c) ≤ x < end(c); both ends grow with c, so
+  // they form one run, found among the candidates ⌊x·out/in⌋ − 1 .. ⌊(x + 1)·out/in⌋.
+  auto span = [](int x, int in, int out) {
+    const int c0 = max(0, (x * out) / in - 1), c1 = min(out - 1, ((x + 1) * out) / in);
+    int lo = c1 + 1, hi = c0 - 1;
+    for (int c = c0; c <= c1; ++c)
+      if (PoolBins::start(c, in, out) <= x && x < PoolBins::end(c, in, out)) lo = min(lo, c), hi = max(hi, c);
+    return lo | (hi << 16);
+  };
+  for (int x = tid; x < in_x; x += kThreads) span_x[x] = span(x, in_x, cols);
+  for (int y = tid; y < in_y; y += kThreads) span_y[y] = grid2d ? span(y, in_y, cols) : 0;
+  for (int j = tid; j < m; j += kThreads) {
     int y0, y1, x0, x1, width;
     pb.bin(j, y0, y1, x0, x1, width);
-    const float inv = 1.0f / static_cast<float>((y1 - y0) * (x1 - x0));
-    terms[i] = __bfloat162float(__float2bfloat16(__ldcg(dR + j * C + i % D))) * inv;
+    inv_size[j] = 1.0f / static_cast<float>((y1 - y0) * (x1 - x0));
   }
   __syncthreads();
-  const int cols = pb.grid > 0 ? pb.pool : m;
-  for (int c = tid; c < pb.L * kChunks; c += kThreads) {
-    const int tok = c / kChunks, col = (c % kChunks) * 8;
-    const int y = pb.grid > 0 ? tok / pb.grid : 0, x = pb.grid > 0 ? tok % pb.grid : tok;
-    const int in_x = pb.grid > 0 ? pb.grid : pb.L;
-    int r0 = 0, r1 = 0;
-    if (pb.grid > 0) r0 = max(0, (y * cols) / pb.grid - 1), r1 = min(cols - 1, ((y + 1) * cols) / pb.grid);
-    const int c0 = max(0, (x * cols) / in_x - 1), c1 = min(cols - 1, ((x + 1) * cols) / in_x);
-    float acc[8] = {};
-    for (int rr = r0; rr <= r1; ++rr)
-      for (int cc = c0; cc <= c1; ++cc) {
-        const int j = rr * cols + cc;
-        int y0, y1, x0, x1, width;
-        pb.bin(j, y0, y1, x0, x1, width);
-        if (y < y0 || y >= y1 || x < x0 || x >= x1) continue;
+  for (int i = tid; i < m * D; i += kThreads)
+    terms[i] = __bfloat162float(__float2bfloat16(__ldcg(dR + (i / D) * C + i % D))) * inv_size[i / D];
+  __syncthreads();
+  // Four chunks a thread at a time: their dq loads go out together.
+  constexpr int kBatch = 4;
+  const int n_chunks = pb.L * kChunks;
+  for (int base = 0; base < n_chunks; base += kBatch * kThreads) {
+    uint4 old[kBatch] = {};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] += terms[j * D + col + e];
-      }
-    bf16* dst = p.dq.out_row(b, h, pb.first + tok) + col;
-    const uint4 old = __ldcg(reinterpret_cast<const uint4*>(dst));
-    const bf16* o8 = reinterpret_cast<const bf16*>(&old);
-    alignas(16) bf16 sum8[8];
+    for (int u = 0; u < kBatch; ++u) {
+      const int c = base + u * kThreads + tid;
+      if (c < n_chunks)
+        old[u] = __ldcg(reinterpret_cast<const uint4*>(p.dq.row(b, h, pb.first + c / kChunks) + (c % kChunks) * 8));
+    }
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
-      sum8[e] = __float2bfloat16(__bfloat162float(o8[e]) + __bfloat162float(__float2bfloat16(acc[e])));
-    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(sum8);
+    for (int u = 0; u < kBatch; ++u) {
+      const int c = base + u * kThreads + tid;
+      if (c >= n_chunks) break;
+      const int tok = c / kChunks, col = (c % kChunks) * 8;
+      const int y = grid2d ? tok / pb.grid : 0, x = grid2d ? tok - y * pb.grid : tok;
+      const int sy = span_y[y], sx = span_x[x];
+      float acc[8] = {};
+      for (int rr = sy & 0xffff; rr <= (sy >> 16); ++rr)
+        for (int cc = sx & 0xffff; cc <= (sx >> 16); ++cc) {
+          const float* term = terms + (rr * cols + cc) * D + col;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[e] += term[e];
+        }
+      const bf16* o8 = reinterpret_cast<const bf16*>(&old[u]);
+      alignas(16) bf16 sum8[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        sum8[e] = __float2bfloat16(__bfloat162float(o8[e]) + __bfloat162float(__float2bfloat16(acc[e])));
+      *reinterpret_cast<uint4*>(p.dq.out_row(b, h, pb.first + tok) + col) = *reinterpret_cast<const uint4*>(sum8);
+    }
   }
 }
 

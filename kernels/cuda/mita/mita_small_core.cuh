@@ -85,11 +85,13 @@ struct BwdLayout {
     offsets = take(at, (kSlots + 1) * 4);
     items = take(at, (np / 16 + kSlots) * 4);
     misc = take(at, 2 * kSlots * 4 + 16);  // V̂'s lse and row terms, the item count
-    // One region two ways: per warp Q, dO rows and two transpose buffers (the experts' pass), then P and dS of
-    // V̂'s softmax and dV̂ in bf16 (V̂'s pass).
+    // One region three ways: per warp Q, dO rows and two transpose buffers (the experts' pass), then P and dS of
+    // V̂'s softmax and dV̂ in bf16 (V̂'s pass), then the pooling's terms.
     const int per_warp = 2 * 16 * ld * 2 + 2 * 16 * kTld * 2;
     const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2;
-    scratch = take(at, kBwdWarps * per_warp > shared_pass ? kBwdWarps * per_warp : shared_pass);
+    const int pool_pass = kSlots * (D + 1) * 4 + 2 * kMaxN * 4;  // the pooling's terms, bin sizes and spans
+    const int passes = kBwdWarps * per_warp > shared_pass ? kBwdWarps * per_warp : shared_pass;
+    scratch = take(at, passes > pool_pass ? passes : pool_pass);
     total = at;
   }
 };
