@@ -108,7 +108,7 @@ Tensor MitaAttention::forward(const Tensor& x, MitaDebug* debug) const {
   if (!out.defined()) {
     out = mita_core(projected.slice(2, 0, C), projected.slice(2, C, 2 * C), v, opt_, debug);
     if (dwc) out = add_dwc(out);
-    if (gate_) out = out * ops::silu(projected.slice(2, 3 * C, 4 * C));
+    if (gate_) out = ops::silu_gate(out, projected.slice(2, 3 * C, 4 * C));
   }
   return ops::dropout(proj->forward(out), proj_drop_, training());
 }

@@ -2,6 +2,8 @@
 // with f32 math, f64). Binary ops promote bf16 ⊕ f32 to an f32 result (other mixed dtypes are an error); their
 // backward returns each input's gradient in that input's dtype.
 #pragma once
+#include <utility>
+
 #include "tensor/tensor.h"
 
 namespace vt::ops {
@@ -32,6 +34,12 @@ Tensor silu(const Tensor& x);
 /// max(x, 0); the gradient at 0 is 0 (as torch).
 Tensor relu(const Tensor& x);
 Tensor square(const Tensor& x);
+
+/// MiTA's gate x ⊙ SiLU(g): one kernel each way (silu_gate.cpp). x and g have the same shape and dtype; an operand
+/// whose rows are evenly strided with contiguous columns (a slice of a packed tensor) is read in place.
+Tensor silu_gate(const Tensor& x, const Tensor& g);
+/// Its gradients from dy, no autograd: {dx = dy ⊙ SiLU(g), dg = dy ⊙ x ⊙ σ(g)(1 + g(1 − σ(g)))}, contiguous.
+std::pair<Tensor, Tensor> silu_gate_grads(const Tensor& dy, const Tensor& x, const Tensor& g);
 
 /// In place, no autograd: a += b (b broadcast to a's shape; b may be bf16 when a is f32). a must be contiguous.
 void add_(const Tensor& a, const Tensor& b);

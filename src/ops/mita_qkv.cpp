@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 #include "autograd/node.h"
 #include "kernels/cuda/flash_attention.h"
@@ -260,11 +261,7 @@ struct MitaQkvBackward : Node {
   std::vector<Tensor> backward(const Tensor& grad_out) override {
     // out = pre ⊙ SiLU(g): d(pre) = grad ⊙ SiLU(g), dg = grad ⊙ pre ⊙ σ(g)(1 + g(1 − σ(g))).
     Tensor grad = grad_out, dg;
-    if (gate.defined()) {
-      const Tensor sig = sigmoid(gate);
-      grad = grad_out * silu(gate);
-      dg = grad_out * pre_gate * sig * (gate * (-sig + 1.0) + 1.0);
-    }
+    if (gate.defined()) std::tie(grad, dg) = silu_gate_grads(grad_out, pre_gate, gate);
     auto packed = [&](std::vector<Tensor> parts) {  // d(qkv) or d(qkvg)
       if (dg.defined()) parts.push_back(dg);
       return concat(parts, 2);
@@ -416,7 +413,7 @@ Tensor mita_qkv_attention(const Tensor& qkv, const MitaQkvOptions& o, const Tens
   if (o.gate) {
     NoGradGuard no_grad;
     pre_gate = out;
-    out = out * silu(x.slice(2, 3 * C, 4 * C));
+    out = silu_gate(out, x.slice(2, 3 * C, 4 * C));
   }
   if (any_requires_grad({&qkv, &dwc_weight, &dwc_bias})) {
     auto node = std::make_shared<MitaQkvBackward>();

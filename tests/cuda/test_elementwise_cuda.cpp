@@ -143,6 +143,49 @@ TEST(ElementwiseCuda, UnaryBf16FollowsTheBf16Rule) {
   }
 }
 
+// MiTA's gate on the device against the CPU: g a slice of a packed [rows, 4C] tensor (read in place, 16-byte
+// rows), then at an odd width (the one-element path); f32 within the unary ops' tolerance, bf16 by the bf16 rule
+// against f64 with "plain" the composite bf16 ops x · silu(g) and their gradients.
+TEST(ElementwiseCuda, SiluGateMatchesTheCpuWithTheGateASliceOfThePackedTensor) {
+  VT_REQUIRE_DEVICE();
+  for (int64_t C : {int64_t(384), int64_t(7)}) {
+    const int64_t B = 3, N = 197;
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const std::string what = "C=" + std::to_string(C) + " " + dtype_name(dt);
+      Tensor x = uniform_cpu({B, N, C}, 41, -3, 3, dt), packed = uniform_cpu({B, N, 4 * C}, 42, -6, 6, dt);
+      Tensor dy = uniform_cpu({B, N, C}, 43, -2, 2, dt);
+      Tensor xd = x.to(kGpu).set_requires_grad(true), pd = packed.to(kGpu).set_requires_grad(true);
+      Tensor yd = ops::silu_gate(xd, pd.slice(2, 3 * C, 4 * C));
+      ASSERT_EQ(yd.dtype(), dt) << what;
+      yd.backward(dy.to(kGpu));
+      const Tensor dgd = pd.grad().slice(2, 3 * C, 4 * C);
+      EXPECT_EQ(max_abs(pd.grad().slice(2, 0, 3 * C)), 0.0) << what << ": gradient outside the gate's slice";
+      if (dt == DType::f32) {
+        Tensor xh = x.clone().set_requires_grad(true), ph = packed.clone().set_requires_grad(true);
+        Tensor yh = ops::silu_gate(xh, ph.slice(2, 3 * C, 4 * C));
+        yh.backward(dy);
+        const std::vector<double> tol(static_cast<size_t>(B * N * C), 1e-6);
+        expect_within(yd, yh, 4e-6, tol, what + " forward");
+        expect_within(xd.grad(), xh.grad(), 4e-6, tol, what + " dx");
+        expect_within(dgd, ph.grad().slice(2, 3 * C, 4 * C).contiguous(), 4e-6, tol, what + " dg");
+        continue;
+      }
+      Tensor x64 = x.to(DType::f64).set_requires_grad(true), g64 = packed.slice(2, 3 * C, 4 * C).to(DType::f64);
+      g64.set_requires_grad(true);
+      Tensor y64 = ops::silu_gate(x64, g64);
+      y64.backward(dy.to(DType::f64));
+      // Plain bf16: each op of the composite rounds its result to bf16.
+      Tensor xp = x.to(kGpu).set_requires_grad(true), gp = packed.slice(2, 3 * C, 4 * C).contiguous().to(kGpu);
+      gp.set_requires_grad(true);
+      Tensor yp = xp * ops::silu(gp);
+      yp.backward(dy.to(kGpu));
+      expect_bf16_rule(yd, yp, y64, (what + " forward").c_str());
+      expect_bf16_rule(xd.grad(), xp.grad(), x64.grad(), (what + " dx").c_str());
+      expect_bf16_rule(dgd, gp.grad(), g64.grad(), (what + " dg").c_str());
+    }
+  }
+}
+
 using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
 struct NamedBinary {
   const char* name;

@@ -93,6 +93,33 @@ TEST(Elementwise, ScalarOpsGradcheck) {
   run_op_case(c);
 }
 
+// MiTA's gate x ⊙ SiLU(g), with g read in place from a slice of a packed tensor (the layer's qkvg) and once
+// contiguous; the gradient reaches the packed tensor through the slice.
+TEST(Elementwise, SiluGateMatchesReferenceAndGradcheck) {
+  auto ref = [](double x, double g) { return x * g / (1 + std::exp(-g)); };
+  OpCase sliced;
+  sliced.name = "silu_gate, g a slice of [4, 3, 10]";
+  sliced.inputs = {random_tensor({4, 3, 5}, 31, -3, 3), random_tensor({4, 3, 10}, 32, -4, 4)};
+  sliced.fn = [](const std::vector<Tensor>& in) { return ops::silu_gate(in[0], in[1].slice(2, 5, 10)); };
+  sliced.reference = [ref](const std::vector<Tensor>& in) {
+    auto x = in[0].to_vector(), g = in[1].slice(2, 5, 10).contiguous().to_vector();
+    for (size_t i = 0; i < x.size(); ++i) x[i] = ref(x[i], g[i]);
+    return x;
+  };
+  run_op_case(sliced);
+  OpCase plain;
+  plain.name = "silu_gate, contiguous";
+  plain.inputs = {random_tensor({7, 5}, 33, -3, 3), random_tensor({7, 5}, 34, -6, 6)};
+  plain.fn = [](const std::vector<Tensor>& in) { return ops::silu_gate(in[0], in[1]); };
+  plain.reference = [ref](const std::vector<Tensor>& in) {
+    auto x = in[0].to_vector(), g = in[1].to_vector();
+    for (size_t i = 0; i < x.size(); ++i) x[i] = ref(x[i], g[i]);
+    return x;
+  };
+  run_op_case(plain);
+  EXPECT_THROW(ops::silu_gate(Tensor::zeros({2, 3}), Tensor::zeros({3, 2})), Error);
+}
+
 TEST(Elementwise, MismatchedShapesThrowNamingTheOp) {
   Tensor a = Tensor::zeros({3, 4}), b = Tensor::zeros({5});
   try {

@@ -1,5 +1,6 @@
-// Depth-wise 3×3 conv on channels-last token rows (see dwc_tokens.h). One thread per output element with the
-// channel fastest, so a warp reads 32 consecutive channels of each neighbour row (coalesced, rows from L1/L2).
+// Depth-wise 3×3 conv on channels-last token rows (see dwc_tokens.h). One thread per 16 bytes of channels of one
+// output row (one channel when the rows are not 16-byte aligned), the channel fastest, so a warp reads consecutive
+// channels of each neighbour row (coalesced, rows from L1/L2).
 // Weight gradient: blocks of 32 channels × 8 position lanes over a slice of the B·G² positions; the slices'
 // partial sums go to scratch and a second kernel adds them per (channel, tap) in slice order.
 #include "kernels/cuda/mita/dwc_tokens.h"
@@ -7,6 +8,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/cuda/check.h"
@@ -22,19 +24,33 @@ constexpr int kThreads = 256;
 constexpr int kLanes = 32, kPositionLanes = 8;  // weight gradient block: channels × position lanes
 constexpr int kTaps = 10;                       // 9 weights + the bias
 
-template <typename T>
+// One thread per kVec consecutive channels of one row (kVec = 1, or 16 bytes' worth when every row is 16-byte
+// aligned): 32-bit index arithmetic, the neighbours' and the weights' rows loaded as vectors.
+template <typename T, int kVec>
 __global__ void tokens_conv_kernel(T* dst, const T* src, const T* x, int64_t x_b, int64_t x_r, const T* w,
                                    const T* bias, bool transposed, int B, int N, int C, int first, int G) {
-  const int64_t total = int64_t(B) * N * C;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int c = static_cast<int>(i % C);
-    const int64_t bn = i / C;
-    const int r = static_cast<int>(bn % N), b = static_cast<int>(bn / N);
-    float acc = to_acc(src[i]);
+  using V = device::Vec<T, kVec>;
+  const int chunks = C / kVec, total = B * N * chunks;  // < 2^31: checked on the host
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int row = i / chunks, c = (i - row * chunks) * kVec;
+    const int b = row / N, r = row - b * N;
+    const V s = *reinterpret_cast<const V*>(src + int64_t(row) * C + c);
+    float acc[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[e] = to_acc(s.v[e]);
     const int p = r - first;
     if (p >= 0 && p < G * G) {
-      const int y = p / G, xx = p % G;
-      if (bias) acc += to_acc(bias[c]);
+      const int y = p / G, xx = p - y * G;
+      if (bias) {
+        const V bv = *reinterpret_cast<const V*>(bias + c);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[e] += to_acc(bv.v[e]);
+      }
+      // The kVec channels' 9 taps each, contiguous in the [C, 9] weight: 9 vectors.
+      V wv[9];
+#pragma unroll
+      for (int j = 0; j < 9; ++j) wv[j] = reinterpret_cast<const V*>(w + int64_t(c) * 9)[j];
+      const T* wt = reinterpret_cast<const T*>(wv);  // wt[e * 9 + tap]
       const T* xb = x + b * x_b + c;
 #pragma unroll
       for (int ky = 0; ky < 3; ++ky) {
@@ -44,11 +60,16 @@ __global__ void tokens_conv_kernel(T* dst, const T* src, const T* x, int64_t x_b
         for (int kx = 0; kx < 3; ++kx) {
           const int xi = transposed ? xx - kx + 1 : xx + kx - 1;
           if (xi < 0 || xi >= G) continue;
-          acc += to_acc(w[c * 9 + ky * 3 + kx]) * to_acc(xb[int64_t(first + yy * G + xi) * x_r]);
+          const V xv = *reinterpret_cast<const V*>(xb + int64_t(first + yy * G + xi) * x_r);
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc[e] += to_acc(wt[e * 9 + ky * 3 + kx]) * to_acc(xv.v[e]);
         }
       }
     }
-    dst[i] = from_acc<T>(acc);
+    V o;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) o.v[e] = from_acc<T>(acc[e]);
+    *reinterpret_cast<V*>(dst + int64_t(row) * C + c) = o;
   }
 }
 
@@ -117,13 +138,25 @@ void depthwise3x3_tokens(DType dtype, void* dst, const void* src, const TokenRow
   if (total == 0) return;
   VT_CHECK(first >= 0 && first + G * G <= N && B * N < (int64_t{1} << 31) && C < (int64_t{1} << 31),
            "[depthwise3x3_tokens] grid rows [", first, ", ", first + G * G, ") do not fit N = ", N);
+  VT_CHECK(total < (int64_t{1} << 31), "[depthwise3x3_tokens] ", total, " elements exceed int32");
   device::dispatch_f32_bf16(dtype, "depthwise3x3_tokens", [&](auto t) {
     using T = decltype(t);
-    const unsigned grid = static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 1 << 20));
-    tokens_conv_kernel<T><<<grid, kThreads, 0, stream>>>(
-        static_cast<T*>(dst), static_cast<const T*>(src), static_cast<const T*>(x.data), x.batch, x.row,
-        static_cast<const T*>(weight), static_cast<const T*>(bias), transposed, static_cast<int>(B),
-        static_cast<int>(N), static_cast<int>(C), static_cast<int>(first), static_cast<int>(G));
+    constexpr int kWide = 16 / sizeof(T);
+    // The 16-byte path needs every row start (and the weight rows of kWide channels) on a 16-byte boundary.
+    const bool wide = C % kWide == 0 && x.row % kWide == 0 && x.batch % kWide == 0 && device::aligned_to(x.data, 16) &&
+                      device::aligned_to(dst, 16) && device::aligned_to(src, 16) && device::aligned_to(weight, 16) &&
+                      (!bias || device::aligned_to(bias, 16));
+    auto launch = [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      const int64_t threads = total / kVec;
+      const unsigned grid = static_cast<unsigned>(std::min<int64_t>((threads + kThreads - 1) / kThreads, 1 << 20));
+      tokens_conv_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(
+          static_cast<T*>(dst), static_cast<const T*>(src), static_cast<const T*>(x.data), x.batch, x.row,
+          static_cast<const T*>(weight), static_cast<const T*>(bias), transposed, static_cast<int>(B),
+          static_cast<int>(N), static_cast<int>(C), static_cast<int>(first), static_cast<int>(G));
+    };
+    if (wide) launch(std::integral_constant<int, kWide>{});
+    else launch(std::integral_constant<int, 1>{});
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
