@@ -32,8 +32,8 @@ void silu_gate_forward(DType dtype, void* y, const void* x, int64_t x_stride, co
   });
 }
 
-void silu_gate_backward(DType dtype, void* dx, void* dg, const void* dy, const void* x, int64_t x_stride,
-                        const void* g, int64_t g_stride, int64_t rows, int64_t cols) {
+void silu_gate_backward(DType dtype, void* dx, void* dg, const void* dy, const void* x, int64_t x_stride, const void* g,
+                        int64_t g_stride, int64_t rows, int64_t cols) {
   VT_DISPATCH_FLOAT(dtype, "silu_gate_backward", [&] {
     using T = scalar_t;
     T *gx = static_cast<T*>(dx), *gg = static_cast<T*>(dg);

@@ -44,8 +44,8 @@ __global__ void silu_gate_fwd_kernel(T* y, const T* x, int64_t xs, const T* g, i
 }
 
 template <typename T, int V, typename I>
-__global__ void silu_gate_bwd_kernel(T* dx, T* dg, const T* dy, const T* x, int64_t xs, const T* g, int64_t gs,
-                                     I rows, I chunks) {
+__global__ void silu_gate_bwd_kernel(T* dx, T* dg, const T* dy, const T* x, int64_t xs, const T* g, int64_t gs, I rows,
+                                     I chunks) {
   using A = acc_t<T>;
   const I total = rows * chunks;
   for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += I(gridDim.x) * blockDim.x) {
@@ -101,8 +101,8 @@ void silu_gate_forward(DType dtype, void* y, const void* x, int64_t x_stride, co
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
-void silu_gate_backward(DType dtype, void* dx, void* dg, const void* dy, const void* x, int64_t x_stride,
-                        const void* g, int64_t g_stride, int64_t rows, int64_t cols, cudaStream_t stream) {
+void silu_gate_backward(DType dtype, void* dx, void* dg, const void* dy, const void* x, int64_t x_stride, const void* g,
+                        int64_t g_stride, int64_t rows, int64_t cols, cudaStream_t stream) {
   if (rows * cols == 0) return;
   dispatch_gate(dtype, "silu_gate_backward", {dx, dg, dy, x, g}, {x_stride, g_stride}, rows, cols,
                 [&](auto t, auto vec, auto index) {

@@ -35,8 +35,9 @@ Tensor silu(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor square(const Tensor& x);
 
-/// MiTA's gate x ⊙ SiLU(g): one kernel each way (silu_gate.cpp). x and g have the same shape and dtype; an operand
-/// whose rows are evenly strided with contiguous columns (a slice of a packed tensor) is read in place.
+/// MiTA's gate x ⊙ SiLU(g): one kernel each way (silu_gate.cpp). x and g have the same shape and dtype (bf16 with
+/// f32 gives f32, as x * silu(g) would); an operand whose rows are evenly strided with contiguous columns (a slice
+/// of a packed tensor) is read in place.
 Tensor silu_gate(const Tensor& x, const Tensor& g);
 /// Its gradients from dy, no autograd: {dx = dy ⊙ SiLU(g), dg = dy ⊙ x ⊙ σ(g)(1 + g(1 − σ(g)))}, contiguous.
 std::pair<Tensor, Tensor> silu_gate_grads(const Tensor& dy, const Tensor& x, const Tensor& g);

@@ -22,8 +22,8 @@ std::pair<Tensor, int64_t> as_rows(const Tensor& t) {
 int64_t row_count(const Tensor& t) { return t.numel() == 0 ? 0 : t.numel() / t.shape().back(); }
 
 void check_pair(const char* op, const Tensor& x, const Tensor& g) {
-  VT_CHECK(x.dim() >= 1 && x.shape() == g.shape() && x.dtype() == g.dtype(), "[", op, "] x ", x.describe(),
-           " and g ", g.describe(), " must have the same shape and dtype");
+  VT_CHECK(x.dim() >= 1 && x.shape() == g.shape() && x.dtype() == g.dtype(), "[", op, "] x ", x.describe(), " and g ",
+           g.describe(), " must have the same shape and dtype");
 }
 
 struct SiluGateBackward : Node {
@@ -39,6 +39,9 @@ struct SiluGateBackward : Node {
 }  // namespace
 
 Tensor silu_gate(const Tensor& x, const Tensor& g) {
+  const bool mixed = x.dtype() != g.dtype() && (x.dtype() == DType::f32 || g.dtype() == DType::f32) &&
+                     (x.dtype() == DType::bf16 || g.dtype() == DType::bf16);
+  if (mixed) return silu_gate(x.to(DType::f32), g.to(DType::f32));  // bf16 with f32 gives f32, as x * silu(g)
   check_pair("silu_gate", x, g);
   const Device dev = common_device("silu_gate", {&x, &g});
   const auto [xr, xs] = as_rows(x);

@@ -1,8 +1,8 @@
 // Depth-wise 3×3 conv on channels-last token rows (see dwc_tokens.h). One thread per 16 bytes of channels of one
 // output row (one channel when the rows are not 16-byte aligned), the channel fastest, so a warp reads consecutive
 // channels of each neighbour row (coalesced, rows from L1/L2).
-// Weight gradient: blocks of 32 channels × 8 position lanes over a slice of the B·G² positions; the slices'
-// partial sums go to scratch and a second kernel adds them per (channel, tap) in slice order.
+// Weight gradient: one thread per 8 bytes of channels walks a slice of the B·G² positions; the slices' partial sums
+// go to scratch and a second kernel adds them per (channel, tap) in slice order.
 #include "kernels/cuda/mita/dwc_tokens.h"
 
 #include <cuda_bf16.h>
@@ -21,8 +21,8 @@ using device::from_acc;
 using device::to_acc;
 
 constexpr int kThreads = 256;
-constexpr int kLanes = 32, kPositionLanes = 8;  // weight gradient block: channels × position lanes
-constexpr int kTaps = 10;                       // 9 weights + the bias
+constexpr int kTaps = 10;             // 9 weights + the bias
+constexpr int kWeightChannels = 128;  // the weight gradient's channels per block (32 threads × 4)
 
 // One thread per kVec consecutive channels of one row (kVec = 1, or 16 bytes' worth when every row is 16-byte
 // aligned): 32-bit index arithmetic, the neighbours' and the weights' rows loaded as vectors.
@@ -73,43 +73,55 @@ __global__ void tokens_conv_kernel(T* dst, const T* src, const T* x, int64_t x_b
   }
 }
 
-// partial[slice][c][tap] over positions [slice·per, (slice + 1)·per) of the B·G² grid positions.
-template <typename T>
+// partial[slice][c][tap] over positions [slice·per, (slice + 1)·per) of the B·G² grid positions: one thread per kVec
+// channels walks its slice's positions in order (the grid coordinates stepped, not divided), so every partial is a
+// fixed-order sum.
+template <typename T, int kVec>
 __global__ void tokens_weight_partial_kernel(float* partial, const T* g, int64_t g_b, int64_t g_r, const T* x,
                                              int64_t x_b, int64_t x_r, int B, int C, int first, int G, int per) {
-  __shared__ float lanes[kPositionLanes][kLanes][kTaps + 1];
-  const int c = blockIdx.x * kLanes + threadIdx.x;
-  const int positions = B * G * G, begin = blockIdx.y * per, end = min(positions, begin + per);
-  float part[kTaps] = {};
-  if (c < C)
-    for (int q = begin + threadIdx.y; q < end; q += kPositionLanes) {
-      const int b = q / (G * G), p = q % (G * G), y = p / G, xx = p % G;
-      const float gv = to_acc(g[b * g_b + int64_t(first + p) * g_r + c]);
-      part[9] += gv;
+  using V = device::Vec<T, kVec>;
+  const int c = (blockIdx.x * blockDim.x + threadIdx.x) * kVec;
+  if (c >= C) return;
+  const int GG = G * G, positions = B * GG, begin = blockIdx.y * per, end = min(positions, begin + per);
+  float part[kVec][kTaps] = {};
+  if (begin < end) {
+    int b = begin / GG, p = begin - b * GG, y = p / G, xx = p - y * G;
+#pragma unroll 2
+    for (int q = begin; q < end; ++q) {
+      const V gv = *reinterpret_cast<const V*>(g + b * g_b + int64_t(first + p) * g_r + c);
+      float gf[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        gf[e] = to_acc(gv.v[e]);
+        part[e][9] += gf[e];
+      }
       const T* xb = x + b * x_b + c;
+      // Every tap loads (a neighbour off the grid reads the position itself and adds zero): no branches, so the
+      // loads of a position and of the next go out together.
 #pragma unroll
       for (int ky = 0; ky < 3; ++ky) {
         const int yy = y + ky - 1;
-        if (yy < 0 || yy >= G) continue;
 #pragma unroll
         for (int kx = 0; kx < 3; ++kx) {
           const int xi = xx + kx - 1;
-          if (xi < 0 || xi >= G) continue;
-          part[ky * 3 + kx] += gv * to_acc(xb[int64_t(first + yy * G + xi) * x_r]);
+          const bool inside = yy >= 0 && yy < G && xi >= 0 && xi < G;
+          const V xv = *reinterpret_cast<const V*>(xb + int64_t(first + (inside ? yy * G + xi : p)) * x_r);
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) part[e][ky * 3 + kx] += gf[e] * (inside ? to_acc(xv.v[e]) : 0.f);
         }
       }
-    }
-#pragma unroll
-  for (int t = 0; t < kTaps; ++t) lanes[threadIdx.y][threadIdx.x][t] = part[t];
-  __syncthreads();
-  if (threadIdx.y == 0 && c < C) {
-#pragma unroll
-    for (int t = 0; t < kTaps; ++t) {
-      float s = 0.f;
-      for (int l = 0; l < kPositionLanes; ++l) s += lanes[l][threadIdx.x][t];
-      partial[(int64_t(blockIdx.y) * C + c) * kTaps + t] = s;
+      ++p;
+      if (++xx == G) {
+        xx = 0;
+        if (++y == G) y = 0, p = 0, ++b;
+      }
     }
   }
+  float* out = partial + (int64_t(blockIdx.y) * C + c) * kTaps;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+#pragma unroll
+    for (int t = 0; t < kTaps; ++t) out[e * kTaps + t] = part[e][t];
 }
 
 template <typename T>
@@ -117,14 +129,16 @@ __global__ void tokens_weight_sum_kernel(T* dw, T* db, const float* partial, int
   const int i = blockIdx.x * blockDim.x + threadIdx.x;  // c·kTaps + tap
   if (i >= C * kTaps) return;
   float s = 0.f;
+#pragma unroll 8
   for (int k = 0; k < slices; ++k) s += partial[int64_t(k) * C * kTaps + i];
   const int c = i / kTaps, t = i % kTaps;
   if (t < 9 && dw) dw[c * 9 + t] = from_acc<T>(s);
   if (t == 9 && db) db[c] = from_acc<T>(s);
 }
 
+// Slices of the positions: enough blocks of 32 threads × 4 channels to fill the device, each slice ≥ 64 positions.
 int weight_slices(int64_t B, int64_t C, int64_t G) {
-  const int64_t groups = (C + kLanes - 1) / kLanes, positions = B * G * G;
+  const int64_t groups = (C + kWeightChannels - 1) / kWeightChannels, positions = B * G * G;
   const int64_t wanted = std::max<int64_t>(1, device::filling_blocks() / groups);
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(positions / 64, wanted)));
 }
@@ -174,10 +188,18 @@ void depthwise3x3_tokens_weight_grad(DType dtype, void* dweight, void* dbias, co
   const int positions = static_cast<int>(B * G * G), per = (positions + slices - 1) / slices;
   device::dispatch_f32_bf16(dtype, "depthwise3x3_tokens", [&](auto t) {
     using T = decltype(t);
-    const dim3 grid(static_cast<unsigned>((C + kLanes - 1) / kLanes), static_cast<unsigned>(slices));
-    tokens_weight_partial_kernel<T><<<grid, dim3(kLanes, kPositionLanes), 0, stream>>>(
-        scratch, static_cast<const T*>(g.data), g.batch, g.row, static_cast<const T*>(x.data), x.batch, x.row,
-        static_cast<int>(B), static_cast<int>(C), static_cast<int>(first), static_cast<int>(G), per);
+    constexpr int kWide = 8 / sizeof(T);  // 8-byte loads: 4 bf16 or 2 f32 channels a thread
+    const bool wide = C % kWide == 0 && g.row % kWide == 0 && g.batch % kWide == 0 && x.row % kWide == 0 &&
+                      x.batch % kWide == 0 && device::aligned_to(g.data, 8) && device::aligned_to(x.data, 8);
+    auto launch = [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      const dim3 grid(static_cast<unsigned>((C / kVec + 31) / 32), static_cast<unsigned>(slices));
+      tokens_weight_partial_kernel<T, kVec><<<grid, 32, 0, stream>>>(
+          scratch, static_cast<const T*>(g.data), g.batch, g.row, static_cast<const T*>(x.data), x.batch, x.row,
+          static_cast<int>(B), static_cast<int>(C), static_cast<int>(first), static_cast<int>(G), per);
+    };
+    if (wide) launch(std::integral_constant<int, kWide>{});
+    else launch(std::integral_constant<int, 1>{});
     VT_CUDA_CHECK(cudaGetLastError());
     tokens_weight_sum_kernel<T><<<static_cast<unsigned>((C * kTaps + 255) / 256), 256, 0, stream>>>(
         static_cast<T*>(dweight), static_cast<T*>(dbias), scratch, static_cast<int>(C), slices);
