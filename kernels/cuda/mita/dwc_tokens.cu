@@ -23,6 +23,7 @@ using device::to_acc;
 constexpr int kThreads = 256;
 constexpr int kTaps = 10;             // 9 weights + the bias
 constexpr int kWeightChannels = 128;  // the weight gradient's channels per block (32 threads × 4)
+constexpr int kSumLanes = 8;          // slice lanes of the partials' sum
 
 // One thread per kVec consecutive channels of one row (kVec = 1, or 16 bytes' worth when every row is 16-byte
 // aligned): 32-bit index arithmetic, the neighbours' and the weights' rows loaded as vectors.
@@ -124,23 +125,33 @@ __global__ void tokens_weight_partial_kernel(float* partial, const T* g, int64_t
     for (int t = 0; t < kTaps; ++t) out[e * kTaps + t] = part[e][t];
 }
 
+// dw, db from the slices' partials: 32 outputs (c·kTaps + tap) a block, 8 lanes each summing every 8th slice, the
+// lanes then added in lane order (a fixed order: deterministic).
 template <typename T>
 __global__ void tokens_weight_sum_kernel(T* dw, T* db, const float* partial, int C, int slices) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;  // c·kTaps + tap
-  if (i >= C * kTaps) return;
+  __shared__ float lanes[kSumLanes][33];
+  const int i = blockIdx.x * 32 + threadIdx.x;  // c·kTaps + tap
   float s = 0.f;
-#pragma unroll 8
-  for (int k = 0; k < slices; ++k) s += partial[int64_t(k) * C * kTaps + i];
+  if (i < C * kTaps)
+#pragma unroll 4
+    for (int k = threadIdx.y; k < slices; k += kSumLanes) s += partial[int64_t(k) * C * kTaps + i];
+  lanes[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || i >= C * kTaps) return;
+  float total = lanes[0][threadIdx.x];
+#pragma unroll
+  for (int l = 1; l < kSumLanes; ++l) total += lanes[l][threadIdx.x];
   const int c = i / kTaps, t = i % kTaps;
-  if (t < 9 && dw) dw[c * 9 + t] = from_acc<T>(s);
-  if (t == 9 && db) db[c] = from_acc<T>(s);
+  if (t < 9 && dw) dw[c * 9 + t] = from_acc<T>(total);
+  if (t == 9 && db) db[c] = from_acc<T>(total);
 }
 
-// Slices of the positions: enough blocks of 32 threads × 4 channels to fill the device, each slice ≥ 64 positions.
+// Slices of the positions: ~32 one-warp blocks of 32 threads × 4 channels per multiprocessor (each walks its slice
+// one position after another, so the latency is hidden by their number), each slice ≥ 32 positions.
 int weight_slices(int64_t B, int64_t C, int64_t G) {
   const int64_t groups = (C + kWeightChannels - 1) / kWeightChannels, positions = B * G * G;
-  const int64_t wanted = std::max<int64_t>(1, device::filling_blocks() / groups);
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(positions / 64, wanted)));
+  const int64_t wanted = std::max<int64_t>(1, 4 * device::filling_blocks() / groups);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(positions / 32, wanted)));
 }
 
 }  // namespace
@@ -201,7 +212,7 @@ void depthwise3x3_tokens_weight_grad(DType dtype, void* dweight, void* dbias, co
     if (wide) launch(std::integral_constant<int, kWide>{});
     else launch(std::integral_constant<int, 1>{});
     VT_CUDA_CHECK(cudaGetLastError());
-    tokens_weight_sum_kernel<T><<<static_cast<unsigned>((C * kTaps + 255) / 256), 256, 0, stream>>>(
+    tokens_weight_sum_kernel<T><<<static_cast<unsigned>((C * kTaps + 31) / 32), dim3(32, kSumLanes), 0, stream>>>(
         static_cast<T*>(dweight), static_cast<T*>(dbias), scratch, static_cast<int>(C), slices);
   });
   VT_CUDA_CHECK(cudaGetLastError());
