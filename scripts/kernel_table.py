@@ -19,7 +19,7 @@ BYTE_UNIT = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "
 
 def short_name(name):
     name = re.sub(r"^void ", "", name)
-    name = name.replace("(anonymous namespace)::", "")
+    name = re.sub(r"\(anonymous namespace\)::|<?unnamed>::", "", name)  # the anonymous namespace, as spelled
     name = re.sub(r"\(.*", "", name)  # the parameter list
     depth, kept = 0, []
     for ch in name:  # drop template arguments, keep the name
