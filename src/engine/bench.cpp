@@ -274,6 +274,8 @@ std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
   if (opt.attention.is_mita()) {
     j["m"] = opt.attention.m;
     j["k"] = models::mita_options(opt.attention, 1).k;
+    j["dwc"] = opt.attention.dwc;
+    j["gate"] = opt.attention.gate;
   }
   if (sequence) {
     j["seq_len"] = opt.sequence_length;
