@@ -3,6 +3,9 @@
 // train.recovery_minutes timer, and the key is validated.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <csignal>
 
 #include "engine/run_stop.h"
@@ -40,8 +43,9 @@ TEST(RunStop, PollReportsTheSignalAndTheRecoveryTimer) {
   signal = SIGTERM;
   EXPECT_EQ(off.poll().signal, SIGTERM);
 
-  cfg.train.recovery_minutes = 1e-9;  // due at once
+  cfg.train.recovery_minutes = 1e-6;  // 60 µs: due after the pause below (a bare 60 ns could read as not yet)
   engine::StopPoll timed(cfg, single, [] { return 0; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_TRUE(timed.poll().recovery_due);
   cfg.train.recovery_minutes = 60;
   engine::StopPoll hourly(cfg, single, [] { return 0; });
