@@ -75,13 +75,10 @@ void dispatch_gate(DType dtype, const char* op, std::initializer_list<const void
     bool wide = cols % kWide == 0;
     for (const void* p : ptrs) wide = wide && device::aligned_to(p, 16);
     for (int64_t s : strides) wide = wide && s % kWide == 0;
-    auto with_vec = [&](auto vec) {
-      constexpr int V = decltype(vec)::value;
+    device::dispatch_vector_width<kWide>(wide, [&](auto vec) {
       if (rows * cols < (int64_t{1} << 31)) launch(t, vec, int32_t{});  // element offsets fit in 32 bits
       else launch(t, vec, int64_t{});
-    };
-    if (wide) with_vec(std::integral_constant<int, kWide>{});
-    else with_vec(std::integral_constant<int, 1>{});
+    });
   });
 }
 

@@ -81,6 +81,14 @@ void dispatch_head_dim(int64_t d, const char* op, F&& f) {
   }
 }
 
+/// Calls f(std::integral_constant<int, V>{}) with V = kWide when `wide` (every pointer and stride of the launch
+/// aligned to a kWide-element vector), else V = 1: a kernel's vector width.
+template <int kWide, typename F>
+void dispatch_vector_width(bool wide, F&& f) {
+  if (wide) f(std::integral_constant<int, kWide>{});
+  else f(std::integral_constant<int, 1>{});
+}
+
 /// Multiprocessors of the current device (cached per device index, up to 16 devices).
 inline int sm_count() {
   static int cached[16] = {};

@@ -171,7 +171,7 @@ void depthwise3x3_tokens(DType dtype, void* dst, const void* src, const TokenRow
     const bool wide = C % kWide == 0 && x.row % kWide == 0 && x.batch % kWide == 0 && device::aligned_to(x.data, 16) &&
                       device::aligned_to(dst, 16) && device::aligned_to(src, 16) && device::aligned_to(weight, 16) &&
                       (!bias || device::aligned_to(bias, 16));
-    auto launch = [&](auto vec) {
+    device::dispatch_vector_width<kWide>(wide, [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
       const int64_t threads = total / kVec;
       const unsigned grid = static_cast<unsigned>(std::min<int64_t>((threads + kThreads - 1) / kThreads, 1 << 20));
@@ -179,9 +179,7 @@ void depthwise3x3_tokens(DType dtype, void* dst, const void* src, const TokenRow
           static_cast<T*>(dst), static_cast<const T*>(src), static_cast<const T*>(x.data), x.batch, x.row,
           static_cast<const T*>(weight), static_cast<const T*>(bias), transposed, static_cast<int>(B),
           static_cast<int>(N), static_cast<int>(C), static_cast<int>(first), static_cast<int>(G));
-    };
-    if (wide) launch(std::integral_constant<int, kWide>{});
-    else launch(std::integral_constant<int, 1>{});
+    });
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
@@ -202,15 +200,13 @@ void depthwise3x3_tokens_weight_grad(DType dtype, void* dweight, void* dbias, co
     constexpr int kWide = 8 / sizeof(T);  // 8-byte loads: 4 bf16 or 2 f32 channels a thread
     const bool wide = C % kWide == 0 && g.row % kWide == 0 && g.batch % kWide == 0 && x.row % kWide == 0 &&
                       x.batch % kWide == 0 && device::aligned_to(g.data, 8) && device::aligned_to(x.data, 8);
-    auto launch = [&](auto vec) {
+    device::dispatch_vector_width<kWide>(wide, [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
       const dim3 grid(static_cast<unsigned>((C / kVec + 31) / 32), static_cast<unsigned>(slices));
       tokens_weight_partial_kernel<T, kVec><<<grid, 32, 0, stream>>>(
           scratch, static_cast<const T*>(g.data), g.batch, g.row, static_cast<const T*>(x.data), x.batch, x.row,
           static_cast<int>(B), static_cast<int>(C), static_cast<int>(first), static_cast<int>(G), per);
-    };
-    if (wide) launch(std::integral_constant<int, kWide>{});
-    else launch(std::integral_constant<int, 1>{});
+    });
     VT_CUDA_CHECK(cudaGetLastError());
     tokens_weight_sum_kernel<T><<<static_cast<unsigned>((C * kTaps + 31) / 32), dim3(32, kSumLanes), 0, stream>>>(
         static_cast<T*>(dweight), static_cast<T*>(dbias), scratch, static_cast<int>(C), slices);

@@ -305,7 +305,7 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
       flash::ldmatrix_x4_trans(ads[kc], flash::a_rows_transposed(dSrk, lp, n0, kc * 16, lane));
       flash::ldmatrix_x4_trans(ap[kc], flash::a_rows_transposed(Prk, lp, n0, kc * 16, lane));
     }
-    // All of this lane's routed sums first, so that their loads go out together: [c0 / 16][half]: dK at columns
+    // All of this lane's routed sums first, so that their loads go out together: [column block][half]: dK at columns
     // c, c + 8, then dV at c, c + 8 (rows past N read row N − 1 and are not stored).
     float2 routed[D / 16][2][4];
 #pragma unroll
