@@ -1,7 +1,9 @@
 // The channels-last depth-wise 3×3 conv on token rows (kernels/cuda/mita/dwc_tokens.h) against the NCHW conv of the CPU
 // (ops::depthwise_conv3x3 and its gradients) on the same values: v a strided slice of a packed [B, N, 3C] tensor,
 // the grid rows 1..N-1 (CLS first), odd G and C. f32 within float rounding of 9-term sums (forward, input
-// gradient) and of B·G²-term sums (weight and bias gradients); bf16 by the bf16 rule.
+// gradient) and of B·G²-term sums (weight and bias gradients); bf16 by the bf16 rule. G = 32 and 130 split the grid
+// into bands of rows (130 also needs more than 48 KB of shared memory a block); C = 72 leaves a part-filled channel
+// chunk; odd C takes the one-channel path.
 #include <gtest/gtest.h>
 
 #include "device_test_util.h"
@@ -31,7 +33,7 @@ TEST(DwcTokensCuda, ConvInputAndWeightGradientsMatchTheNchwConv) {
   struct Case {
     int64_t B, G, C;
   };
-  for (const Case& cs : {Case{3, 14, 40}, Case{2, 5, 7}, Case{1, 1, 3}})
+  for (const Case& cs : {Case{3, 14, 40}, Case{2, 5, 7}, Case{1, 1, 3}, Case{2, 32, 72}, Case{1, 130, 8}})
     for (DType dt : {DType::f32, DType::bf16}) {
       const std::string what = "B=" + std::to_string(cs.B) + " G=" + std::to_string(cs.G) +
                                " C=" + std::to_string(cs.C) + " " + dtype_name(dt);
