@@ -98,16 +98,18 @@ int main(int argc, char** argv) {
   vt::cli::add_seg_eval_command(app);
   vt::cli::add_eval_sweep_commands(app);
   std::vector<std::string> args = vt::cli::timm_short_flags_to_long(argc, argv);
-  if (args.size() > 1 && args[1] == "train")
-    for (const auto& a : args)
+  if (args.size() > 1 && args[1] == "train") {
+    for (const auto& a : args) {
       if (a == "--") break;
-      else if (vt::io::is_unsupported_timm_flag(a)) {
+      if (vt::io::is_unsupported_timm_flag(a)) {
         std::fprintf(stderr,
                      "error: %s is a flag of timm's train.py that vitrain train does not support (the flags "
                      "it maps are listed by vitrain train --help)\n",
                      a.c_str());
         return 2;
       }
+    }
+  }
   std::vector<char*> arg_ptrs;
   for (auto& a : args) arg_ptrs.push_back(a.data());
   CLI11_PARSE(app, static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
