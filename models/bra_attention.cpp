@@ -25,41 +25,6 @@ Tensor from_regions(const Tensor& t, int64_t n, int64_t w) {
   return t.reshape({B, n, n, w, w, F}).permute({0, 1, 3, 2, 4, 5}).reshape({B, n * w * n * w, F});
 }
 
-// t [..., H, W] with p zeros before and after each of the last two dims.
-Tensor zero_pad2d(const Tensor& t, int64_t p) {
-  auto zeros = [&](int64_t dim) {
-    Shape s = t.shape();
-    s[dim] = p;
-    return Tensor::zeros(s, t.dtype(), t.device());
-  };
-  const int64_t h = t.dim() - 2, w = t.dim() - 1;
-  Tensor rows = ops::concat({zeros(w), t, zeros(w)}, w);
-  auto zr = [&] {
-    Shape s = rows.shape();
-    s[h] = p;
-    return Tensor::zeros(s, t.dtype(), t.device());
-  };
-  return ops::concat({zr(), rows, zr()}, h);
-}
-
-// Depth-wise 5×5 conv, stride 1, padding 2 (nn.Conv2d(C, C, 5, padding=2, groups=C)): x [B, C, H, W], weight
-// [C, 1, 5, 5], bias [C]. The kernel, zero-padded to 6×6, is four 3×3 blocks at rows/cols {0, 3}; the block at
-// (a, b) is a 3×3 conv (padding 1) of x padded by 2, read at rows a+1.. and cols b+1.. of its output.
-Tensor depthwise_conv5x5(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  const int64_t C = x.size(1), H = x.size(2), W = x.size(3);
-  Tensor xp = zero_pad2d(x, 2);
-  Tensor wp = ops::concat({weight, Tensor::zeros({C, 1, kLceKernel, 1}, weight.dtype(), weight.device())}, 3);
-  wp = ops::concat({wp, Tensor::zeros({C, 1, 1, kLceKernel + 1}, weight.dtype(), weight.device())}, 2);
-  Tensor out;
-  for (int64_t a : {0, 3})
-    for (int64_t b : {0, 3}) {
-      Tensor part = ops::depthwise_conv3x3(xp, wp.slice(2, a, a + 3).slice(3, b, b + 3), Tensor());
-      part = part.slice(2, a + 1, a + 1 + H).slice(3, b + 1, b + 1 + W);
-      out = out.defined() ? out + part : part;
-    }
-  return out + bias.reshape({1, C, 1, 1});
-}
-
 // The routed regions' rows of a [B·R, ...] tensor: idx [B, R, topk] (i64, per image) + b·R, flattened. Computed in
 // f64 (exact for these integers): the element-wise ops take no i64.
 Tensor batch_rows(const Tensor& idx, int64_t R) {
@@ -123,7 +88,7 @@ Tensor bra_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_b, 
 
   // LCE: the depth-wise 5×5 conv of V over the patch map.
   Tensor v_map = qkv.slice(1, 1, N).slice(2, 2 * C, 3 * C).transpose(1, 2).reshape({B, C, G, G});
-  Tensor lce = depthwise_conv5x5(v_map, nn::cast_to(lepe_w, v_map.dtype()), nn::cast_to(lepe_b, v_map.dtype()));
+  Tensor lce = ops::depthwise_conv2d(v_map, nn::cast_to(lepe_w, v_map.dtype()), nn::cast_to(lepe_b, v_map.dtype()));
   out = out + lce.reshape({B, C, G * G}).transpose(1, 2);
   return nn::autocast_linear(ops::concat({cls_out, out}, 1), proj_w, proj_b);
 }

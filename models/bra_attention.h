@@ -17,8 +17,7 @@
 // qk_scale=None default, self.qk_dim ** -0.5 with qk_dim = dim), model.attention.bra_scale.
 // Parameter names: `qkv` and `proj` as the other kinds (the official qkv.qkv and wo; engine/weight_layouts maps
 // them both ways), `lepe.weight` [C, 1, 5, 5] / `lepe.bias` [C] as the official ones.
-// The regions' k/v are gathered by ops::index_select; the 5×5 conv is four depth-wise 3×3 convs
-// (ops::depthwise_conv3x3) of the zero-padded map, each taking one 3×3 block of the zero-padded 6×6 kernel.
+// The regions' k/v are gathered by ops::index_select; the 5×5 conv is ops::depthwise_conv2d.
 #pragma once
 #include "models/attention.h"
 

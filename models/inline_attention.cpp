@@ -64,7 +64,7 @@ Tensor inline_attention(const Tensor& x, const Tensor& qkv_w, const Tensor& qkv_
   Tensor mixed = ops::gelu(grouped_pointwise(ops::mean(x, {1}), res0_w, res0_b, heads));
   Tensor kernels = grouped_pointwise(mixed, res2_w, res2_b, heads).reshape({B * C, 1, 3, 3});
   Tensor grid = v.slice(1, 1, N).transpose(1, 2).reshape({1, B * C, G, G});
-  Tensor local = ops::depthwise_conv3x3(grid, nn::cast_to(kernels, grid.dtype()), Tensor());
+  Tensor local = ops::depthwise_conv2d(grid, nn::cast_to(kernels, grid.dtype()), Tensor());
   Tensor patches = out.slice(1, 1, N) + local.reshape({B, C, G * G}).transpose(1, 2);
   out = ops::concat({out.slice(1, 0, 1), patches}, 1);
   return nn::autocast_linear(out, proj_w, proj_b);

@@ -25,7 +25,7 @@ std::pair<Tensor, Tensor> DepthwiseConv3x3::parameters_as(DType dtype) const {
 
 Tensor DepthwiseConv3x3::forward(const Tensor& x) const {
   const auto [w, b] = parameters_as(x.dtype());
-  return ops::depthwise_conv3x3(x, w, b);
+  return ops::depthwise_conv2d(x, w, b);
 }
 
 MitaOptions mita_options(const AttentionConfig& cfg, int64_t heads, int64_t registers) {

@@ -28,33 +28,34 @@ void patch_copy(T* cols, T* img, int64_t B, int64_t C, int64_t Gh, int64_t Gw, i
       }
 }
 
-// For tap offset d in {-1, 0, 1}: output positions [lo, hi) whose input position (pos + d) is inside [0, n).
+// For tap offset d in [-K/2, K/2]: output positions [lo, hi) whose input position (pos + d) is inside [0, n).
 inline void valid_range(int64_t d, int64_t n, int64_t& lo, int64_t& hi) {
   lo = std::max<int64_t>(0, -d);
   hi = std::min<int64_t>(n, n - d);
 }
 
 template <typename T>
-void dw_forward_impl(T* out, const T* x, const T* w, const T* bias, int64_t B, int64_t C, int64_t H, int64_t W) {
-  const int64_t HW = H * W;
+void dw_forward_impl(T* out, const T* x, const T* w, const T* bias, int64_t B, int64_t C, int64_t H, int64_t W,
+                     int64_t K) {
+  const int64_t HW = H * W, r = K / 2;
 #pragma omp parallel for collapse(2) if (B * C * HW > 16384) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t c = 0; c < C; ++c) {
       const T* xp = x + (b * C + c) * HW;
       T* op = out + (b * C + c) * HW;
-      const T* wc = w + c * 9;
+      const T* wc = w + c * K * K;
       std::fill(op, op + HW, bias ? bias[c] : T(0));
-      for (int64_t ky = 0; ky < 3; ++ky) {
+      for (int64_t ky = 0; ky < K; ++ky) {
         int64_t y0, y1;
-        valid_range(ky - 1, H, y0, y1);
-        for (int64_t kx = 0; kx < 3; ++kx) {
+        valid_range(ky - r, H, y0, y1);
+        for (int64_t kx = 0; kx < K; ++kx) {
           int64_t x0, x1;
-          valid_range(kx - 1, W, x0, x1);
-          const T wv = wc[ky * 3 + kx];
+          valid_range(kx - r, W, x0, x1);
+          const T wv = wc[ky * K + kx];
           for (int64_t y = y0; y < y1; ++y) {
             T* orow = op + y * W;
-            const T* irow = xp + (y + ky - 1) * W;
-            for (int64_t i = x0; i < x1; ++i) orow[i] += wv * irow[i + kx - 1];
+            const T* irow = xp + (y + ky - r) * W;
+            for (int64_t i = x0; i < x1; ++i) orow[i] += wv * irow[i + kx - r];
           }
         }
       }
@@ -63,53 +64,53 @@ void dw_forward_impl(T* out, const T* x, const T* w, const T* bias, int64_t B, i
 
 template <typename T>
 void dw_backward_impl(T* dx, T* dw, T* db, const T* g, const T* x, const T* w, int64_t B, int64_t C, int64_t H,
-                      int64_t W) {
-  const int64_t HW = H * W;
-  // Per-(b, c) partial sums of dweight (9 taps) and dbias (slot 9), reduced over b afterwards in a fixed order.
-  std::vector<double> part(dw || db ? static_cast<size_t>(B * C * 10) : 0);
+                      int64_t W, int64_t K) {
+  const int64_t HW = H * W, r = K / 2, taps = K * K, slots = taps + 1;
+  // Per-(b, c) partial sums of dweight (K² taps) and dbias (slot K²), reduced over b afterwards in a fixed order.
+  std::vector<double> part(dw || db ? static_cast<size_t>(B * C * slots) : 0);
 #pragma omp parallel for collapse(2) if (B * C * HW > 16384) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t c = 0; c < C; ++c) {
       const int64_t plane = (b * C + c) * HW;
       const T* gp = g + plane;
       const T* xp = x + plane;
-      const T* wc = w + c * 9;
+      const T* wc = w + c * taps;
       if (dx) std::fill(dx + plane, dx + plane + HW, T(0));
-      for (int64_t ky = 0; ky < 3; ++ky) {
+      for (int64_t ky = 0; ky < K; ++ky) {
         int64_t y0, y1;
-        valid_range(ky - 1, H, y0, y1);
-        for (int64_t kx = 0; kx < 3; ++kx) {
+        valid_range(ky - r, H, y0, y1);
+        for (int64_t kx = 0; kx < K; ++kx) {
           int64_t x0, x1;
-          valid_range(kx - 1, W, x0, x1);
-          const T wv = wc[ky * 3 + kx];
+          valid_range(kx - r, W, x0, x1);
+          const T wv = wc[ky * K + kx];
           double acc = 0;
           for (int64_t y = y0; y < y1; ++y) {
             const T* grow = gp + y * W;
-            const int64_t in_row = (y + ky - 1) * W;
+            const int64_t in_row = (y + ky - r) * W;
             if (dx) {
               T* drow = dx + plane + in_row;
-              for (int64_t i = x0; i < x1; ++i) drow[i + kx - 1] += wv * grow[i];
+              for (int64_t i = x0; i < x1; ++i) drow[i + kx - r] += wv * grow[i];
             }
             if (dw) {
               const T* irow = xp + in_row;
-              for (int64_t i = x0; i < x1; ++i) acc += static_cast<double>(grow[i]) * irow[i + kx - 1];
+              for (int64_t i = x0; i < x1; ++i) acc += static_cast<double>(grow[i]) * irow[i + kx - r];
             }
           }
-          if (dw) part[(b * C + c) * 10 + ky * 3 + kx] = acc;
+          if (dw) part[(b * C + c) * slots + ky * K + kx] = acc;
         }
       }
       if (db) {
         double s = 0;
         for (int64_t i = 0; i < HW; ++i) s += gp[i];
-        part[(b * C + c) * 10 + 9] = s;
+        part[(b * C + c) * slots + taps] = s;
       }
     }
   for (int64_t c = 0; c < C; ++c)
-    for (int64_t t = 0; t < 10; ++t) {
-      if ((t < 9 && !dw) || (t == 9 && !db)) continue;
+    for (int64_t t = 0; t < slots; ++t) {
+      if ((t < taps && !dw) || (t == taps && !db)) continue;
       double s = 0;
-      for (int64_t b = 0; b < B; ++b) s += part[(b * C + c) * 10 + t];
-      if (t < 9) dw[c * 9 + t] = static_cast<T>(s);
+      for (int64_t b = 0; b < B; ++b) s += part[(b * C + c) * slots + t];
+      if (t < taps) dw[c * taps + t] = static_cast<T>(s);
       else db[c] = static_cast<T>(s);
     }
 }
@@ -130,20 +131,22 @@ void col2im_patch(DType dtype, void* dx, const void* cols, int64_t B, int64_t C,
   });
 }
 
-void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
-                          int64_t C, int64_t H, int64_t W) {
-  VT_DISPATCH_FLOAT(dtype, "depthwise_conv3x3", [&] {
+void depthwise_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
+                       int64_t C, int64_t H, int64_t W, int64_t K) {
+  VT_CHECK(K % 2 == 1, "[depthwise_conv2d] kernel side ", K, " is not odd");
+  VT_DISPATCH_FLOAT(dtype, "depthwise_conv2d", [&] {
     dw_forward_impl(static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x), static_cast<const scalar_t*>(weight),
-                    static_cast<const scalar_t*>(bias), B, C, H, W);
+                    static_cast<const scalar_t*>(bias), B, C, H, W, K);
   });
 }
 
-void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
-                           const void* weight, int64_t B, int64_t C, int64_t H, int64_t W) {
-  VT_DISPATCH_FLOAT(dtype, "depthwise_conv3x3", [&] {
+void depthwise_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
+                        const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, int64_t K) {
+  VT_CHECK(K % 2 == 1, "[depthwise_conv2d] kernel side ", K, " is not odd");
+  VT_DISPATCH_FLOAT(dtype, "depthwise_conv2d", [&] {
     dw_backward_impl(static_cast<scalar_t*>(dx), static_cast<scalar_t*>(dweight), static_cast<scalar_t*>(dbias),
                      static_cast<const scalar_t*>(g), static_cast<const scalar_t*>(x),
-                     static_cast<const scalar_t*>(weight), B, C, H, W);
+                     static_cast<const scalar_t*>(weight), B, C, H, W, K);
   });
 }
 

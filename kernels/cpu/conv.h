@@ -1,5 +1,5 @@
 // Convolution kernels on contiguous NCHW buffers: the patch-embedding im2col/col2im pair (stride == kernel, so
-// patches never overlap) and the depth-wise 3×3 conv (stride 1, zero padding 1) with its backward.
+// patches never overlap) and the depth-wise K×K conv (K odd, stride 1, zero padding K/2) with its backward.
 #pragma once
 #include <cstdint>
 
@@ -12,11 +12,11 @@ void im2col_patch(DType dtype, void* cols, const void* x, int64_t B, int64_t C, 
 /// The inverse: dx [B, C, Gh·p, Gw·p] ← cols (every element of dx is written exactly once).
 void col2im_patch(DType dtype, void* dx, const void* cols, int64_t B, int64_t C, int64_t Gh, int64_t Gw, int64_t p);
 
-/// out [B, C, H, W] = depth-wise 3×3 conv of x with weight [C, 9] (+ bias [C] when not null).
-void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
-                          int64_t C, int64_t H, int64_t W);
-/// Gradients of depthwise3x3_forward given g [B, C, H, W]; any of dx, dweight [C, 9], dbias [C] may be null.
-void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
-                           const void* weight, int64_t B, int64_t C, int64_t H, int64_t W);
+/// out [B, C, H, W] = depth-wise K×K conv of x with weight [C, K²] (+ bias [C] when not null).
+void depthwise_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
+                       int64_t C, int64_t H, int64_t W, int64_t K);
+/// Gradients of depthwise_forward given g [B, C, H, W]; any of dx, dweight [C, K²], dbias [C] may be null.
+void depthwise_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
+                        const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, int64_t K);
 
 }  // namespace vt::kernels::cpu

@@ -1,9 +1,10 @@
-// Depth-wise 3×3 conv and adaptive average pooling on the GPU (see conv.h). Element-wise parts use one thread per
-// output element with a grid-stride loop; the weight/bias gradients use one block per channel that walks the
-// channel's B·H·W positions and reduces its 10 partial sums (9 taps + bias) through warp shuffles.
+// Depth-wise K×K conv (K = 3 or 5) and adaptive average pooling on the GPU (see conv.h). Element-wise parts use one
+// thread per output element with a grid-stride loop; the weight/bias gradients use one block per channel that walks
+// the channel's B·H·W positions and reduces its K² + 1 partial sums (taps + bias) through warp shuffles.
 #include "kernels/cuda/conv.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 
@@ -23,45 +24,47 @@ __device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { retur
 __device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
 
-// ---- depth-wise 3×3 ----
+// ---- depth-wise K×K ----
 // I: the index type, 32-bit whenever every offset fits (the 64-bit divisions cost more than the arithmetic).
-template <typename T, typename I>
+template <typename T, typename I, int K>
 __global__ void dw_forward_kernel(T* out, const T* x, const T* w, const T* bias, I C, I H, I W, I total) {
+  constexpr int r = K / 2;
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < total; i += I(gridDim.x) * blockDim.x) {
     const I xx = i % W, y = (i / W) % H, plane = i / (H * W), c = plane % C;
     const I base = plane * H * W;
     float acc = bias ? load(bias, c) : 0.0f;
 #pragma unroll
-    for (int ky = 0; ky < 3; ++ky) {
-      const I yy = y + ky - 1;
+    for (int ky = 0; ky < K; ++ky) {
+      const I yy = y + ky - r;
       if (yy < 0 || yy >= H) continue;
 #pragma unroll
-      for (int kx = 0; kx < 3; ++kx) {
-        const I xi = xx + kx - 1;
+      for (int kx = 0; kx < K; ++kx) {
+        const I xi = xx + kx - r;
         if (xi < 0 || xi >= W) continue;
-        acc += load(w, c * 9 + ky * 3 + kx) * load(x, base + yy * W + xi);
+        acc += load(w, c * K * K + ky * K + kx) * load(x, base + yy * W + xi);
       }
     }
     store(out, i, acc);
   }
 }
 
-// dx[y, x] = Σ_taps w[ky, kx] · g[y − ky + 1, x − kx + 1].
-template <typename T, typename I>
+// dx[y, x] = Σ_taps w[ky, kx] · g[y − ky + K/2, x − kx + K/2].
+template <typename T, typename I, int K>
 __global__ void dw_dx_kernel(T* dx, const T* g, const T* w, I C, I H, I W, I total) {
+  constexpr int r = K / 2;
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < total; i += I(gridDim.x) * blockDim.x) {
     const I xx = i % W, y = (i / W) % H, plane = i / (H * W), c = plane % C;
     const I base = plane * H * W;
     float acc = 0.0f;
 #pragma unroll
-    for (int ky = 0; ky < 3; ++ky) {
-      const I yy = y - ky + 1;
+    for (int ky = 0; ky < K; ++ky) {
+      const I yy = y - ky + r;
       if (yy < 0 || yy >= H) continue;
 #pragma unroll
-      for (int kx = 0; kx < 3; ++kx) {
-        const I xo = xx - kx + 1;
+      for (int kx = 0; kx < K; ++kx) {
+        const I xo = xx - kx + r;
         if (xo < 0 || xo >= W) continue;
-        acc += load(w, c * 9 + ky * 3 + kx) * load(g, base + yy * W + xo);
+        acc += load(w, c * K * K + ky * K + kx) * load(g, base + yy * W + xo);
       }
     }
     store(dx, i, acc);
@@ -69,46 +72,55 @@ __global__ void dw_dx_kernel(T* dx, const T* g, const T* w, I C, I H, I W, I tot
 }
 
 // One block of kWeightBlock threads per channel c (few channels: the block is wide):
-// dweight[c, tap] = Σ_{b, y, x} g · x[y + ky − 1, x + kx − 1], dbias[c] = Σ g.
+// dweight[c, tap] = Σ_{b, y, x} g · x[y + ky − K/2, x + kx − K/2], dbias[c] = Σ g.
 constexpr int kWeightBlock = 1024;
 
-template <typename T, typename I>
+template <typename T, typename I, int K>
 __global__ void __launch_bounds__(kWeightBlock)
     dw_dweight_kernel(T* dw, T* db, const T* g, const T* x, I B, I C, I H, I W) {
+  constexpr int r = K / 2, kTaps = K * K, kSlots = kTaps + 1;  // the taps, then the bias
   const I c = blockIdx.x, HW = H * W, n = B * HW;
-  float part[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  float part[kSlots] = {};
   for (I j = threadIdx.x; j < n; j += blockDim.x) {
     const I b = j / HW, pos = j % HW, y = pos / W, xx = pos % W;
     const I base = (b * C + c) * HW;
     const float gv = load(g, base + pos);
-    part[9] += gv;
+    part[kTaps] += gv;
 #pragma unroll
-    for (int ky = 0; ky < 3; ++ky) {
-      const I yy = y + ky - 1;
+    for (int ky = 0; ky < K; ++ky) {
+      const I yy = y + ky - r;
       if (yy < 0 || yy >= H) continue;
 #pragma unroll
-      for (int kx = 0; kx < 3; ++kx) {
-        const I xi = xx + kx - 1;
+      for (int kx = 0; kx < K; ++kx) {
+        const I xi = xx + kx - r;
         if (xi < 0 || xi >= W) continue;
-        part[ky * 3 + kx] += gv * load(x, base + yy * W + xi);
+        part[ky * K + kx] += gv * load(x, base + yy * W + xi);
       }
     }
   }
-  __shared__ float warp_sums[kWeightBlock / 32][10];
+  __shared__ float warp_sums[kWeightBlock / 32][kSlots];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
-  for (int t = 0; t < 10; ++t) {
+  for (int t = 0; t < kSlots; ++t) {
     float v = part[t];
     for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
     if (lane == 0) warp_sums[warp][t] = v;
   }
   __syncthreads();
-  if (threadIdx.x < 10) {
+  if (threadIdx.x < kSlots) {
     float s = 0.0f;
     for (int k = 0; k < kWeightBlock / 32; ++k) s += warp_sums[k][threadIdx.x];
-    if (threadIdx.x < 9 && dw) store(dw, c * 9 + threadIdx.x, s);
-    if (threadIdx.x == 9 && db) store(db, c, s);
+    if (threadIdx.x < kTaps && dw) store(dw, c * kTaps + threadIdx.x, s);
+    if (threadIdx.x == kTaps && db) store(db, c, s);
   }
+}
+
+/// Calls f(std::integral_constant<int, K>{}) for the kernel sides these kernels are built for.
+template <typename F>
+void dispatch_side(int64_t K, F&& f) {
+  VT_CHECK(K == 3 || K == 5, "[depthwise_conv2d] the CUDA kernels take a 3×3 or 5×5 kernel, got ", K, "×", K);
+  if (K == 3) f(std::integral_constant<int, 3>{});
+  else f(std::integral_constant<int, 5>{});
 }
 
 // ---- adaptive average pooling ----
@@ -160,39 +172,46 @@ __global__ void pool_backward_kernel(T* dx, const T* g, int64_t H, int64_t W, in
 
 }  // namespace
 
-void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
-                          int64_t C, int64_t H, int64_t W, cudaStream_t stream) {
+void depthwise_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
+                       int64_t C, int64_t H, int64_t W, int64_t K, cudaStream_t stream) {
   const int64_t total = B * C * H * W;
   if (total == 0) return;
-  device::dispatch_f32_bf16(dtype, "depthwise_conv3x3", [&](auto t) {
+  device::dispatch_f32_bf16(dtype, "depthwise_conv2d", [&](auto t) {
     using T = decltype(t);
-    auto launch = [&](auto index) {
-      using I = decltype(index);
-      dw_forward_kernel<T, I><<<grid_for(total), kBlock, 0, stream>>>(
-          static_cast<T*>(out), static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias),
-          I(C), I(H), I(W), I(total));
-    };
-    total < (int64_t{1} << 31) ? launch(int32_t{}) : launch(int64_t{});
+    dispatch_side(K, [&](auto side) {
+      constexpr int kSide = decltype(side)::value;
+      auto launch = [&](auto index) {
+        using I = decltype(index);
+        dw_forward_kernel<T, I, kSide><<<grid_for(total), kBlock, 0, stream>>>(
+            static_cast<T*>(out), static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias),
+            I(C), I(H), I(W), I(total));
+      };
+      total < (int64_t{1} << 31) ? launch(int32_t{}) : launch(int64_t{});
+    });
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }
 
-void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
-                           const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, cudaStream_t stream) {
+void depthwise_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
+                        const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, int64_t K,
+                        cudaStream_t stream) {
   const int64_t total = B * C * H * W;
-  device::dispatch_f32_bf16(dtype, "depthwise_conv3x3", [&](auto t) {
+  device::dispatch_f32_bf16(dtype, "depthwise_conv2d", [&](auto t) {
     using T = decltype(t);
-    auto launch = [&](auto index) {
-      using I = decltype(index);
-      if (dx && total > 0)
-        dw_dx_kernel<T, I><<<grid_for(total), kBlock, 0, stream>>>(
-            static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(weight), I(C), I(H), I(W), I(total));
-      if ((dweight || dbias) && C > 0)
-        dw_dweight_kernel<T, I><<<static_cast<unsigned>(C), kWeightBlock, 0, stream>>>(
-            static_cast<T*>(dweight), static_cast<T*>(dbias), static_cast<const T*>(g), static_cast<const T*>(x), I(B),
-            I(C), I(H), I(W));
-    };
-    total < (int64_t{1} << 31) ? launch(int32_t{}) : launch(int64_t{});
+    dispatch_side(K, [&](auto side) {
+      constexpr int kSide = decltype(side)::value;
+      auto launch = [&](auto index) {
+        using I = decltype(index);
+        if (dx && total > 0)
+          dw_dx_kernel<T, I, kSide><<<grid_for(total), kBlock, 0, stream>>>(
+              static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(weight), I(C), I(H), I(W), I(total));
+        if ((dweight || dbias) && C > 0)
+          dw_dweight_kernel<T, I, kSide><<<static_cast<unsigned>(C), kWeightBlock, 0, stream>>>(
+              static_cast<T*>(dweight), static_cast<T*>(dbias), static_cast<const T*>(g), static_cast<const T*>(x),
+              I(B), I(C), I(H), I(W));
+      };
+      total < (int64_t{1} << 31) ? launch(int32_t{}) : launch(int64_t{});
+    });
   });
   VT_CUDA_CHECK(cudaGetLastError());
 }

@@ -1,4 +1,4 @@
-// CUDA kernels of the depth-wise 3×3 conv (stride 1, zero padding 1) and adaptive average pooling on contiguous
+// CUDA kernels of the depth-wise K×K conv (K = 3 or 5, stride 1, zero padding K/2) and adaptive average pooling on contiguous
 // NCHW / [N, H, W] buffers: the device twins of kernels/cpu/conv.h and kernels/cpu/pool.h. f32 or bf16 storage,
 // f32 arithmetic; outputs and gradients have the input's dtype.
 #pragma once
@@ -9,13 +9,13 @@
 
 namespace vt::kernels::cuda {
 
-/// out [B, C, H, W] = depth-wise 3×3 conv of x with weight [C, 9] (+ bias [C] when not null).
-void depthwise3x3_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
-                          int64_t C, int64_t H, int64_t W, KernelStream stream);
-/// Gradients of depthwise3x3_forward given g [B, C, H, W]; any of dx, dweight [C, 9], dbias [C] may be null.
+/// out [B, C, H, W] = depth-wise K×K conv of x with weight [C, K²] (+ bias [C] when not null).
+void depthwise_forward(DType dtype, void* out, const void* x, const void* weight, const void* bias, int64_t B,
+                       int64_t C, int64_t H, int64_t W, int64_t K, KernelStream stream);
+/// Gradients of depthwise_forward given g [B, C, H, W]; any of dx, dweight [C, K²], dbias [C] may be null.
 /// dweight/dbias are reduced per channel by one block each, in a fixed order (deterministic).
-void depthwise3x3_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
-                           const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, KernelStream stream);
+void depthwise_backward(DType dtype, void* dx, void* dweight, void* dbias, const void* g, const void* x,
+                        const void* weight, int64_t B, int64_t C, int64_t H, int64_t W, int64_t K, KernelStream stream);
 
 /// out [N, oh, ow] ← x [N, H, W] with PyTorch's adaptive bins (kernels/cpu/pool.h).
 void adaptive_avg_pool2d_forward(DType dtype, void* out, const void* x, int64_t N, int64_t H, int64_t W, int64_t oh,

@@ -77,13 +77,13 @@ struct Conv2dPatchBackward : Node {
   void release() override { cols = weight = Tensor(); }
 };
 
-struct DepthwiseConv3x3Backward : Node {
+struct DepthwiseConvBackward : Node {
   Tensor x, weight;  // contiguous
-  const char* name() const override { return "DepthwiseConv3x3Backward"; }
+  const char* name() const override { return "DepthwiseConvBackward"; }
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor gx, gw, gb;
-    depthwise_conv3x3_grads(g, x, weight, needs_grad(0) ? &gx : nullptr, needs_grad(1) ? &gw : nullptr,
-                            needs_grad(2) ? &gb : nullptr);
+    depthwise_conv2d_grads(g, x, weight, needs_grad(0) ? &gx : nullptr, needs_grad(1) ? &gw : nullptr,
+                           needs_grad(2) ? &gb : nullptr);
     return {gx, gw, gb};
   }
   void release() override { x = weight = Tensor(); }
@@ -214,8 +214,8 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return out;
 }
 
-void depthwise_conv3x3_grads(const Tensor& g_in, const Tensor& x_in, const Tensor& weight_in, Tensor* dx,
-                             Tensor* dweight, Tensor* dbias) {
+void depthwise_conv2d_grads(const Tensor& g_in, const Tensor& x_in, const Tensor& weight_in, Tensor* dx,
+                            Tensor* dweight, Tensor* dbias) {
   const Device dev = x_in.device();
   const DType dt = dev.is_cuda() ? x_in.dtype() : g_in.dtype();
   const Tensor g = (g_in.dtype() == dt ? g_in : g_in.to(dt)).contiguous();
@@ -229,24 +229,24 @@ void depthwise_conv3x3_grads(const Tensor& g_in, const Tensor& x_in, const Tenso
   kernels::dispatch(
       dev,
       [&] {
-        kernels::cpu::depthwise3x3_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
-                                            x.size(1), x.size(2), x.size(3));
+        kernels::cpu::depthwise_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
+                                         x.size(1), x.size(2), x.size(3), weight.size(2));
       },
       [&](kernels::Cuda c) {
-        kernels::cuda::depthwise3x3_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
-                                             x.size(1), x.size(2), x.size(3), c.stream);
+        kernels::cuda::depthwise_backward(dt, px, pw, pb, g.raw_data(), x.raw_data(), weight.raw_data(), x.size(0),
+                                          x.size(1), x.size(2), x.size(3), weight.size(2), c.stream);
       });
 }
 
-Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  const Device dev = common_device("depthwise_conv3x3", {&x, &weight, &bias});
-  VT_CHECK(x.dim() == 4, "[depthwise_conv3x3] input must be [B, C, H, W], got ", x.describe());
-  const int64_t C = x.size(1);
-  VT_CHECK(weight.shape() == Shape({C, 1, 3, 3}), "[depthwise_conv3x3] weight ", weight.describe(), " should be [", C,
-           ", 1, 3, 3] for input ", x.describe());
-  VT_CHECK(x.dtype() == weight.dtype(), "[depthwise_conv3x3] input ", x.describe(), " and weight ", weight.describe(),
+Tensor depthwise_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const Device dev = common_device("depthwise_conv2d", {&x, &weight, &bias});
+  VT_CHECK(x.dim() == 4, "[depthwise_conv2d] input must be [B, C, H, W], got ", x.describe());
+  const int64_t C = x.size(1), K = weight.dim() == 4 ? weight.size(2) : 0;
+  VT_CHECK(K % 2 == 1 && weight.shape() == Shape({C, 1, K, K}), "[depthwise_conv2d] weight ", weight.describe(),
+           " should be [", C, ", 1, K, K] with K odd for input ", x.describe());
+  VT_CHECK(x.dtype() == weight.dtype(), "[depthwise_conv2d] input ", x.describe(), " and weight ", weight.describe(),
            " dtypes differ");
-  check_bias(bias, C, x, "depthwise_conv3x3");
+  check_bias(bias, C, x, "depthwise_conv2d");
   Tensor xc = x.detach().contiguous();
   Tensor wc = weight.detach().contiguous();
   Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
@@ -255,16 +255,16 @@ Tensor depthwise_conv3x3(const Tensor& x, const Tensor& weight, const Tensor& bi
   kernels::dispatch(
       dev,
       [&] {
-        kernels::cpu::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
-                                           x.size(2), x.size(3));
+        kernels::cpu::depthwise_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
+                                        x.size(2), x.size(3), K);
       },
       [&](kernels::Cuda c) {
-        check_cuda_float(x, "depthwise_conv3x3");
-        kernels::cuda::depthwise3x3_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
-                                            x.size(2), x.size(3), c.stream);
+        check_cuda_float(x, "depthwise_conv2d");
+        kernels::cuda::depthwise_forward(x.dtype(), out.raw_data(), xc.raw_data(), wc.raw_data(), bp, x.size(0), C,
+                                         x.size(2), x.size(3), K, c.stream);
       });
   if (any_requires_grad({&x, &weight, &bias})) {
-    auto node = std::make_shared<DepthwiseConv3x3Backward>();
+    auto node = std::make_shared<DepthwiseConvBackward>();
     node->x = xc;
     node->weight = wc;
     attach_node(out, node, {&x, &weight, &bias});

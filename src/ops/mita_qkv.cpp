@@ -204,7 +204,7 @@ Tensor dwc_forward(const Tensor& out, const Tensor& v, const Tensor& weight, con
     });
   }
   const Tensor grid = v.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
-  const Tensor conv = depthwise_conv3x3(grid, weight, bias);
+  const Tensor conv = depthwise_conv2d(grid, weight, bias);
   return concat({out.slice(1, 0, 1), out.slice(1, 1, N) + conv.reshape({B, C, N - 1}).transpose(1, 2)}, 1);
 }
 
@@ -234,7 +234,7 @@ void dwc_backward(const Tensor& dv_sum, const Tensor& g, const Tensor& v, const 
   const Tensor grid = v.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
   const Tensor g_grid = g.slice(1, 1, N).transpose(1, 2).contiguous().reshape({B, C, G, G});
   Tensor dgrid;
-  depthwise_conv3x3_grads(g_grid, grid, weight, &dgrid, dweight, dbias);
+  depthwise_conv2d_grads(g_grid, grid, weight, &dgrid, dweight, dbias);
   const Tensor tail = dv_sum.slice(1, 1, N);
   tail.copy_(tail + dgrid.reshape({B, C, N - 1}).transpose(1, 2));
 }

@@ -1,4 +1,4 @@
-// The patch-embedding conv (im2col by a strided device copy + cuBLASLt), the depth-wise 3×3 conv and adaptive
+// The patch-embedding conv (im2col by a strided device copy + cuBLASLt), the depth-wise 3×3 and 5×5 convs and adaptive
 // average pooling on the GPU against the CPU ops on the same inputs, forward and backward, f32 and bf16
 // (tolerances: tests/cuda/op_compare.h). Odd grids, non-contiguous inputs, overlapping pooling bins, upsampling
 // bins and the 1-D pooling of MiTA's landmarks are covered.
@@ -40,7 +40,7 @@ TEST(ConvPatchCuda, NonContiguousInputAndNchwOutput) {
 }
 
 OpFn dw_fn() {
-  return [](const std::vector<Tensor>& t) { return ops::depthwise_conv3x3(t[0], t[1], t[2]); };
+  return [](const std::vector<Tensor>& t) { return ops::depthwise_conv2d(t[0], t[1], t[2]); };
 }
 
 TEST(DepthwiseConvCuda, ForwardBackward) {
@@ -51,6 +51,18 @@ TEST(DepthwiseConvCuda, ForwardBackward) {
   check_op("depthwise 1x1 no bias", dw_fn(), {randn_cpu({2, 3, 1, 1}, 9), randn_cpu({3, 1, 3, 3}, 10), Tensor()}, 11);
   check_op("depthwise 1x13", dw_fn(), {randn_cpu({1, 2, 1, 13}, 12), randn_cpu({2, 1, 3, 3}, 13), randn_cpu({2}, 14)},
            15);
+  // 5×5 (BRA's LCE): BRA's 56×56 map at C = 64, a map narrower than the kernel, and no bias.
+  check_op("depthwise 5x5 56x56 C=64", dw_fn(),
+           {randn_cpu({2, 64, 56, 56}, 16), randn_cpu({64, 1, 5, 5}, 17), randn_cpu({64}, 18)}, 19);
+  check_op("depthwise 5x5 3x2", dw_fn(), {randn_cpu({2, 3, 3, 2}, 20), randn_cpu({3, 1, 5, 5}, 21), randn_cpu({3}, 22)},
+           23);
+  check_op("depthwise 5x5 no bias", dw_fn(), {randn_cpu({1, 4, 7, 7}, 24), randn_cpu({4, 1, 5, 5}, 25), Tensor()}, 26);
+}
+
+TEST(DepthwiseConvCuda, RefusesSevenBySeven) {
+  VT_REQUIRE_DEVICE();
+  EXPECT_THROW(
+      ops::depthwise_conv2d(randn_cpu({1, 2, 8, 8}, 1).to(kGpu), randn_cpu({2, 1, 7, 7}, 2).to(kGpu), Tensor()), Error);
 }
 
 TEST(AdaptiveAvgPoolCuda, TwoD) {

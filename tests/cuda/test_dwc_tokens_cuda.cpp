@@ -1,5 +1,5 @@
 // The channels-last depth-wise 3×3 conv on token rows (kernels/cuda/mita/dwc_tokens.h) against the NCHW conv of the CPU
-// (ops::depthwise_conv3x3 and its gradients) on the same values: v a strided slice of a packed [B, N, 3C] tensor,
+// (ops::depthwise_conv2d and its gradients) on the same values: v a strided slice of a packed [B, N, 3C] tensor,
 // the grid rows 1..N-1 (CLS first), odd G and C. f32 within float rounding of 9-term sums (forward, input
 // gradient) and of B·G²-term sums (weight and bias gradients); bf16 by the bf16 rule. G = 32 and 130 split the grid
 // into bands of rows (130 also needs more than 48 KB of shared memory a block); C = 72 leaves a part-filled channel
@@ -44,9 +44,9 @@ TEST(DwcTokensCuda, ConvInputAndWeightGradientsMatchTheNchwConv) {
       const Tensor v = qkv.slice(2, 2 * C, 3 * C);
       // Reference in f64 on the CPU.
       auto f64 = [](const Tensor& t) { return t.to(DType::f64); };
-      const Tensor conv_ref = f64(out) + from_grid(ops::depthwise_conv3x3(to_grid(f64(v), G), f64(w), f64(b)), N);
+      const Tensor conv_ref = f64(out) + from_grid(ops::depthwise_conv2d(to_grid(f64(v), G), f64(w), f64(b)), N);
       Tensor dgrid, dw_ref, db_ref;
-      ops::depthwise_conv3x3_grads(to_grid(f64(g), G), to_grid(f64(v), G), f64(w), &dgrid, &dw_ref, &db_ref);
+      ops::depthwise_conv2d_grads(to_grid(f64(g), G), to_grid(f64(v), G), f64(w), &dgrid, &dw_ref, &db_ref);
       const Tensor dx_ref = f64(out) + from_grid(dgrid, N);  // the input gradient added into `out`
 
       const Tensor qkv_d = qkv.to(kGpu), out_d = out.to(kGpu), w_d = w.to(kGpu), b_d = b.to(kGpu), g_d = g.to(kGpu);

@@ -152,7 +152,9 @@ TEST(LraClassifier, LinearLayersStartFromTorchsDefaultInit) {
       double largest = 0;
       for (double v : t.to_vector()) largest = std::max(largest, std::abs(v));
       EXPECT_LE(largest, bound) << kind << " " << name;
-      if (t.dim() == 2) EXPECT_GT(largest, 0.9 * bound) << kind << " " << name;
+      if (t.dim() == 2) {
+        EXPECT_GT(largest, 0.9 * bound) << kind << " " << name;
+      }
     }
   }
 }

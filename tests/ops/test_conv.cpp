@@ -88,8 +88,9 @@ TEST(Conv, PatchConvRejectsBadShapes) {
   throws_with([&] { ops::conv2d_patch(Tensor::zeros({1, 3, 6, 6}), w, Tensor()); }, "dtypes differ");
 }
 
+// The K×K depth-wise conv (padding K/2) as the plain loop, K from w [C, 1, K, K].
 std::vector<double> depthwise_reference(const Tensor& x, const Tensor& w, const std::vector<double>& bias) {
-  const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), K = w.size(2), r = K / 2;
   auto xv = x.to_vector(), wv = w.to_vector();
   std::vector<double> out;
   for (int64_t b = 0; b < B; ++b)
@@ -97,11 +98,11 @@ std::vector<double> depthwise_reference(const Tensor& x, const Tensor& w, const 
       for (int64_t y = 0; y < H; ++y)
         for (int64_t i = 0; i < W; ++i) {
           double acc = bias.empty() ? 0.0 : bias[c];
-          for (int64_t ky = 0; ky < 3; ++ky)
-            for (int64_t kx = 0; kx < 3; ++kx) {
-              const int64_t yy = y + ky - 1, xx = i + kx - 1;
+          for (int64_t ky = 0; ky < K; ++ky)
+            for (int64_t kx = 0; kx < K; ++kx) {
+              const int64_t yy = y + ky - r, xx = i + kx - r;
               if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;  // zero padding
-              acc += xv[((b * C + c) * H + yy) * W + xx] * wv[c * 9 + ky * 3 + kx];
+              acc += xv[((b * C + c) * H + yy) * W + xx] * wv[(c * K + ky) * K + kx];
             }
           out.push_back(acc);
         }
@@ -110,53 +111,65 @@ std::vector<double> depthwise_reference(const Tensor& x, const Tensor& w, const 
 
 TEST(Conv, DepthwiseMatchesDirectLoopAndGradcheck) {
   OpCase c;
-  c.name = "depthwise_conv3x3 2x3x5x7";
+  c.name = "depthwise_conv2d 3x3 2x3x5x7";
   c.inputs = {random_tensor({2, 3, 5, 7}, 41), random_tensor({3, 1, 3, 3}, 42), random_tensor({3}, 43)};
-  c.fn = [](const std::vector<Tensor>& in) { return ops::depthwise_conv3x3(in[0], in[1], in[2]); };
+  c.fn = [](const std::vector<Tensor>& in) { return ops::depthwise_conv2d(in[0], in[1], in[2]); };
   c.reference = [](const std::vector<Tensor>& in) { return depthwise_reference(in[0], in[1], in[2].to_vector()); };
   run_op_case(c);
 
   OpCase r;  // 1-pixel-wide image: every tap but the centre column falls in the padding
-  r.name = "depthwise_conv3x3 1x2x4x1 no bias";
+  r.name = "depthwise_conv2d 3x3 1x2x4x1 no bias";
   r.inputs = {random_tensor({1, 2, 4, 1}, 44), random_tensor({2, 1, 3, 3}, 45)};
-  r.fn = [](const std::vector<Tensor>& in) { return ops::depthwise_conv3x3(in[0], in[1], Tensor()); };
+  r.fn = [](const std::vector<Tensor>& in) { return ops::depthwise_conv2d(in[0], in[1], Tensor()); };
   r.reference = [](const std::vector<Tensor>& in) { return depthwise_reference(in[0], in[1], {}); };
   run_op_case(r);
+
+  OpCase f;  // 5×5 (BRA's LCE): a 4-row image leaves some taps outside on both sides at once
+  f.name = "depthwise_conv2d 5x5 2x3x4x6";
+  f.inputs = {random_tensor({2, 3, 4, 6}, 50), random_tensor({3, 1, 5, 5}, 51), random_tensor({3}, 52)};
+  f.fn = [](const std::vector<Tensor>& in) { return ops::depthwise_conv2d(in[0], in[1], in[2]); };
+  f.reference = [](const std::vector<Tensor>& in) { return depthwise_reference(in[0], in[1], in[2].to_vector()); };
+  run_op_case(f);
 }
 
 // Large enough for the OpenMP paths: f32 forward against the f64 loop, f32 gradients against f64 gradients.
 TEST(Conv, DepthwiseFloat32LargeMatchesFloat64) {
-  Tensor x = random_tensor({2, 8, 35, 37}, 46), w = random_tensor({8, 1, 3, 3}, 47), b = random_tensor({8}, 48);
-  expect_close(ops::depthwise_conv3x3(x.to(DType::f32), w.to(DType::f32), b.to(DType::f32)).to_vector(),
-               depthwise_reference(x, w, b.to_vector()), 1e-5, 1e-5, "forward f32");
-  Tensor g = random_tensor(x.shape(), 49);
-  std::vector<std::vector<double>> grads[2];
-  for (DType dt : {DType::f64, DType::f32}) {
-    Tensor xi = x.detach().to(dt).set_requires_grad(true), wi = w.detach().to(dt).set_requires_grad(true),
-           bi = b.detach().to(dt).set_requires_grad(true);
-    ops::depthwise_conv3x3(xi, wi, bi).backward(g.to(dt));
-    grads[dt == DType::f32] = {xi.grad().to_vector(), wi.grad().to_vector(), bi.grad().to_vector()};
+  for (int64_t K : {3, 5}) {
+    const std::string what = std::to_string(K) + "x" + std::to_string(K);
+    Tensor x = random_tensor({2, 8, 35, 37}, 46), w = random_tensor({8, 1, K, K}, 47), b = random_tensor({8}, 48);
+    expect_close(ops::depthwise_conv2d(x.to(DType::f32), w.to(DType::f32), b.to(DType::f32)).to_vector(),
+                 depthwise_reference(x, w, b.to_vector()), 1e-5, 1e-5, "forward f32 " + what);
+    Tensor g = random_tensor(x.shape(), 49);
+    std::vector<std::vector<double>> grads[2];
+    for (DType dt : {DType::f64, DType::f32}) {
+      Tensor xi = x.detach().to(dt).set_requires_grad(true), wi = w.detach().to(dt).set_requires_grad(true),
+             bi = b.detach().to(dt).set_requires_grad(true);
+      ops::depthwise_conv2d(xi, wi, bi).backward(g.to(dt));
+      grads[dt == DType::f32] = {xi.grad().to_vector(), wi.grad().to_vector(), bi.grad().to_vector()};
+    }
+    for (int i = 0; i < 3; ++i)
+      expect_close(grads[1][i], grads[0][i], 1e-3, 1e-4, "grad " + std::to_string(i) + " " + what);
   }
-  for (int i = 0; i < 3; ++i) expect_close(grads[1][i], grads[0][i], 1e-3, 1e-4, "grad " + std::to_string(i));
 }
 
 TEST(Conv, DepthwiseRejectsBadWeight) {
   Tensor x = Tensor::zeros({1, 3, 4, 4}, DType::f64);
   throws_with(
       [&] {
-        ops::depthwise_conv3x3(x, Tensor::zeros({4, 1, 3, 3}, DType::f64), Tensor());
+        ops::depthwise_conv2d(x, Tensor::zeros({4, 1, 3, 3}, DType::f64), Tensor());
       },
-      "[depthwise_conv3x3]");
+      "[depthwise_conv2d]");
+  throws_with([&] { ops::depthwise_conv2d(x, Tensor::zeros({3, 1, 4, 4}, DType::f64), Tensor()); }, "K odd");
   throws_with(
       [&] {
-        ops::depthwise_conv3x3(x, Tensor::zeros({3, 1, 5, 5}, DType::f64), Tensor());
+        ops::depthwise_conv2d(x, Tensor::zeros({3, 1, 3, 5}, DType::f64), Tensor());
       },
-      "[depthwise_conv3x3]");
+      "[depthwise_conv2d]");
   throws_with(
       [&] {
-        ops::depthwise_conv3x3(x.reshape({3, 4, 4}), Tensor::zeros({3, 1, 3, 3}, DType::f64), Tensor());
+        ops::depthwise_conv2d(x.reshape({3, 4, 4}), Tensor::zeros({3, 1, 3, 3}, DType::f64), Tensor());
       },
-      "[depthwise_conv3x3]");
+      "[depthwise_conv2d]");
 }
 
 struct Bins {
