@@ -2,7 +2,6 @@
 #include "models/bra_attention.h"
 
 #include <cmath>
-#include <vector>
 
 #include "nn/autocast.h"
 #include "nn/init.h"
@@ -26,12 +25,11 @@ Tensor from_regions(const Tensor& t, int64_t n, int64_t w) {
 }
 
 // The routed regions' rows of a [B·R, ...] tensor: idx [B, R, topk] (i64, per image) + b·R, flattened. Computed in
-// f64 (exact for these integers): the element-wise ops take no i64.
+// f64 (exact for these integers): the element-wise ops take no i64. The offsets are made on idx's device, so a
+// forward copies nothing from the host (and a CUDA graph can capture it).
 Tensor batch_rows(const Tensor& idx, int64_t R) {
   const int64_t B = idx.size(0);
-  std::vector<double> offsets(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) offsets[static_cast<size_t>(b)] = static_cast<double>(b * R);
-  Tensor off = Tensor::from_vector(offsets, {B, 1, 1}, DType::f64).to(idx.device());
+  Tensor off = Tensor::arange(B, DType::f64, idx.device()).reshape({B, 1, 1}) * static_cast<double>(R);
   return (idx.to(DType::f64) + off).to(DType::i64).reshape({idx.numel()});
 }
 

@@ -107,6 +107,13 @@ __global__ void fill_kernel(T* dst, T value, int64_t n) {
     dst[i] = value;
 }
 
+// dst[i] = i, converted from the double as the CPU's arange converts it.
+template <typename T>
+__global__ void iota_kernel(T* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = convert<T>(static_cast<double>(i));
+}
+
 int grid_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65536)); }
 
 // Calls f(T{}) with T the device storage type of `dtype`.
@@ -216,6 +223,16 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
       });
     });
   }
+  VT_CUDA_CHECK(cudaGetLastError());
+}
+
+void iota(int device, void* dst, DType dtype, int64_t n) {
+  if (n == 0) return;
+  DeviceGuard guard(device);
+  dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    iota_kernel<T><<<grid_for(n), kBlock, 0, current_stream()>>>(static_cast<T*>(dst), n);
+  });
   VT_CUDA_CHECK(cudaGetLastError());
 }
 

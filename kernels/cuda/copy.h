@@ -28,6 +28,8 @@ void copy_strided(int device, void* dst, DType dst_dtype, const std::vector<int6
 
 /// n contiguous elements set to `value` converted to dtype (bit-identical to the CPU fill).
 void fill(int device, void* dst, DType dtype, int64_t n, double value);
+/// dst[i] = i for i < n, converted to dtype as the CPU converts a double (bf16: round to nearest even).
+void iota(int device, void* dst, DType dtype, int64_t n);
 void memset_zero(int device, void* dst, size_t nbytes);
 
 void copy_host_to_device(int device, void* dst, const void* src, size_t nbytes);

@@ -61,7 +61,17 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
   return t;
 }
 
-Tensor Tensor::arange(int64_t n, DType dtype) {
+Tensor Tensor::arange(int64_t n, DType dtype, Device device) {
+  VT_CHECK(n >= 0, "[arange] n = ", n, " is negative");
+  if (device.is_cuda()) {
+#ifdef VT_WITH_CUDA
+    Tensor t = make({n}, dtype, device, false);
+    kernels::cuda::iota(device.index, t.raw_data(), dtype, n);
+    return t;
+#else
+    VT_FAIL("[arange] ", device.str(), " tensor in a build without CUDA");
+#endif
+  }
   std::vector<double> v(n);
   for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i);
   return from_vector(v, {n}, dtype);

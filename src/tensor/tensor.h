@@ -38,7 +38,8 @@ class Tensor {
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f32, Device device = cpu());
   /// Copies `values` (converted to dtype) into a new tensor of `shape`.
   static Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype = DType::f32);
-  static Tensor arange(int64_t n, DType dtype = DType::i64);
+  /// 0, 1, .., n − 1 (exact in every dtype up to its integer range), made on `device` (no host→device copy).
+  static Tensor arange(int64_t n, DType dtype = DType::i64, Device device = cpu());
   static Tensor scalar(double value, DType dtype = DType::f32) { return full({}, value, dtype); }
 
   // ---- metadata ----

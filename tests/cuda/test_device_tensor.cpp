@@ -229,6 +229,18 @@ TEST(DeviceTensor, ZerosFullOnesForEveryDtype) {
   EXPECT_EQ(Tensor::zeros({4099}, DType::f32, kGpu).to_vector(), std::vector<double>(4099, 0.0));
 }
 
+TEST(DeviceTensor, ArangeOnTheDeviceHasTheCpuBits) {
+  VT_REQUIRE_DEVICE();
+  // 300 and 70000 pass bf16's exact integers (both backends round alike); u8 stays within its range.
+  for (DType dt : kAllDtypes)
+    for (int64_t n : {int64_t(0), int64_t(1), int64_t(256), int64_t(300), int64_t(70000)}) {
+      if (dt == DType::u8 && n > 256) continue;
+      Tensor t = Tensor::arange(n, dt, kGpu);
+      EXPECT_TRUE(t.device() == kGpu);
+      EXPECT_EQ(bytes_of(t), bytes_of(Tensor::arange(n, dt))) << dtype_name(dt) << " n=" << n;
+    }
+}
+
 TEST(DeviceTensor, AllocatesThroughTheCachingAllocator) {
   VT_REQUIRE_DEVICE();
   auto& alloc = kernels::cuda::cuda_allocator(0);

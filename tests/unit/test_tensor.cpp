@@ -43,6 +43,8 @@ TEST(Tensor, FactoriesAndMetadata) {
   EXPECT_EQ(Tensor::full({2}, 7.0, DType::i32).to_vector(), (std::vector<double>{7, 7}));
   EXPECT_EQ(Tensor::arange(4).to_vector(), (std::vector<double>{0, 1, 2, 3}));
   EXPECT_EQ(Tensor::arange(4).dtype(), DType::i64);
+  EXPECT_EQ(Tensor::arange(0).numel(), 0);
+  EXPECT_THROW(Tensor::arange(-1), Error);
   expect_error([] { Tensor::from_vector({1, 2, 3}, {2, 2}); }, {"[from_vector]", "[2, 2]"});
   expect_error([] { Tensor::zeros({2, -1}); }, {"negative", "[2, -1]"});
 }
