@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Issue 11's benchmark: DeiT-T and DeiT-S, ours with dense and MiTA attention, timm eager and torch.compile (dense;
-# the official MiTA needs flash-attn, which is not installed there), training and inference, batch 256 and 1024,
-# 224², bf16, synthetic data, all in one run on the same GPU; img/s, step time, peak memory and the ratios
-# (scripts/bench_table.py).
+# The dense benchmark: DeiT-T and DeiT-S, ours with dense and MiTA attention, timm eager and torch.compile in its
+# default, reduce-overhead and max-autotune modes (dense; the official MiTA needs flash-attn, which is not installed
+# there), training and inference, batch 256 and 1024, 224², bf16, synthetic data, all in one run on the same GPU;
+# img/s as the median of REPEATS timed windows with their spread, step time, peak memory and the ratios against
+# timm eager and against the strongest timm mode (scripts/bench_table.py).
 #   bash scripts/bench_gpu.sh OUT_DIR
 # Run on the GPU machine with .gpu/bundle.tar.xz (scripts/gpu_bundle.sh) carried: it is unpacked here; or
 # VITRAIN=/path/to/vitrain. Also fine as gpu_check.sh's extra command (after the tests):
 # `bash scripts/gpu_check.sh bash scripts/bench_gpu.sh "$OUT"/bench`.
 # Writes OUT_DIR/bench.jsonl (one line per implementation, model, attention and batch) and OUT_DIR/table.md; with
 # APPEND=BENCHMARKS.md also appends a dated section (command + tables) to that file.
-# Env: STEPS (default 50), WARMUP (10), BATCHES ("256 1024"), MODELS ("deit_tiny_patch16_224
-#      deit_small_patch16_224"), ATTENTIONS ("dense mita"), TIMM_MODES ("eager compile"; timm uses fused AdamW,
-#      as anchors.md measured), GRAPH_MODES ("eager graph": ours also with --cuda-graph, shown as "+graph"),
+# Env: STEPS (default 50), WARMUP (10), REPEATS (3), BATCHES ("256 1024"), MODELS ("deit_tiny_patch16_224
+#      deit_small_patch16_224"), ATTENTIONS ("dense mita"), TIMM_MODES ("eager compile reduce-overhead
+#      max-autotune"; max-autotune spends minutes tuning; timm uses fused AdamW), GRAPH_MODES ("eager graph": ours
+#      also with --cuda-graph, shown as "+graph"),
 #      VITRAIN_ARGS (extra `vitrain bench` options, e.g. "--dwc").
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
@@ -23,10 +25,11 @@ JSONL=$OUT/bench.jsonl
 : >"$JSONL"
 STEPS=${STEPS:-50}
 WARMUP=${WARMUP:-10}
+REPEATS=${REPEATS:-3}
 BATCHES=${BATCHES:-${BATCH:-256 1024}}
 MODELS=${MODELS:-"deit_tiny_patch16_224 deit_small_patch16_224"}
 ATTENTIONS=${ATTENTIONS:-dense mita}
-TIMM_MODES=${TIMM_MODES:-"eager compile"}
+TIMM_MODES=${TIMM_MODES:-"eager compile reduce-overhead max-autotune"}
 GRAPH_MODES=${GRAPH_MODES:-"eager graph"}
 
 # Our binary needs the bundled libraries; Python must not see them (it keeps the machine's own).
@@ -50,7 +53,7 @@ for batch in $BATCHES; do
         echo "== vitrain bench $model $attention batch $batch $mode"
         # shellcheck disable=SC2086  # VITRAIN_ARGS is a list of options
         LD_LIBRARY_PATH=$OUR_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$VITRAIN" bench --model "$model" \
-          --attention "$attention" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" --amp --infer \
+          --attention "$attention" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" --repeats "$REPEATS" --amp --infer \
           --device cuda:0 --json "$JSONL" $graph_flag ${VITRAIN_ARGS:-} ||
           { echo "vitrain bench $model $attention $mode FAILED" >&2; status=1; }
       done
@@ -59,7 +62,7 @@ for batch in $BATCHES; do
   echo "== timm ($TIMM_MODES) batch $batch"
   # shellcheck disable=SC2086
   "${PY[@]}" scripts/bench_timm.py --models $MODELS --modes $TIMM_MODES --batch-size "$batch" --steps "$STEPS" \
-    --warmup "$WARMUP" --fused-adamw --out "$JSONL" || { echo "bench_timm.py FAILED" >&2; status=1; }
+    --warmup "$WARMUP" --repeats "$REPEATS" --fused-adamw --out "$JSONL" || { echo "bench_timm.py FAILED" >&2; status=1; }
 done
 
 "${PY[@]}" scripts/bench_table.py "$JSONL" --gpu "$(cat "$OUT/gpu.txt" 2>/dev/null || true)" >"$OUT/table.md"
@@ -67,7 +70,7 @@ if [ -n "${APPEND:-}" ]; then
   {
     echo
     echo "### bench_gpu.sh, $(date -u +%Y-%m-%d) ($(git rev-parse --short HEAD 2>/dev/null || echo unknown))"
-    echo "\`BATCHES=\"$BATCHES\" MODELS=\"$MODELS\" ATTENTIONS=\"$ATTENTIONS\" GRAPH_MODES=\"$GRAPH_MODES\" STEPS=$STEPS WARMUP=$WARMUP bash scripts/bench_gpu.sh OUT\`"
+    echo "\`BATCHES=\"$BATCHES\" MODELS=\"$MODELS\" ATTENTIONS=\"$ATTENTIONS\" GRAPH_MODES=\"$GRAPH_MODES\" TIMM_MODES=\"$TIMM_MODES\" STEPS=$STEPS WARMUP=$WARMUP REPEATS=$REPEATS bash scripts/bench_gpu.sh OUT\`"
     echo
     cat "$OUT/table.md"
   } >>"$APPEND"

@@ -2,8 +2,8 @@
 # MiTA against dense attention on one GPU, in one job: our MiTA, our dense (flash) attention and PyTorch
 # (scaled_dot_product_attention under each of its flash / memory-efficient / cuDNN backends, the fastest reported)
 # for five workloads, each cell the median of 3 timed windows with their min–max:
-#   a  DeiT-T and DeiT-S (N = 197), batch 256: training and inference (ours, timm eager; timm compiled with
-#      TIMM_COMPILE=1)                                         vitrain bench, scripts/bench_timm.py
+#   a  DeiT-T and DeiT-S (N = 197), batch 256: training and inference (ours, timm eager; with TIMM_COMPILE=1 also
+#      torch.compile's default, reduce-overhead and max-autotune modes)  vitrain bench, scripts/bench_timm.py
 #   b  Segmenter ViT-S + CBT at 512² (N = 1025), batch 8: training and evaluation windows, bf16 (and f32)
 #                                                              vitrain bench -c, scripts/bench_segmenter_torch.py
 #   c  the LRA model shape (2 layers, dim 64, 2 heads, MLP 128), batch 32, MiTA m = k = 128: training steps/s at
@@ -146,10 +146,11 @@ part_a() {
         --attention "$attention" --batch-size 256 --steps "$STEPS" --warmup "$WARMUP" --amp --infer
     done
   done
-  [ "$TIMM_COMPILE" = 1 ] && modes="eager compile"
+  local cap=240
+  [ "$TIMM_COMPILE" = 1 ] && modes="eager compile reduce-overhead max-autotune" && cap=900  # max-autotune tunes long
   rm -f "$RAW/timm.jsonl"
   # shellcheck disable=SC2086
-  run_capped 240 "${PY[@]}" scripts/bench_timm.py --models deit_tiny_patch16_224 deit_small_patch16_224 \
+  run_capped "$cap" "${PY[@]}" scripts/bench_timm.py --models deit_tiny_patch16_224 deit_small_patch16_224 \
     --modes $modes --batch-size 256 --steps "$STEPS" --warmup "$WARMUP" --repeats "$REPEATS" --fused-adamw \
     --sdpa-backends $SDPA_BACKENDS --out "$RAW/timm.jsonl"
   ingest $? timm --part a --model "deit (timm)" --model-from-line --impl timm-eager --N 197 --batch 256 \

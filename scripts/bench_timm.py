@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """timm's training and inference throughput on synthetic data: the peer of `vitrain bench`.
 
-For each model and mode (eager, torch.compile): a training step is forward + label-smoothed cross-entropy under
-bf16 autocast, zero_grad, backward, AdamW (timm's create_optimizer_v2: no weight decay on 1-D params, torch's
-default foreach implementation, fused=False unless --fused-adamw); inference is eval mode under no_grad and
-autocast. Timing synchronizes only at the ends of each timed window (--repeats windows of --steps steps after the
+For each model and mode (eager; torch.compile in its default, reduce-overhead and max-autotune modes, impl
+timm_eager, timm_compile, timm_reduce_overhead, timm_max_autotune): a training step is forward + label-smoothed
+cross-entropy under bf16 autocast, zero_grad, backward, AdamW (timm's create_optimizer_v2: no weight decay on 1-D
+params, torch's default foreach implementation, fused=False unless --fused-adamw); inference is eval mode under
+no_grad and autocast. Timing synchronizes only at the ends of each timed window (--repeats windows of --steps steps after the
 warm-up; the figures are the median window, train_runs / infer_runs list each). One JSON line per (model, mode,
 SDPA backend) goes to stdout and, with --out, is appended to that file, with the keys `vitrain bench` writes (impl,
 model, batch_size, amp, device, train_img_per_s, train_step_ms, train_peak_mem_gib, infer_img_per_s,
@@ -60,6 +61,23 @@ def sdpa_backend(name):
 
 
 SDPA_BACKENDS = ["default", "flash", "efficient", "cudnn", "math"]
+# --modes: eager, or torch.compile with this mode; the JSON line's impl is timm_<name> with '-' as '_'.
+MODES = {"eager": None, "compile": "default", "reduce-overhead": "reduce-overhead", "max-autotune": "max-autotune"}
+
+
+def impl_name(mode):
+    return "timm_" + mode.replace("-", "_")
+
+
+def compiled(model, mode):
+    """The model as --modes `mode` runs it, and the call to make before each step: the CUDA-graph modes
+    (reduce-overhead, max-autotune) replay graphs whose outputs the next step overwrites, so each step is marked."""
+    if MODES[mode] is None:
+        return model, lambda: None
+    run = torch.compile(model, mode=MODES[mode])
+    if MODES[mode] == "default":
+        return run, lambda: None
+    return run, torch.compiler.cudagraph_mark_step_begin
 
 
 def first_line(e):
@@ -102,16 +120,17 @@ def bench_train(name, mode, args, x, y):
     fused = {"fused": True} if args.fused_adamw else {}  # torch's default otherwise: foreach, not fused
     opt = timm.optim.create_optimizer_v2(model, "adamw", lr=1e-3, weight_decay=0.05, **fused)
     loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
-    run = torch.compile(model) if mode == "compile" else model
+    run, mark_step = compiled(model, mode)
 
     def step():
+        mark_step()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.amp):
             loss = loss_fn(run(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
-    warmup = args.warmup + (args.compile_warmup if mode == "compile" else 0)
+    warmup = args.warmup + (args.compile_warmup if MODES[mode] else 0)
     runs = [args.batch_size * args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
     peak = torch.cuda.max_memory_allocated()
     del model, opt, run
@@ -122,14 +141,15 @@ def bench_infer(name, mode, args, x):
     fresh_memory()
     torch.manual_seed(0)
     model = timm.create_model(name, pretrained=False, num_classes=1000).cuda().eval()
-    run = torch.compile(model) if mode == "compile" else model
+    run, mark_step = compiled(model, mode)
 
     @torch.no_grad()
     def step():
+        mark_step()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.amp):
             run(x)
 
-    warmup = args.warmup + (args.compile_warmup if mode == "compile" else 0)
+    warmup = args.warmup + (args.compile_warmup if MODES[mode] else 0)
     runs = [args.batch_size * args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
     peak = torch.cuda.max_memory_allocated()
     del model, run
@@ -139,7 +159,8 @@ def bench_infer(name, mode, args, x):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", default=["deit_tiny_patch16_224", "deit_small_patch16_224"])
-    p.add_argument("--modes", nargs="+", default=["eager", "compile"], choices=["eager", "compile"])
+    p.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES),
+                   help="eager, and torch.compile's modes (compile = its default mode)")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
@@ -162,7 +183,7 @@ def main():
     for name in args.models:
         for mode in args.modes:
             for backend in args.sdpa_backends:
-                line = {"impl": f"timm_{mode}", "model": name, "batch_size": B, "steps": args.steps,
+                line = {"impl": impl_name(mode), "model": name, "batch_size": B, "steps": args.steps,
                         "warmup": args.warmup, "repeats": args.repeats, "amp": args.amp, "device": "cuda:0",
                         "sdpa_backend": backend, "fused_adamw": args.fused_adamw, "torch": torch.__version__,
                         "timm": timm.__version__, "gpu": torch.cuda.get_device_name(0), "error": ""}
