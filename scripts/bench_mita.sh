@@ -7,7 +7,8 @@
 #   b  Segmenter ViT-S + CBT at 512² (N = 1025), batch 8: training and evaluation windows, bf16 (and f32)
 #                                                              vitrain bench -c, scripts/bench_segmenter_torch.py
 #   c  the LRA model shape (2 layers, dim 64, 2 heads, MLP 128), batch 32, MiTA m = k = 128: training steps/s at
-#      N = 1K, 2K, 4K (PyTorch eager and torch.compile)        vitrain bench --sequence, bench_sequence_torch.py
+#      N = 1K, 2K, 4K (PyTorch eager, torch.compile default and reduce-overhead)
+#                                                              vitrain bench --sequence, bench_sequence_torch.py
 #   e  the Figure 5 model (3 blocks, dim 128, 2 heads, MLP ×4, m = k = √(N/4)) training at N = 64K, 256K, batch 1
 #   d  Figure 5 inference, N = 1K..1M, the batch tuned per N for every implementation (two batch lists each up
 #      to 16K, the anchors' list beyond)                       tools/bench_mita_long, scripts/bench_mita_long.py
@@ -24,7 +25,9 @@
 # scripts/bench_mita_table.py report).
 # Env: QUICK (0), PARTS ("a b c e d"), BUDGET_S (500; QUICK 230), SDPA_BACKENDS ("flash efficient cudnn"),
 #      SEG_PRECISIONS, LRA_NS, LONG_NS (space-separated), FIG5_NS (comma-separated): the sizes of parts b-e,
-#      TIMM_COMPILE (0), VITRAIN_ARGS (extra `vitrain bench` options for parts a-c and e, e.g. --cuda-graph).
+#      TIMM_COMPILE (0), LRA_COMPILE_MODES (torch.compile's modes for part c's PyTorch peer: "compile
+#      reduce-overhead"; add max-autotune for the slowest to tune), VITRAIN_ARGS (extra `vitrain bench` options for
+#      parts a-c and e, e.g. --cuda-graph).
 set -uo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,6 +45,7 @@ QUICK=${QUICK:-0}
 PARTS=${PARTS:-"a b c e d"}
 SDPA_BACKENDS=${SDPA_BACKENDS:-"flash efficient cudnn"}
 TIMM_COMPILE=${TIMM_COMPILE:-0}
+LRA_COMPILE_MODES=${LRA_COMPILE_MODES:-"compile reduce-overhead"}
 if [ "$QUICK" = 1 ]; then
   BUDGET_S=${BUDGET_S:-230}
   WARMUP=3 STEPS=10 SEG_STEPS=5 SEQ_STEPS=20
@@ -190,9 +194,10 @@ part_c() {
     done
   done
   rm -f "$RAW/lra.jsonl"
-  run_capped 200 "${PY[@]}" scripts/bench_sequence_torch.py --part c --model lra --dim 64 --depth 2 --heads 2 \
+  # shellcheck disable=SC2086  # LRA_COMPILE_MODES is a list
+  run_capped 300 "${PY[@]}" scripts/bench_sequence_torch.py --part c --model lra --dim 64 --depth 2 --heads 2 \
     --mlp-ratio 2 --ns "${LRA_NS// /,}" --batch 32 --steps "$SEQ_STEPS" --warmup "$WARMUP" --repeats "$REPEATS" \
-    --backends "${SDPA_BACKENDS// /,}" --compile --out "$RAW/lra.jsonl"
+    --backends "${SDPA_BACKENDS// /,}" --compile --compile-modes $LRA_COMPILE_MODES --out "$RAW/lra.jsonl"
   ingest $? rows --part c --model lra --impl torch-eager --unit steps/s --batch 32 -- "$RAW/lra.jsonl"
 }
 

@@ -10,8 +10,8 @@
           --append adds the Markdown as a dated section to a file (BENCHMARKS.md), --copy-raw copies the raw files
           into DIR/<date>-<commit>/ to commit them.
 
-A row: part, model, impl (ours-dense, ours-mita, timm-eager, timm-compile, timm-reduce-overhead, timm-max-autotune,
-torch-eager, torch-compile), backend
+A row: part, model, impl (ours-dense, ours-mita, timm- and torch- eager, compile, reduce-overhead, max-autotune),
+backend
 (the SDPA backend of a PyTorch row), mode (train / infer), N, batch, runs [one figure per timed window], median, min,
 max, unit, error ("" when it ran), commit, and optional precision, m, k, peak_gib, gpu.
 A cell of a table is the best median over a cell's rows (SDPA backends, batch sizes), shown as "median (min–max)"
@@ -27,11 +27,12 @@ import statistics
 import sys
 
 IMPLS = ["ours-mita", "ours-dense", "timm-eager", "timm-compile", "timm-reduce-overhead", "timm-max-autotune",
-         "torch-eager", "torch-compile"]
+         "torch-eager", "torch-compile", "torch-reduce-overhead", "torch-max-autotune"]
 LABELS = {"ours-mita": "ours MiTA", "ours-dense": "ours dense", "timm-eager": "timm eager",
           "timm-compile": "timm compile", "timm-reduce-overhead": "timm compile reduce-overhead",
           "timm-max-autotune": "timm compile max-autotune", "torch-eager": "PyTorch eager",
-          "torch-compile": "PyTorch compile"}
+          "torch-compile": "PyTorch compile", "torch-reduce-overhead": "PyTorch compile reduce-overhead",
+          "torch-max-autotune": "PyTorch compile max-autotune"}
 CSV_COLUMNS = ["part", "model", "precision", "impl", "backend", "mode", "N", "batch", "m", "k", "median", "min",
                "max", "unit", "runs", "peak_gib", "error", "commit"]
 PARTS = {

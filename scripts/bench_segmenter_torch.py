@@ -14,8 +14,9 @@ f32) unless --tf32. --repeats times that many windows of --steps steps (figures:
 infer_runs list each); --sdpa-backends restricts timm's scaled_dot_product_attention to each backend in turn, and a
 backend that fails (e.g. flash in f32) becomes that line's "error".
 
-One JSON line per mode (eager, torch.compile) goes to stdout and, with --out, is appended to that file, with the
-keys `vitrain bench` writes (impl torch_eager / torch_compile, model, task, batch_size, amp, train_img_per_s,
+One JSON line per mode (eager; torch.compile in its default, reduce-overhead or max-autotune mode) goes to stdout
+and, with --out, is appended to that file, with the keys `vitrain bench` writes (impl torch_eager / torch_compile /
+torch_reduce_overhead / torch_max_autotune, model, task, batch_size, amp, train_img_per_s,
 train_step_ms, train_peak_mem_gib, infer_img_per_s, infer_peak_mem_gib, ...).
 
 On the GPU machine, from the repo root:
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 # The classification peer's timing, memory, backend and output rules.
-from bench_timm import SDPA_BACKENDS, emit, fresh_memory, gib, timed_windows, under_backend
+from bench_timm import MODES, SDPA_BACKENDS, compiled, emit, fresh_memory, gib, impl_name, timed_windows, under_backend
 from segmenter_torch import CbtDecoder, Segmenter, check_encoder, encoder_norm_layer
 
 IGNORE = 255
@@ -60,10 +61,11 @@ def bench_train(mode, args, x, y):
     model = build_model(args).train()
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, nesterov=True, weight_decay=0.0)
-    run = torch.compile(model) if mode == "compile" else model
+    run, mark_step = compiled(model, mode)
     last = {}
 
     def step():
+        mark_step()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.amp):
             logits = run(x)  # already upsampled to the crop
             loss = F.cross_entropy(logits, y, ignore_index=IGNORE)  # autocast runs it in f32
@@ -72,7 +74,7 @@ def bench_train(mode, args, x, y):
         opt.step()
         last["loss"] = loss
 
-    warmup = args.warmup + (args.compile_warmup if mode == "compile" else 0)
+    warmup = args.warmup + (args.compile_warmup if MODES[mode] else 0)
     runs = [args.batch * args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
     peak = torch.cuda.max_memory_allocated()
     last_loss = last["loss"].item()
@@ -83,14 +85,15 @@ def bench_train(mode, args, x, y):
 def bench_infer(mode, args, x):
     fresh_memory()
     model = build_model(args).eval()
-    run = torch.compile(model) if mode == "compile" else model
+    run, mark_step = compiled(model, mode)
 
     @torch.no_grad()
     def step():
+        mark_step()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.amp):
             run(x)
 
-    warmup = args.warmup + (args.compile_warmup if mode == "compile" else 0)
+    warmup = args.warmup + (args.compile_warmup if MODES[mode] else 0)
     runs = [args.batch * args.steps / s for s in timed_windows(step, warmup, args.steps, args.repeats)]
     peak = torch.cuda.max_memory_allocated()
     del model, run
@@ -110,7 +113,8 @@ def main():
     p.add_argument("--drop-path", type=float, default=0.1, help="spec §5's encoder drop_path")
     p.add_argument("--amp", action="store_true", help="bf16 autocast (spec §5 trains without)")
     p.add_argument("--tf32", action="store_true", help="allow TF32 matmuls and convolutions")
-    p.add_argument("--modes", nargs="+", default=["eager", "compile"], choices=["eager", "compile"])
+    p.add_argument("--modes", nargs="+", default=["eager", "compile"], choices=list(MODES),
+                   help="eager, and torch.compile's modes (compile = its default mode)")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=1, help="timed windows of --steps steps (figures: the median)")
@@ -131,7 +135,7 @@ def main():
     for mode in args.modes:
         for backend in args.sdpa_backends:
             line = {
-                "impl": f"torch_{mode}", "model": args.backbone, "task": "segmentation", "attention": "dense",
+                "impl": impl_name("torch", mode), "model": args.backbone, "task": "segmentation", "attention": "dense",
                 "decoder": "cbt", "img_size": S, "num_classes": args.num_classes, "batch_size": B,
                 "steps": args.steps, "warmup": args.warmup, "repeats": args.repeats, "amp": args.amp,
                 "tf32": args.tf32, "device": "cuda:0", "gpus": 1, "sdpa_backend": backend, "error": "",

@@ -61,12 +61,12 @@ def sdpa_backend(name):
 
 
 SDPA_BACKENDS = ["default", "flash", "efficient", "cudnn", "math"]
-# --modes: eager, or torch.compile with this mode; the JSON line's impl is timm_<name> with '-' as '_'.
+# --modes: eager, or torch.compile with this mode; a JSON line's impl is <peer>_<mode> with '-' as '_'.
 MODES = {"eager": None, "compile": "default", "reduce-overhead": "reduce-overhead", "max-autotune": "max-autotune"}
 
 
-def impl_name(mode):
-    return "timm_" + mode.replace("-", "_")
+def impl_name(peer, mode):
+    return f"{peer}_{mode.replace('-', '_')}"
 
 
 def compiled(model, mode):
@@ -183,7 +183,7 @@ def main():
     for name in args.models:
         for mode in args.modes:
             for backend in args.sdpa_backends:
-                line = {"impl": impl_name(mode), "model": name, "batch_size": B, "steps": args.steps,
+                line = {"impl": impl_name("timm", mode), "model": name, "batch_size": B, "steps": args.steps,
                         "warmup": args.warmup, "repeats": args.repeats, "amp": args.amp, "device": "cuda:0",
                         "sdpa_backend": backend, "fused_adamw": args.fused_adamw, "torch": torch.__version__,
                         "timm": timm.__version__, "gpu": torch.cuda.get_device_name(0), "error": ""}
