@@ -53,8 +53,8 @@ for batch in $BATCHES; do
         echo "== vitrain bench $model $attention batch $batch $mode"
         # shellcheck disable=SC2086  # VITRAIN_ARGS is a list of options
         LD_LIBRARY_PATH=$OUR_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$VITRAIN" bench --model "$model" \
-          --attention "$attention" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" --repeats "$REPEATS" --amp --infer \
-          --device cuda:0 --json "$JSONL" $graph_flag ${VITRAIN_ARGS:-} ||
+          --attention "$attention" --batch-size "$batch" --steps "$STEPS" --warmup "$WARMUP" --repeats "$REPEATS" \
+          --amp --infer --device cuda:0 --json "$JSONL" $graph_flag ${VITRAIN_ARGS:-} ||
           { echo "vitrain bench $model $attention $mode FAILED" >&2; status=1; }
       done
     done
@@ -62,7 +62,8 @@ for batch in $BATCHES; do
   echo "== timm ($TIMM_MODES) batch $batch"
   # shellcheck disable=SC2086
   "${PY[@]}" scripts/bench_timm.py --models $MODELS --modes $TIMM_MODES --batch-size "$batch" --steps "$STEPS" \
-    --warmup "$WARMUP" --repeats "$REPEATS" --fused-adamw --out "$JSONL" || { echo "bench_timm.py FAILED" >&2; status=1; }
+    --warmup "$WARMUP" --repeats "$REPEATS" --fused-adamw --out "$JSONL" ||
+    { echo "bench_timm.py FAILED" >&2; status=1; }
 done
 
 "${PY[@]}" scripts/bench_table.py "$JSONL" --gpu "$(cat "$OUT/gpu.txt" 2>/dev/null || true)" >"$OUT/table.md"

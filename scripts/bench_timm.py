@@ -5,8 +5,8 @@ For each model and mode (eager; torch.compile in its default, reduce-overhead an
 timm_eager, timm_compile, timm_reduce_overhead, timm_max_autotune): a training step is forward + label-smoothed
 cross-entropy under bf16 autocast, zero_grad, backward, AdamW (timm's create_optimizer_v2: no weight decay on 1-D
 params, torch's default foreach implementation, fused=False unless --fused-adamw); inference is eval mode under
-no_grad and autocast. Timing synchronizes only at the ends of each timed window (--repeats windows of --steps steps after the
-warm-up; the figures are the median window, train_runs / infer_runs list each). One JSON line per (model, mode,
+no_grad and autocast. Timing synchronizes only at the ends of each timed window (--repeats windows of --steps steps
+after the warm-up; the figures are the median window, train_runs / infer_runs list each). One JSON line per (model, mode,
 SDPA backend) goes to stdout and, with --out, is appended to that file, with the keys `vitrain bench` writes (impl,
 model, batch_size, amp, device, train_img_per_s, train_step_ms, train_peak_mem_gib, infer_img_per_s,
 infer_peak_mem_gib). --sdpa-backends flash efficient cudnn runs each measurement with PyTorch's
