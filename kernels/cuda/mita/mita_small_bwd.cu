@@ -28,6 +28,14 @@ __device__ __forceinline__ void atomic_add4(float* dst, float4 v) {
 #endif
 }
 
+/// The transpose of one 8×8 bf16 matrix held in fragment layout (lane l: row l / 4, columns 2(l % 4), +1), in the
+/// same layout, without shared memory.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
 /// Adds this lane's part of one row of two side-by-side C tiles (columns 2t, 2t + 1 of the first: lo; 8 + 2t,
 /// 9 + 2t of the second: hi) into row[0..15] (global) with one 16-byte reduction per lane: lanes t and t ^ 1 swap
 /// halves so that each holds four consecutive columns. Called by the whole warp; `active` lanes add.
@@ -42,13 +50,14 @@ __device__ __forceinline__ void atomic_add_row(float* row, float lo0, float lo1,
   else atomic_add4(row + 8 + 2 * (t - 1), make_float4(r0, r1, hi0, hi1));
 }
 
-/// dst[rows(slot)] += Tᵀ·X for the 32 slots of one item: T [16 queries][kTld] bf16 (slot columns), X [16][D + kPad]
-/// bf16 (query rows), global float atomics into rows `stride` floats apart; slots at or past `valid` are skipped;
-/// `rows` null: row = slot. X's fragments are loaded once for both slot tiles, and each tile's products all run
-/// before its reductions, so that the MMAs do not wait on one another.
+/// dst[rows(slot)] += Tᵀ·X for the 32 slots of one item: T the warp's C fragments of [16 queries][32 slots] (rounded
+/// to bf16 and transposed in registers into the A operand), X [16][D + kPad] bf16 (query rows), global float atomics
+/// into rows `stride` floats apart; slots at or past `valid` are skipped; `rows` null: row = slot. X's fragments are
+/// loaded once for both slot tiles, and each tile's products all run before its reductions, so that the MMAs do not
+/// wait on one another.
 template <int D>
-__device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, const int* rows, int valid, const bf16* T,
-                                                  const bf16* X, int lane) {
+__device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, const int* rows, int valid,
+                                                  const float (&T)[4][4], const bf16* X, int lane) {
   constexpr int ld = D + flash::kPad;
   const int g = lane >> 2;
   uint32_t xb[D / 16][4];
@@ -57,8 +66,11 @@ __device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, co
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     if (mt * 16 >= valid) break;
-    uint32_t a[4];
-    flash::ldmatrix_x4_trans(a, flash::a_rows_transposed(T, kTld, mt * 16, 0, lane));
+    // Tᵀ's A fragment (slots mt·16.. × the 16 queries): each 8 × 8 block is the transpose of one block of T.
+    const uint32_t a[4] = {movmatrix_trans(flash::pack_bf16(T[2 * mt][0], T[2 * mt][1])),
+                           movmatrix_trans(flash::pack_bf16(T[2 * mt + 1][0], T[2 * mt + 1][1])),
+                           movmatrix_trans(flash::pack_bf16(T[2 * mt][2], T[2 * mt][3])),
+                           movmatrix_trans(flash::pack_bf16(T[2 * mt + 1][2], T[2 * mt + 1][3]))};
     int dst_row[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -82,18 +94,8 @@ __device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, co
   }
 }
 
-/// A warp's C fragments (16 rows × 32 slot columns) into T [16][kTld] as bf16.
-__device__ __forceinline__ void store_tile(bf16* T, const float (&c)[4][4], int lane) {
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    store_pair(T + g * kTld + nt * 8 + 2 * t, c[nt][0], c[nt][1]);
-    store_pair(T + (g + 8) * kTld + nt * 8 + 2 * t, c[nt][2], c[nt][3]);
-  }
-}
-
 template <int D>
-__global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParams p) {
+__global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int kThreads = kBwdWarps * 32, ld = D + flash::kPad, kChunks = D / 8;
   const int N = p.N, m = p.m, topk = p.topk, np = padded_rows(N), lp = np + flash::kPad;
@@ -102,12 +104,17 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
        *Rs = reinterpret_cast<bf16*>(smem + L.r), *VHs = reinterpret_cast<bf16*>(smem + L.v_hat);
   float* dK = p.scratch + static_cast<int64_t>(blockIdx.x) * scratch_floats(N, D, m);  // global, L2-resident
   float *dV = dK + N * D, *dVH = dV + N * D;
+  // Each query's dS and P over the shared slots ([N][kSlots] bf16, rows by token): their sums over all queries go to
+  // dR and dV̂ after the experts' pass, instead of one reduction per item.
+  bf16* dS_shared = reinterpret_cast<bf16*>(dVH + m * D);
+  bf16* P_shared = dS_shared + N * kSlots;
   const int64_t C = static_cast<int64_t>(p.H) * D;
   float* dR = p.dr + static_cast<int64_t>(blockIdx.x / p.H) * m * C + (blockIdx.x % p.H) * D;  // rows C apart
   int *ek = reinterpret_cast<int*>(smem + L.keys), *order = reinterpret_cast<int*>(smem + L.order),
       *off = reinterpret_cast<int*>(smem + L.offsets), *items = reinterpret_cast<int*>(smem + L.items);
   float *lse_s = reinterpret_cast<float*>(smem + L.misc), *delta_s = lse_s + kSlots;
   int* n_items = reinterpret_cast<int*>(delta_s + kSlots);
+  float *row_delta = reinterpret_cast<float*>(smem + L.row_terms), *row_lse = row_delta + np;
   unsigned char* scratch = smem + L.scratch;
   const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -127,6 +134,31 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
   for (int i = tid; i < N; i += kThreads) order[i] = p.order[static_cast<int64_t>(bh) * N + i];
   for (int i = tid; i <= m; i += kThreads) off[i] = p.offsets[bh * (m + 1) + i];
   if (tid < kSlots) lse_s[tid] = tid < m ? p.lse_shared[bh * m + tid] * kLog2e : 0.f;
+  // Each query's Δ_n = dO_n·O_n and log-sum-exp, once: 16 rows a warp, lanes r and r + 16 take the halves of row r.
+  constexpr int kHalf = D / 16;  // 16-byte chunks in half a row
+  const int my_row = lane & 15, c0 = (lane >> 4) * (D / 2);
+  for (int base = warp * 16; base < N; base += kBwdWarps * 16) {
+    const int n = base + my_row;
+    float delta = 0.f;
+    if (n < N)
+#pragma unroll
+      for (int c = 0; c < kHalf; ++c) {
+        const uint4 o8 = *reinterpret_cast<const uint4*>(p.out.row(b, h, n) + c0 + 8 * c);
+        const uint4 d8 = *reinterpret_cast<const uint4*>(p.dout.row(b, h, n) + c0 + 8 * c);
+        const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&o8);
+        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&d8);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float2 x = __bfloat1622float2(o2[e]), y = __bfloat1622float2(d2[e]);
+          delta += x.x * y.x + x.y * y.y;
+        }
+      }
+    delta += __shfl_xor_sync(0xffffffffu, delta, 16);
+    if (lane < 16 && n < N) {
+      row_delta[n] = delta;
+      row_lse[n] = p.lse[static_cast<int64_t>(bh) * N + n] * kLog2e;
+    }
+  }
   flash::cp_async_wait<0>();
   __syncthreads();
   if (warp == 0) list_items(off, m, items, n_items, lane);
@@ -134,52 +166,31 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
 
   // The joint softmax's backward, one warp per (expert, 16 queries).
   {
-    bf16* Qw = reinterpret_cast<bf16*>(scratch) + warp * (2 * 16 * ld + 2 * 16 * kTld);
-    bf16 *dOw = Qw + 16 * ld, *T0 = dOw + 16 * ld, *T1 = T0 + 16 * kTld;
-    // The next item's rows are loaded into registers while this one computes: lane l holds half (l >> 4) of row
-    // l & 15 of Q, dO and O, and that row's log-sum-exp.
-    constexpr int kHalf = D / 16;  // 16-byte chunks in half a row
-    const int my_row = lane & 15, c0 = (lane >> 4) * (D / 2);
-    uint4 nq[kHalf], nd[kHalf], no[kHalf];
-    float nlse = 0.f;
-    auto fetch = [&](int i) {
-      const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-      const Item it(items, off, i);
-      const bool ok = my_row < it.count;
-      const int n = ok ? order[it.first + my_row] : 0;
-#pragma unroll
-      for (int c = 0; c < kHalf; ++c) {
-        nq[c] = ok ? *reinterpret_cast<const uint4*>(p.q.row(b, h, n) + c0 + 8 * c) : zero;
-        nd[c] = ok ? *reinterpret_cast<const uint4*>(p.dout.row(b, h, n) + c0 + 8 * c) : zero;
-        no[c] = ok ? *reinterpret_cast<const uint4*>(p.out.row(b, h, n) + c0 + 8 * c) : zero;
-      }
-      nlse = ok ? p.lse[static_cast<int64_t>(bh) * N + n] * kLog2e : 0.f;
-    };
-    if (warp < *n_items) fetch(warp);
+    bf16* Qw = reinterpret_cast<bf16*>(scratch) + warp * 2 * 16 * ld;
+    bf16* dOw = Qw + 16 * ld;
     for (int i = warp; i < *n_items; i += kBwdWarps) {
       const Item it(items, off, i);
       const int* keys = ek + it.expert * kSlots;
-      // Δ_n = dO_n·O_n: lanes r and r + 16 take the two halves of row r.
-      float delta = 0.f;
+      {  // the item's Q and dO rows: lane l copies half (l >> 4) of row l & 15
+        const bool ok = my_row < it.count;
+        const int n = ok ? order[it.first + my_row] : 0;
 #pragma unroll
-      for (int c = 0; c < kHalf; ++c) {
-        *reinterpret_cast<uint4*>(Qw + my_row * ld + c0 + 8 * c) = nq[c];
-        *reinterpret_cast<uint4*>(dOw + my_row * ld + c0 + 8 * c) = nd[c];
-        const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&no[c]);
-        const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(&nd[c]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float2 x = __bfloat1622float2(o2[e]), y = __bfloat1622float2(d2[e]);
-          delta += x.x * y.x + x.y * y.y;
+        for (int c = 0; c < kHalf; ++c) {
+          flash::cp_async16(Qw + my_row * ld + c0 + 8 * c, p.q.row(b, h, n) + c0 + 8 * c, ok);
+          flash::cp_async16(dOw + my_row * ld + c0 + 8 * c, p.dout.row(b, h, n) + c0 + 8 * c, ok);
         }
+        flash::cp_async_commit();
+        flash::cp_async_wait<0>();
       }
-      delta += __shfl_xor_sync(0xffffffffu, delta, 16);
-      const float row_lse = nlse;
       __syncwarp();
-      if (i + kBwdWarps < *n_items) fetch(i + kBwdWarps);
-      const float dl[2] = {__shfl_sync(0xffffffffu, delta, g), __shfl_sync(0xffffffffu, delta, g + 8)};
       const bool rv[2] = {g < it.count, g + 8 < it.count};
-      const float l2[2] = {__shfl_sync(0xffffffffu, row_lse, g), __shfl_sync(0xffffffffu, row_lse, g + 8)};
+      float dl[2], l2[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int n = rv[half] ? order[it.first + g + 8 * half] : 0;
+        dl[half] = rv[half] ? row_delta[n] : 0.f;
+        l2[half] = rv[half] ? row_lse[n] : 0.f;
+      }
 
       uint32_t qa[D / 16][4], da[D / 16][4];
 #pragma unroll
@@ -201,6 +212,18 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
           dss[nt][x] = c * (dss[nt][x] - dl[half]) * p.shared_scale;
           pr[nt][x] = a, ps[nt][x] = c;
         }
+      // The routed slots' sums, P's first (then P is dead): dV_I += P_routedᵀ·dO; the shared slots' rows kept.
+      add_slot_products<D>(dV, D, keys, topk, pr, dOw, lane);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        if (!rv[half]) continue;
+        const int n = order[it.first + g + 8 * half];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          store_pair(P_shared + n * kSlots + nt * 8 + 2 * t, ps[nt][2 * half], ps[nt][2 * half + 1]);
+          store_pair(dS_shared + n * kSlots + nt * 8 + 2 * t, dss[nt][2 * half], dss[nt][2 * half + 1]);
+        }
+      }
       // dq = dS_routed·K_I + dS_shared·R, written once per query.
       float dq[D / 8][4] = {};
       slot_values<D>(dq, dsr, dss, Ks, Rs, keys, lane);
@@ -211,19 +234,65 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
 #pragma unroll
         for (int nt = 0; nt < D / 8; ++nt) store_pair(dst + nt * 8 + 2 * t, dq[nt][2 * half], dq[nt][2 * half + 1]);
       }
-      // The slots' sums: dK_I += dS_routedᵀ·Q, dV_I += P_routedᵀ·dO, dR += dS_sharedᵀ·Q, dV̂ += P_sharedᵀ·dO.
-      store_tile(T0, dsr, lane);
-      store_tile(T1, pr, lane);
+      // dK_I += dS_routedᵀ·Q.
+      add_slot_products<D>(dK, D, keys, topk, dsr, Qw, lane);
       __syncwarp();
-      add_slot_products<D>(dK, D, keys, topk, T0, Qw, lane);
-      add_slot_products<D>(dV, D, keys, topk, T1, dOw, lane);
-      __syncwarp();
-      store_tile(T0, dss, lane);
-      store_tile(T1, ps, lane);
-      __syncwarp();
-      add_slot_products<D>(dR, C, nullptr, m, T0, Qw, lane);
-      add_slot_products<D>(dVH, D, nullptr, m, T1, dOw, lane);
-      __syncwarp();
+    }
+  }
+  __syncthreads();
+
+  // The shared slots' sums over all queries: dR += dS_sharedᵀ·Q, dV̂ += P_sharedᵀ·dO. Each warp sums 16 tokens at a time
+  // into registers, staging their X rows and slot rows in its part of the scratch region, and adds its total once.
+  {
+    constexpr int kSld = kSlots + flash::kPad;
+    bf16* Xw = reinterpret_cast<bf16*>(scratch) + warp * 2 * 16 * ld;
+    bf16* Sw = Xw + 16 * ld;  // [16 tokens][kSld]
+    for (int pass = 0; pass < 2; ++pass) {
+      const bf16* S = pass == 0 ? dS_shared : P_shared;
+      const Rows& X = pass == 0 ? p.q : p.dout;
+      float acc[2][D / 8][4] = {};
+      for (int n0 = warp * 16; n0 < N; n0 += kBwdWarps * 16) {
+        const int n = n0 + my_row;
+#pragma unroll
+        for (int c = 0; c < kHalf; ++c)
+          flash::cp_async16(Xw + my_row * ld + c0 + 8 * c, X.row(b, h, n < N ? n : 0) + c0 + 8 * c, n < N);
+#pragma unroll
+        for (int u = lane; u < 16 * kSlots / 8; u += 32) {
+          const int row = u / (kSlots / 8), col = (u % (kSlots / 8)) * 8;
+          flash::cp_async16(Sw + row * kSld + col, S + (n0 + row < N ? n0 + row : 0) * kSlots + col, n0 + row < N);
+        }
+        flash::cp_async_commit();
+        flash::cp_async_wait<0>();
+        __syncwarp();
+        uint32_t xb[D / 16][4];
+#pragma unroll
+        for (int c = 0; c < D / 16; ++c) flash::ldmatrix_x4_trans(xb[c], flash::b_rows_kn(Xw, ld, 0, c * 16, lane));
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          uint32_t a[4];
+          flash::ldmatrix_x4_trans(a, flash::a_rows_transposed(Sw, kSld, mt * 16, 0, lane));
+#pragma unroll
+          for (int c = 0; c < D / 16; ++c) {
+            flash::mma_bf16(acc[mt][2 * c], a, xb[c][0], xb[c][1]);
+            flash::mma_bf16(acc[mt][2 * c + 1], a, xb[c][2], xb[c][3]);
+          }
+        }
+        __syncwarp();
+      }
+      if (warp * 16 >= N) continue;
+      float* dst = pass == 0 ? dR : dVH;
+      const int64_t stride = pass == 0 ? C : D;
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int c = 0; c < D / 16; ++c)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int j = mt * 16 + g + 8 * half;
+            atomic_add_row(j < m ? dst + j * stride + c * 16 : dst, acc[mt][2 * c][2 * half],
+                           acc[mt][2 * c][2 * half + 1], acc[mt][2 * c + 1][2 * half], acc[mt][2 * c + 1][2 * half + 1],
+                           j < m, lane);
+          }
     }
   }
   __syncthreads();
@@ -243,8 +312,12 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
     if (lane == 0) delta_s[j] = x;
   }
   __syncthreads();
+  // Warp w takes landmark tile w % 2 (kBwdWarps is even) and every (kBwdWarps / 2)-th key tile, summing its share of
+  // dR in registers and adding it once.
+  float dr_lo[D / 16][4] = {}, dr_hi[D / 16][4] = {};
+  const int m_tile = (warp & 1) * 16;
   for (int item = warp; item < 2 * (np / 16); item += kBwdWarps) {
-    const int m0 = (item & 1) * 16, n0 = (item >> 1) * 16;
+    const int m0 = m_tile, n0 = (item >> 1) * 16;
     float s[2][4] = {}, dp[2][4] = {};
 #pragma unroll
     for (int kc = 0; kc < D / 16; ++kc) {
@@ -277,23 +350,23 @@ __global__ void __launch_bounds__(kBwdWarps * 32) small_backward_kernel(BwdParam
     }
     uint32_t a[4];
     flash::a_fragment(a, dp[0], dp[1]);
-    float lo[D / 16][4] = {}, hi[D / 16][4] = {};  // all products first, then the reductions
 #pragma unroll
     for (int c = 0; c < D / 16; ++c) {
       uint32_t bf[4];
       flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(Ks, ld, n0, c * 16, lane));
-      flash::mma_bf16(lo[c], a, bf[0], bf[1]);
-      flash::mma_bf16(hi[c], a, bf[2], bf[3]);
+      flash::mma_bf16(dr_lo[c], a, bf[0], bf[1]);
+      flash::mma_bf16(dr_hi[c], a, bf[2], bf[3]);
     }
+  }
+  if (warp < 2 * (np / 16))
 #pragma unroll
     for (int c = 0; c < D / 16; ++c)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int j = m0 + g + 8 * half;
-        atomic_add_row(j < m ? dR + j * C + c * 16 : dR, lo[c][2 * half], lo[c][2 * half + 1], hi[c][2 * half],
-                       hi[c][2 * half + 1], j < m, lane);
+        const int j = m_tile + g + 8 * half;
+        atomic_add_row(j < m ? dR + j * C + c * 16 : dR, dr_lo[c][2 * half], dr_lo[c][2 * half + 1], dr_hi[c][2 * half],
+                       dr_hi[c][2 * half + 1], j < m, lane);
       }
-  }
   __syncthreads();
   // Each warp owns 16 keys: their routed sums (read past L1: other threads' atomics wrote them) plus V̂'s share,
   // stored as the bf16 dk and dv.

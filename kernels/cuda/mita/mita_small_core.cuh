@@ -22,9 +22,9 @@ using flash::bf16;
 
 constexpr int kSlots = 32;  // m and k at most; slot tiles are 2 × 16
 constexpr int kMaxN = 512;  // the top-k keeps 16 scores per lane
-constexpr int kFwdWarps = 8,
-              kBwdWarps = 5;  // the backward holds more per warp; 5 warps still fit two CTAs an SM at DeiT-S
-constexpr int kTld = kSlots + flash::kPad;  // row length of a warp's [16 queries][slots] transpose buffers
+// At DeiT-S both kernels fit two CTAs an SM: the backward at 128 registers a thread and ~110 KB of shared memory.
+constexpr int kFwdWarps = 8, kBwdWarps = 8;
+static_assert(kBwdWarps % 2 == 0, "V̂'s backward gives each warp one of the two landmark tiles");
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
 struct Rows {  // a [B, H, rows, D] bf16 operand
@@ -72,7 +72,7 @@ struct FwdLayout {
 };
 
 struct BwdLayout {
-  int k, v, r, v_hat, keys, order, offsets, items, misc, scratch, total;
+  int k, v, r, v_hat, keys, order, row_terms, offsets, items, misc, scratch, total;
   __host__ __device__ BwdLayout(int N, int D, int m) {
     const int np = padded_rows(N), ld = D + flash::kPad, lp = np + flash::kPad;
     int at = 0;
@@ -82,12 +82,13 @@ struct BwdLayout {
     v_hat = take(at, kSlots * ld * 2);
     keys = take(at, m * kSlots * 4);
     order = take(at, np * 4);
+    row_terms = take(at, 2 * np * 4);  // each query's Δ = dO·O and joint log-sum-exp (base 2)
     offsets = take(at, (kSlots + 1) * 4);
     items = take(at, (np / 16 + kSlots) * 4);
     misc = take(at, 2 * kSlots * 4 + 16);  // V̂'s lse and row terms, the item count
-    // One region three ways: per warp Q, dO rows and two transpose buffers (the experts' pass), then P and dS of
-    // V̂'s softmax and dV̂ in bf16 (V̂'s pass), then the pooling's terms.
-    const int per_warp = 2 * 16 * ld * 2 + 2 * 16 * kTld * 2;
+    // One region three ways: per warp its Q and dO rows (the experts' pass), then P and dS of V̂'s softmax and dV̂
+    // in bf16 (V̂'s pass), then the pooling's terms.
+    const int per_warp = 2 * 16 * ld * 2;
     const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2;
     const int pool_pass = kSlots * (D + 1) * 4 + 2 * kMaxN * 4;  // the pooling's terms, bin sizes and spans
     const int passes = kBwdWarps * per_warp > shared_pass ? kBwdWarps * per_warp : shared_pass;
@@ -96,10 +97,13 @@ struct BwdLayout {
   }
 };
 
-/// The backward's global f32 scratch per (b, h): the routed dK and dV sums [N][D] each and dV̂ [m][D]. Float atomics
-/// in shared memory are compare-and-swap loops (9 ms a layer at DeiT-S); global ones are single L2 reductions, and a
-/// (b, h)'s 100 KB stay in L2 while its CTA runs.
-__host__ __device__ inline int64_t scratch_floats(int N, int D, int m) { return (2 * static_cast<int64_t>(N) + m) * D; }
+/// The backward's global scratch per (b, h), in floats: the routed dK and dV sums [N][D] f32 each, dV̂ [m][D] f32, then
+/// each query's dS and P over the shared slots, [N][kSlots] bf16 each (N·kSlots floats of room for the two). Float
+/// atomics in shared memory are compare-and-swap loops (9 ms a layer at DeiT-S); global ones are single L2
+/// reductions, and a (b, h)'s ~130 KB stay in L2 while its CTA runs.
+__host__ __device__ inline int64_t scratch_floats(int N, int D, int m) {
+  return (2 * static_cast<int64_t>(N) + m) * D + static_cast<int64_t>(N) * kSlots;
+}
 
 using device::warp_max;
 using device::warp_sum;
