@@ -12,7 +12,8 @@
 # APPEND=BENCHMARKS.md also appends a dated section (command + tables) to that file.
 # Env: STEPS (default 50), WARMUP (10), REPEATS (3), BATCHES ("256 1024"), MODELS ("deit_tiny_patch16_224
 #      deit_small_patch16_224"), ATTENTIONS ("dense mita"), TIMM_MODES ("eager compile reduce-overhead
-#      max-autotune"; max-autotune spends minutes tuning; timm uses fused AdamW), GRAPH_MODES ("eager graph": ours
+#      max-autotune"; max-autotune spends minutes tuning; timm uses fused AdamW), TIMM_MODE_TIMEOUT (seconds for one
+#      model in one mode, 0 = no limit; a mode cut by it gets a row with its error), GRAPH_MODES ("eager graph": ours
 #      also with --cuda-graph, shown as "+graph"),
 #      VITRAIN_ARGS (extra `vitrain bench` options, e.g. "--dwc").
 set -euo pipefail
@@ -31,6 +32,7 @@ MODELS=${MODELS:-"deit_tiny_patch16_224 deit_small_patch16_224"}
 ATTENTIONS=${ATTENTIONS:-dense mita}
 TIMM_MODES=${TIMM_MODES:-"eager compile reduce-overhead max-autotune"}
 GRAPH_MODES=${GRAPH_MODES:-"eager graph"}
+TIMM_MODE_TIMEOUT=${TIMM_MODE_TIMEOUT:-0}
 
 # Our binary needs the bundled libraries; Python must not see them (it keeps the machine's own).
 if [ -z "${VITRAIN:-}" ]; then
@@ -59,11 +61,22 @@ for batch in $BATCHES; do
       done
     done
   done
-  echo "== timm ($TIMM_MODES) batch $batch"
-  # shellcheck disable=SC2086
-  "${PY[@]}" scripts/bench_timm.py --models $MODELS --modes $TIMM_MODES --batch-size "$batch" --steps "$STEPS" \
-    --warmup "$WARMUP" --repeats "$REPEATS" --fused-adamw --out "$JSONL" ||
-    { echo "bench_timm.py FAILED" >&2; status=1; }
+  # One process per (model, mode), so that a mode cut by TIMM_MODE_TIMEOUT (max-autotune tunes for minutes) leaves
+  # a row saying so and the other modes' figures.
+  for model in $MODELS; do
+    for mode in $TIMM_MODES; do
+      echo "== timm $model $mode batch $batch"
+      limit=()
+      [ "$TIMM_MODE_TIMEOUT" -gt 0 ] && limit=(timeout "$TIMM_MODE_TIMEOUT")
+      rc=0
+      "${limit[@]}" "${PY[@]}" scripts/bench_timm.py --models "$model" --modes "$mode" --batch-size "$batch" \
+        --steps "$STEPS" --warmup "$WARMUP" --repeats "$REPEATS" --fused-adamw --out "$JSONL" || rc=$?
+      if [ "$rc" -eq 124 ]; then
+        echo "{\"impl\": \"timm_${mode//-/_}\", \"model\": \"$model\", \"batch_size\": $batch, \"train_img_per_s\": null, \"infer_img_per_s\": null, \"error\": \"cut after TIMM_MODE_TIMEOUT=$TIMM_MODE_TIMEOUT s\"}" >>"$JSONL"
+      fi
+      [ "$rc" -eq 0 ] || { echo "bench_timm.py $model $mode FAILED (exit $rc)" >&2; status=1; }
+    done
+  done
 done
 
 "${PY[@]}" scripts/bench_table.py "$JSONL" --gpu "$(cat "$OUT/gpu.txt" 2>/dev/null || true)" >"$OUT/table.md"
