@@ -465,6 +465,43 @@ TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
     }
 }
 
+// The one-CTA core's gradients where its tiles are partly empty or many: m ≤ 16 (the second landmark tile unused) on
+// a 7×7 grid with N = 50 (fewer key tiles than warps have work), k = 32, and N = 300 (19 key tiles), each against the
+// f64 CPU by the bf16 rule with the slice path as the plain bf16 implementation.
+TEST(MitaCuda, OneCtaCoreGradientsAtEdgeShapes) {
+  VT_REQUIRE_DEVICE();
+  uint32_t seed = 1900;
+  for (const Case& c : {Case{50, 9, 16, "shifted"}, Case{128, 16, 32, "sequence"}, Case{300, 32, 32, "sequence"}}) {
+    const std::string what = name_of(c, DType::bf16) + " one-CTA core";
+    ASSERT_TRUE(
+        kernels::cuda::mita_small_supported(kernels::MitaShape{kB, kH, c.N, c.m, c.k, kD, 0.125f, 1.0f / kD, true}))
+        << what;
+    models::MitaOptions o;
+    o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
+    const Tensor qkv = randn_cpu({kB, c.N, 3 * kC}, seed += 10, DType::bf16);
+    const Tensor dout = randn_cpu({kB, c.N, kC}, seed + 5, DType::bf16);
+    auto run = [&](Device dev, DType t, bool packed) {
+      Tensor leaf = qkv.to(t).to(dev).detach();
+      leaf.set_requires_grad(true);
+      Tensor out =
+          packed ? models::mita_core_packed(leaf, o)
+                 : models::mita_core(leaf.slice(2, 0, kC), leaf.slice(2, kC, 2 * kC), leaf.slice(2, 2 * kC, 3 * kC), o);
+      out.backward(dout.to(t).to(dev));
+      return std::pair{out.to(cpu()), leaf.grad().to(cpu())};
+    };
+    setenv("VT_MITA_JOINT", "small", 1);
+    models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
+    const auto gpu = run(kGpu, DType::bf16, true);
+    unsetenv("VT_MITA_JOINT");
+    tap.mode = models::MitaRoutingTap::Mode::replay;
+    const auto slices = run(kGpu, DType::bf16, false);
+    tap.next = 0;
+    const auto ref = run(cpu(), DType::f64, true);
+    expect_bf16_rule(gpu.first, slices.first, ref.first, (what + " out").c_str());
+    expect_bf16_rule(gpu.second, slices.second, ref.second, (what + " d(qkv)").c_str());
+  }
+}
+
 // The one-CTA core (landmarks pooled and their gradient added to dq inside its kernels) under MiTA's DWC and gate:
 // the DWC's share goes through a dv of its own, the gate's dg into d(qkvg) beside the kernel's in-place dq, dk, dv.
 // Against the f64 CPU by the bf16 rule, the earlier kernels (VT_MITA_JOINT=masked: the separate pooling kernels, the
