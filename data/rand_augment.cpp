@@ -264,8 +264,8 @@ cv::Mat apply_aug_op(const cv::Mat& rgb, AugOp op, double arg, const RandAugment
   VT_FAIL("[data] unknown RandAugment op");
 }
 
-cv::Mat rand_augment(const cv::Mat& rgb, const RandAugmentConfig& cfg, SampleRng& rng) {
-  cv::Mat img = rgb;
+AugDraw draw_rand_augment(const RandAugmentConfig& cfg, SampleRng& rng) {
+  AugDraw draw;
   for (int k = 0; k < cfg.num_ops; ++k) {
     const AugOp op = op_at(static_cast<int>(rng.randint(0, kAugOpCount - 1)));
     if (cfg.prob < 1.0 && rng.uniform() > cfg.prob) continue;
@@ -274,23 +274,36 @@ cv::Mat rand_augment(const cv::Mat& rgb, const RandAugmentConfig& cfg, SampleRng
     else if (cfg.magnitude_std > 0) m = m + cfg.magnitude_std * rng.normal();
     m = std::clamp(m, 0.0, cfg.magnitude_max);
     const bool negate = signed_op(op) && rng.uniform() > 0.5;
-    img = apply_aug_op(img, op, aug_op_argument(op, m, negate, cfg), cfg);
+    draw.steps.push_back({op, aug_op_argument(op, m, negate, cfg)});
   }
-  return img.data == rgb.data ? rgb.clone() : img;
+  return draw;
 }
 
-cv::Mat color_jitter(const cv::Mat& rgb, double brightness, double contrast, double saturation, SampleRng& rng) {
-  const RandAugmentConfig unused;
+AugDraw draw_color_jitter(double brightness, double contrast, double saturation, SampleRng& rng) {
   const AugOp ops[3] = {AugOp::brightness, AugOp::contrast, AugOp::color};
   const double strength[3] = {brightness, contrast, saturation};
   int order[3] = {0, 1, 2};
   for (int i = 2; i > 0; --i) std::swap(order[i], order[rng.randint(0, i)]);
   double factor[3];
   for (int i = 0; i < 3; ++i) factor[i] = rng.uniform(std::max(0.0, 1.0 - strength[i]), 1.0 + strength[i]);
-  cv::Mat img = rgb;
+  AugDraw draw;
   for (int k : order)
-    if (strength[k] > 0) img = apply_aug_op(img, ops[k], factor[k], unused);
+    if (strength[k] > 0) draw.steps.push_back({ops[k], factor[k]});
+  return draw;
+}
+
+cv::Mat apply_aug_draw(const cv::Mat& rgb, const AugDraw& draw, const RandAugmentConfig& cfg) {
+  cv::Mat img = rgb;
+  for (const AugStep& s : draw.steps) img = apply_aug_op(img, s.op, s.argument, cfg);
   return img.data == rgb.data ? rgb.clone() : img;
+}
+
+cv::Mat rand_augment(const cv::Mat& rgb, const RandAugmentConfig& cfg, SampleRng& rng) {
+  return apply_aug_draw(rgb, draw_rand_augment(cfg, rng), cfg);
+}
+
+cv::Mat color_jitter(const cv::Mat& rgb, double brightness, double contrast, double saturation, SampleRng& rng) {
+  return apply_aug_draw(rgb, draw_color_jitter(brightness, contrast, saturation, rng), RandAugmentConfig{});
 }
 
 }  // namespace vt::data

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <string>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -51,11 +52,30 @@ double aug_op_argument(AugOp op, double magnitude, bool negate, const RandAugmen
 /// Applies one op with an already resolved argument (see aug_op_argument).
 cv::Mat apply_aug_op(const cv::Mat& rgb, AugOp op, double argument, const RandAugmentConfig& cfg);
 
-/// The whole RandAugment draw for one image.
+/// One image's drawn pixel ops, in the order they apply: what RandAugment or ColorJitter chose, as data, so that
+/// any implementation of the ops (this file's, or a device one) applies the same choices from the same stream.
+struct AugStep {
+  AugOp op;
+  double argument;  // resolved, as apply_aug_op takes it
+};
+struct AugDraw {
+  std::vector<AugStep> steps;
+};
+
+/// RandAugment's choices for one image; they do not depend on its pixels.
+AugDraw draw_rand_augment(const RandAugmentConfig& cfg, SampleRng& rng);
+
+/// torchvision ColorJitter(brightness, contrast, saturation) as timm builds it when RandAugment is off: factors
+/// U(max(0, 1-s), 1+s), applied in a random order (a strength of 0 skips that op).
+AugDraw draw_color_jitter(double brightness, double contrast, double saturation, SampleRng& rng);
+
+/// The drawn ops one after another (a copy of rgb when there are none).
+cv::Mat apply_aug_draw(const cv::Mat& rgb, const AugDraw& draw, const RandAugmentConfig& cfg);
+
+/// draw_rand_augment, then apply_aug_draw.
 cv::Mat rand_augment(const cv::Mat& rgb, const RandAugmentConfig& cfg, SampleRng& rng);
 
-/// torchvision ColorJitter(brightness, contrast, saturation) on a PIL-like image, as timm builds it when
-/// RandAugment is off: factors U(max(0, 1-s), 1+s), applied in a random order (a strength of 0 skips that op).
+/// draw_color_jitter, then apply_aug_draw.
 cv::Mat color_jitter(const cv::Mat& rgb, double brightness, double contrast, double saturation, SampleRng& rng);
 
 }  // namespace vt::data

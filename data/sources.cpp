@@ -43,6 +43,15 @@ ImageFileSource::ImageFileSource(std::vector<LabeledFile> files, ClassificationT
   }
 }
 
+TrainImageDraw ImageFileSource::draw_train(int width, int height, SampleRng& rng) const {
+  TrainImageDraw d;
+  d.box = random_resized_crop_box(width, height, rng, t_.crop);
+  d.flip = rng.bernoulli(t_.hflip);
+  if (rand_augment_on_) d.augment = draw_rand_augment(rand_augment_, rng);
+  else if (t_.color_jitter > 0) d.augment = draw_color_jitter(t_.color_jitter, t_.color_jitter, t_.color_jitter, rng);
+  return d;
+}
+
 cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
   const std::string& path = files_[static_cast<size_t>(index)].path;
   try {
@@ -59,7 +68,8 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
       return eval_resize_crop(decode_rgb(bytes, path, min_w, min_h, t_.max_image_pixels), t_.size, t_.crop_pct,
                               t_.filter);
     }
-    const CropBox box = random_resized_crop_box(info.width, info.height, rng, t_.crop);
+    const TrainImageDraw draw = draw_train(info.width, info.height, rng);
+    const CropBox& box = draw.box;
     cv::Mat img;
     CropBox b = box;
     if (t_.crop_decode && info.format == ImageFormat::jpeg) {
@@ -86,13 +96,8 @@ cv::Mat ImageFileSource::transformed(int64_t index, SampleRng& rng) const {
     }
     cv::Mat out = t_.exact_train_resize ? crop_and_resize(img, b, t_.size, t_.filter)
                                         : crop_and_fast_resize(img, b, t_.size, t_.filter);
-    if (rng.bernoulli(t_.hflip)) out = hflip(out);
-    if (rand_augment_on_) {
-      out = rand_augment(out, rand_augment_, rng);
-    } else if (t_.color_jitter > 0) {
-      out = color_jitter(out, t_.color_jitter, t_.color_jitter, t_.color_jitter, rng);
-    }
-    return out;
+    if (draw.flip) out = hflip(out);
+    return draw.augment.steps.empty() ? out : apply_aug_draw(out, draw.augment, rand_augment_);
   } catch (const BadSampleError&) {
     throw;
   } catch (...) {

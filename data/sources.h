@@ -47,9 +47,19 @@ ClassificationTransform eval_transform(int size = 224, double crop_pct = 0.875);
 
 /// Image files with labels, decoded and transformed per sample into 3 x size x size floats. Any failure while
 /// reading, decoding or transforming a file (allocation failures included) is a BadSampleError naming it.
+/// One training image's random choices, drawn from its stream in the order the image path makes them (the crop
+/// box from the file's header size, the flip, then the pixel ops); RandomErasing is drawn after them.
+struct TrainImageDraw {
+  CropBox box;
+  bool flip = false;
+  AugDraw augment;
+};
+
 class ImageFileSource : public SampleSource {
  public:
   ImageFileSource(std::vector<LabeledFile> files, ClassificationTransform transform);
+  /// The training choices for an image of width × height (its header's size): what transformed() applies.
+  TrainImageDraw draw_train(int width, int height, SampleRng& rng) const;
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
   std::array<int64_t, 3> image_shape() const override { return {3, t_.size, t_.size}; }
   std::string describe(int64_t index) const override { return files_[static_cast<size_t>(index)].path; }
