@@ -423,10 +423,41 @@ TEST(MitaCuda, PackedQkvPathMatchesTheCpuAndTheSlicePath) {
       }
 }
 
-// The packed training path under each choice of kernels for bf16 (the one-CTA core of short sequences; ops/mita.cpp: masked flash or per-expert joint
-// attention; ops/mita_qkv.cpp: the shared branch as a flash attention, the fused CUDA-core kernel or f32 ops) against the
-// f64 CPU path, by the bf16 rule with the slice path (mita_attention + the composite V̂ in f32) as the plain bf16
-// implementation; and the LRA's m = k = 128 with 1-D pooling, which only the per-expert kernels take.
+// The packed bf16 training path with VT_MITA_JOINT and VT_MITA_SHARED set to `joint` and `shared` (null: not set)
+// against the f64 CPU path, by the bf16 rule with the slice path (mita_attention + the composite V̂ in f32, the same
+// routing replayed) as the plain bf16 implementation.
+void expect_packed_bf16_path_matches_cpu(const Case& c, uint32_t seed, const char* joint, const char* shared,
+                                         const std::string& what) {
+  models::MitaOptions o;
+  o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
+  const Tensor qkv = randn_cpu({kB, c.N, 3 * kC}, seed, DType::bf16);
+  const Tensor dout = randn_cpu({kB, c.N, kC}, seed + 5, DType::bf16);
+  auto run = [&](Device dev, DType t, bool packed) {
+    Tensor leaf = qkv.to(t).to(dev).detach();
+    leaf.set_requires_grad(true);
+    Tensor out =
+        packed ? models::mita_core_packed(leaf, o)
+               : models::mita_core(leaf.slice(2, 0, kC), leaf.slice(2, kC, 2 * kC), leaf.slice(2, 2 * kC, 3 * kC), o);
+    out.backward(dout.to(t).to(dev));
+    return std::pair{out.to(cpu()), leaf.grad().to(cpu())};
+  };
+  if (joint) setenv("VT_MITA_JOINT", joint, 1);
+  if (shared) setenv("VT_MITA_SHARED", shared, 1);
+  models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
+  const auto gpu = run(kGpu, DType::bf16, true);
+  if (joint) unsetenv("VT_MITA_JOINT");
+  if (shared) unsetenv("VT_MITA_SHARED");
+  tap.mode = models::MitaRoutingTap::Mode::replay;
+  const auto slices = run(kGpu, DType::bf16, false);
+  tap.next = 0;
+  const auto ref = run(cpu(), DType::f64, true);
+  expect_bf16_rule(gpu.first, slices.first, ref.first, (what + " out").c_str());
+  expect_bf16_rule(gpu.second, slices.second, ref.second, (what + " d(qkv)").c_str());
+}
+
+// The packed training path under each choice of kernels for bf16 (the one-CTA core of short sequences; ops/mita.cpp:
+// masked flash or per-expert joint attention; ops/mita_qkv.cpp: the shared branch as a flash attention, the fused
+// CUDA-core kernel or f32 ops), and the LRA's m = k = 128 with 1-D pooling, which only the per-expert kernels take.
 TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
   VT_REQUIRE_DEVICE();
   struct Choice {
@@ -435,70 +466,21 @@ TEST(MitaCuda, PackedQkvPathUnderEveryBf16KernelChoice) {
   uint32_t seed = 1500;
   for (const Case& c : {kCases[0], kCases[1], Case{2048, 128, 128, "sequence"}})
     for (const Choice& ch : {Choice{"small", "flash"}, Choice{"masked", "fused"}, Choice{"masked", "flash"},
-                             Choice{"expert", "fused"}, Choice{"expert", "flash"}, Choice{"expert", "composite"}}) {
-      const std::string what = name_of(c, DType::bf16) + " joint " + ch.joint + ", shared " + ch.shared;
-      models::MitaOptions o;
-      o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
-      const Tensor qkv = randn_cpu({kB, c.N, 3 * kC}, seed += 10, DType::bf16);
-      const Tensor dout = randn_cpu({kB, c.N, kC}, seed + 5, DType::bf16);
-      auto run = [&](Device dev, DType t, bool packed) {
-        Tensor leaf = qkv.to(t).to(dev).detach();
-        leaf.set_requires_grad(true);
-        Tensor out = packed ? models::mita_core_packed(leaf, o)
-                            : models::mita_core(leaf.slice(2, 0, kC), leaf.slice(2, kC, 2 * kC),
-                                                leaf.slice(2, 2 * kC, 3 * kC), o);
-        out.backward(dout.to(t).to(dev));
-        return std::pair{out.to(cpu()), leaf.grad().to(cpu())};
-      };
-      setenv("VT_MITA_JOINT", ch.joint, 1);
-      setenv("VT_MITA_SHARED", ch.shared, 1);
-      models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
-      const auto gpu = run(kGpu, DType::bf16, true);
-      unsetenv("VT_MITA_JOINT");
-      unsetenv("VT_MITA_SHARED");
-      tap.mode = models::MitaRoutingTap::Mode::replay;
-      const auto slices = run(kGpu, DType::bf16, false);
-      tap.next = 0;
-      const auto ref = run(cpu(), DType::f64, true);
-      expect_bf16_rule(gpu.first, slices.first, ref.first, (what + " out").c_str());
-      expect_bf16_rule(gpu.second, slices.second, ref.second, (what + " d(qkv)").c_str());
-    }
+                             Choice{"expert", "fused"}, Choice{"expert", "flash"}, Choice{"expert", "composite"}})
+      expect_packed_bf16_path_matches_cpu(c, seed += 10, ch.joint, ch.shared,
+                                          name_of(c, DType::bf16) + " joint " + ch.joint + ", shared " + ch.shared);
 }
 
 // The one-CTA core's gradients where its tiles are partly empty or many: m ≤ 16 (the second landmark tile unused) on
-// a 7×7 grid with N = 50 (fewer key tiles than warps have work), k = 32, and N = 300 (19 key tiles), each against the
-// f64 CPU by the bf16 rule with the slice path as the plain bf16 implementation.
+// a 7×7 grid with N = 50 (fewer key tiles than warps have work), k = 32, and N = 300 (19 key tiles).
 TEST(MitaCuda, OneCtaCoreGradientsAtEdgeShapes) {
   VT_REQUIRE_DEVICE();
   uint32_t seed = 1900;
   for (const Case& c : {Case{50, 9, 16, "shifted"}, Case{128, 16, 32, "sequence"}, Case{300, 32, 32, "sequence"}}) {
-    const std::string what = name_of(c, DType::bf16) + " one-CTA core";
     ASSERT_TRUE(
         kernels::cuda::mita_small_supported(kernels::MitaShape{kB, kH, c.N, c.m, c.k, kD, 0.125f, 1.0f / kD, true}))
-        << what;
-    models::MitaOptions o;
-    o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
-    const Tensor qkv = randn_cpu({kB, c.N, 3 * kC}, seed += 10, DType::bf16);
-    const Tensor dout = randn_cpu({kB, c.N, kC}, seed + 5, DType::bf16);
-    auto run = [&](Device dev, DType t, bool packed) {
-      Tensor leaf = qkv.to(t).to(dev).detach();
-      leaf.set_requires_grad(true);
-      Tensor out =
-          packed ? models::mita_core_packed(leaf, o)
-                 : models::mita_core(leaf.slice(2, 0, kC), leaf.slice(2, kC, 2 * kC), leaf.slice(2, 2 * kC, 3 * kC), o);
-      out.backward(dout.to(t).to(dev));
-      return std::pair{out.to(cpu()), leaf.grad().to(cpu())};
-    };
-    setenv("VT_MITA_JOINT", "small", 1);
-    models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
-    const auto gpu = run(kGpu, DType::bf16, true);
-    unsetenv("VT_MITA_JOINT");
-    tap.mode = models::MitaRoutingTap::Mode::replay;
-    const auto slices = run(kGpu, DType::bf16, false);
-    tap.next = 0;
-    const auto ref = run(cpu(), DType::f64, true);
-    expect_bf16_rule(gpu.first, slices.first, ref.first, (what + " out").c_str());
-    expect_bf16_rule(gpu.second, slices.second, ref.second, (what + " d(qkv)").c_str());
+        << name_of(c, DType::bf16);
+    expect_packed_bf16_path_matches_cpu(c, seed += 10, "small", nullptr, name_of(c, DType::bf16) + " one-CTA core");
   }
 }
 

@@ -25,6 +25,8 @@ void expect_draws_reproduce_the_image_path(data::ClassificationTransform t, cons
     files.push_back({p, 0});
   }
   const data::ImageFileSource source(files, t);
+  const data::RandAugmentConfig ra =
+      t.auto_augment.empty() ? data::RandAugmentConfig{} : data::parse_rand_augment(t.auto_augment);
   int ops = 0, flips = 0;
   for (int64_t position = 0; position < 24; ++position) {
     const int64_t index = position % 6;
@@ -40,7 +42,7 @@ void expect_draws_reproduce_the_image_path(data::ClassificationTransform t, cons
     const bool flip = spec_rng.bernoulli(t.hflip);
     const data::AugDraw spec_ops =
         t.auto_augment.empty() ? data::draw_color_jitter(t.color_jitter, t.color_jitter, t.color_jitter, spec_rng)
-                               : data::draw_rand_augment(data::parse_rand_augment(t.auto_augment), spec_rng);
+                               : data::draw_rand_augment(ra, spec_rng);
     EXPECT_TRUE(box.x == d.box.x && box.y == d.box.y && box.width == d.box.width && box.height == d.box.height)
         << what << " position " << position;
     EXPECT_EQ(flip, d.flip) << what << " position " << position;
@@ -51,9 +53,7 @@ void expect_draws_reproduce_the_image_path(data::ClassificationTransform t, cons
           << what << " position " << position << " op " << s;
     cv::Mat redone = data::crop_and_fast_resize(full, d.box, t.size, t.filter);
     if (d.flip) redone = data::hflip(redone);
-    redone = data::apply_aug_draw(
-        redone, d.augment,
-        t.auto_augment.empty() ? data::RandAugmentConfig{} : data::parse_rand_augment(t.auto_augment));
+    redone = data::apply_aug_draw(redone, d.augment, ra);
     EXPECT_EQ(max_abs_diff_u8(image, redone), 0) << what << " position " << position;
     ops += static_cast<int>(d.augment.steps.size());
     flips += d.flip;
