@@ -171,6 +171,8 @@ def main():
     p.add_argument("--no-amp", dest="amp", action="store_false", help="f32 instead of bf16 autocast")
     p.add_argument("--fused-adamw", action="store_true", help="torch's fused AdamW (timm's default is not fused)")
     p.add_argument("--no-infer", dest="infer", action="store_false")
+    p.add_argument("--no-train", dest="train", action="store_false",
+                   help="inference only (max-autotune's tuning of the training graph takes minutes)")
     p.add_argument("--out", help="append the JSON lines to this file")
     args = p.parse_args()
 
@@ -188,18 +190,20 @@ def main():
                         "sdpa_backend": backend, "fused_adamw": args.fused_adamw, "torch": torch.__version__,
                         "timm": timm.__version__, "gpu": torch.cuda.get_device_name(0), "error": ""}
                 result = under_backend(backend, line, lambda: (
-                    bench_train(name, mode, args, x, y),
+                    bench_train(name, mode, args, x, y) if args.train else (None, None),
                     bench_infer(name, mode, args, x) if args.infer else (None, None)))
                 if result is None:
                     failed = True
                     emit(line, args.out)
                     continue
                 (train_runs, train_peak), (infer_runs, infer_peak) = result
-                train_ips = statistics.median(train_runs)
+                train_ips = None if train_runs is None else statistics.median(train_runs)
                 infer_ips = None if infer_runs is None else statistics.median(infer_runs)
                 line.update({
-                    "train_img_per_s": round(train_ips, 1), "train_step_ms": round(1e3 * B / train_ips, 3),
-                    "train_peak_mem_gib": round(train_peak, 3), "train_runs": [round(v, 1) for v in train_runs],
+                    "train_img_per_s": None if train_ips is None else round(train_ips, 1),
+                    "train_step_ms": None if train_ips is None else round(1e3 * B / train_ips, 3),
+                    "train_peak_mem_gib": None if train_peak is None else round(train_peak, 3),
+                    "train_runs": None if train_runs is None else [round(v, 1) for v in train_runs],
                     "infer_img_per_s": None if infer_ips is None else round(infer_ips, 1),
                     "infer_peak_mem_gib": None if infer_peak is None else round(infer_peak, 3),
                     "infer_runs": None if infer_runs is None else [round(v, 1) for v in infer_runs],
