@@ -169,6 +169,8 @@ void run_bench_command(const BenchCommand& cmd) {
     std::printf("%s: %.1f %s, %.2f ms/batch, peak memory %s%s\n", o.segmenter ? "eval windows" : "infer",
                 r.infer_img_per_s, unit, r.infer_batch_ms, engine::describe_peak_memory(r.infer_peak).c_str(),
                 window_list(r.infer_runs, unit).c_str());
+  if (r.infer_graph_nodes > 0)
+    std::printf("CUDA graph: the inference batch replayed as one graph of %zu nodes\n", r.infer_graph_nodes);
   const std::string line = engine::bench_json(o, r);
   std::printf("%s\n", line.c_str());
   if (!cmd.json_path.empty()) {

@@ -150,6 +150,7 @@ void measure(const BenchOptions& opt, const ProcessGroup& group, std::optional<D
     r.has_infer = true;
     r.infer_img_per_s = median(r.infer_runs);
     r.infer_batch_ms = 1e3 * static_cast<double>(B) / r.infer_img_per_s;
+    r.infer_graph_nodes = step.graph_nodes();
     r.infer_peak = peak_memory(device);
   }
 }
@@ -307,7 +308,7 @@ std::string bench_json(const BenchOptions& opt, const BenchResult& r) {
   j["train_runs"] = r.has_train ? measured_list(r.train_runs) : nullptr;
   j["infer_runs"] = r.has_infer ? measured_list(r.infer_runs) : nullptr;
   j["last_loss"] = r.has_train ? measured(r.last_loss) : nullptr;
-  j["cuda_graph"] = opt.cuda_graph && r.graph_nodes > 0;
+  j["cuda_graph"] = opt.cuda_graph && (r.graph_nodes > 0 || r.infer_graph_nodes > 0);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
