@@ -414,7 +414,7 @@ def main():
     # BRA: CLS + a 6x6 patch map in 3x3 regions of 2x2 patches (DeiT's 14x14 map in 7x7 regions has the same
     # region size), each routed to 4 of the 9; C 8 in 2 heads. The settings BiFormer's models use:
     # kv_downsample_mode 'identity', no routing parameters, hard non-differentiable routing, side_dwconv 5.
-    # bra: qk_scale = d^-1/2 given to the constructor (our default, model.attention.bra_scale head_dim);
+    # bra: qk_scale = d^-1/2 given to the constructor (model.attention.bra_scale head_dim);
     # bra_qk_dim: qk_scale None, the official default qk_dim^-1/2 = C^-1/2 (bra_scale qk_dim).
     Gb, n_win, topk = 6, 3, 4
     Nb = 1 + Gb * Gb

@@ -36,8 +36,8 @@ struct AttentionConfig {
   int64_t n_win = 7;                      // BRA: regions per side of the patch map (must divide the grid side)
   int64_t topk = 16;                      // BRA: regions each region routes to (<= n_win²); 7 / 16 is BiFormer's
                                           // stage 3, which runs on a 14x14 map as DeiT at 224² does
-  std::string bra_scale = "head_dim";     // BRA's softmax scale: head_dim (d^-1/2) | qk_dim (C^-1/2, the official
-                                          // module's default with qk_dim = dim)
+  std::string bra_scale = "qk_dim";       // BRA's softmax scale: qk_dim (C^-1/2, the official module's default with
+                                          // qk_dim = dim, as BiFormer trains) | head_dim (d^-1/2, dense attention's)
   void validate() const;
   /// One of the MiTA kinds: mita, mita_route (routed branch only), mita_compress (shared branch only).
   bool is_mita() const { return type == "mita" || type == "mita_route" || type == "mita_compress"; }

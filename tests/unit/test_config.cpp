@@ -186,7 +186,7 @@ TEST(Config, AttentionSectionParsesEveryFieldAndOverrides) {
                   "  attention:\n    type: \"mita\"\n    m: 36\n    k: 25\n    s: 1\n    dwc: true\n"
                   "    gate: true\n    landmark_pool: \"patches\"\n    impl: \"fused\"\n"
                   "    deterministic: false\n    shared_scale: \"paper\"\n    agent_num: 49\n    n_win: 7\n"
-                  "    topk: 16\n    bra_scale: \"head_dim\"\n");
+                  "    topk: 16\n    bra_scale: \"qk_dim\"\n");
   EXPECT_EQ(io::to_yaml(io::config_from_yaml_string(y)), y);
 }
 
