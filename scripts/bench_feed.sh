@@ -6,7 +6,7 @@
 #      (configs/imagenet/deit_small_dense.yaml: RandAugment, erasing, Mixup/CutMix, repeated augmentation) —
 #      `vitrain train` img/s with WORKERS loader threads;
 #   3. the same model and batch on synthetic data (`vitrain bench`), the ceiling.
-# Prints the ratio real / synthetic (issue 6's target: >= 90%). Usage: bash scripts/bench_feed.sh OUT_DIR
+# Prints the ratio real / synthetic (target: >= 90%). Usage: bash scripts/bench_feed.sh OUT_DIR
 # Also prints the steady-state speed: the mean of the progress windows after the first epoch (metrics.jsonl).
 # Env: WORKERS (default: all cores), CLASSES (800), EPOCHS (3), BATCH (256 per GPU), GPUS (1; more: data-parallel
 # through `vitrain launch`, WORKERS / GPUS loader threads per process; the synthetic ceiling stays one GPU's),

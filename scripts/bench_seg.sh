@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ADE20K-sized segmentation throughput (issue 9): Segmenter ViT-S/16 + CBT decoder at 512², batch 8 (spec §5),
+# ADE20K-sized segmentation throughput: Segmenter ViT-S/16 + CBT decoder at 512², batch 8,
 # dense vs MiTA (m = k = 49), f32 (the official recipe: AMP off) and bf16 autocast, synthetic images and labels:
 # training img/s (forward, upsample, pixel cross-entropy, backward, SGD) and evaluation windows/s (forward of
 # 512² windows; an ADE20K validation image resized to short side 512 is ~2 windows at stride 480), with peak

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's segmentation training and evaluation throughput on synthetic data: the peer of `vitrain bench` with a
-segmentation config (spec §5, MiTA Table 4, dense attention).
+segmentation config (MiTA Table 4, dense attention).
 
 The model is scripts/segmenter_torch.py's Segmenter: timm's backbone (pretrained=False) built at --img (so a
 32x32 pos-embed grid at 512), LayerNorm eps 1e-5, drop_path --drop-path, no head, and the CBT decoder (3 layers of
@@ -110,8 +110,8 @@ def main():
     p.add_argument("--dec-heads", type=int, default=3)
     p.add_argument("--dec-head-dim", type=int, default=100)
     p.add_argument("--reps-grid", type=int, default=10)
-    p.add_argument("--drop-path", type=float, default=0.1, help="spec §5's encoder drop_path")
-    p.add_argument("--amp", action="store_true", help="bf16 autocast (spec §5 trains without)")
+    p.add_argument("--drop-path", type=float, default=0.1, help="Segmenter's encoder drop_path")
+    p.add_argument("--amp", action="store_true", help="bf16 autocast (Segmenter's recipe trains without)")
     p.add_argument("--tf32", action="store_true", help="allow TF32 matmuls and convolutions")
     p.add_argument("--modes", nargs="+", default=["eager", "compile"], choices=list(MODES),
                    help="eager, and torch.compile's modes (compile = its default mode)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Markdown tables from the JSON lines of `vitrain bench --json` and scripts/bench_timm.py (issue 11's benchmark).
+"""Markdown tables from the JSON lines of `vitrain bench --json` and scripts/bench_timm.py.
 
 One training and one inference table per batch size; a row per model; columns: our dense and MiTA img/s (and any
 other attention measured; "+graph": `vitrain bench --cuda-graph`), timm's img/s in each mode measured (eager and

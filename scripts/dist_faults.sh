@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Failure handling of a 2-GPU job (issue 12), on the same small Fashion-MNIST DeiT-Tiny-shaped run as
+# Failure handling of a 2-GPU job, on the same small Fashion-MNIST DeiT-Tiny-shaped run as
 # scripts/dist_equivalence.sh:
 #   1. kill one rank: a long 2-rank `vitrain launch` training job; after a few updates rank 1 gets SIGKILL. The
 #      launcher must stop rank 0 (blocked in NCCL) and exit non-zero naming rank 1, within the grace period.

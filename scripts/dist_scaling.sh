@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel scaling on one host (issue 12): DeiT-S and MiTA-DeiT-S training on synthetic data, batch BATCH per
+# Data-parallel scaling on one host: DeiT-S and MiTA-DeiT-S training on synthetic data, batch BATCH per
 # GPU, bf16, on 1 GPU and on every count in GPU_COUNTS (default: 2 up to the GPUs present, powers of two), ours
 # through `vitrain launch -n N -- bench`, timm through torchrun + DDP (scripts/bench_timm_ddp.py, eager and
 # torch.compile) in the same run. Prints one markdown table: img/s, scaling efficiency against 1 GPU

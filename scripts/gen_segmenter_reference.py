@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Makes the Segmenter parity fixture for tests/nn/test_segmenter_reference.cpp.
 
-A small Segmenter as spec §5 describes it (scripts/segmenter_torch.py): timm's VisionTransformer (img 64, patch
+A small Segmenter as the MiTA paper's Segmenter recipe describes it (scripts/segmenter_torch.py): timm's VisionTransformer (img 64, patch
 16, dim 48, depth 2, 3 heads, LayerNorm eps 1e-5, no head) and the CBT decoder (2 layers, 2 heads of 8 dims,
 2x2 representatives, K = 5 classes), logits upsampled bilinearly to 64x64. Everything runs in float64 on the CPU
 in train mode (all drop rates are 0), timm's attention through its non-fused (explicit softmax) path.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-kernel time table of a profiled run, as markdown (issue 11's "top 15 kernels").
+"""Per-kernel time table of a profiled run, as markdown.
 
 Input: the CSV of `ncu --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum CMD`.
 Kernels are grouped by name (template arguments and parameters dropped); per group: time per step (total divided by

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Figures 3, 4, 9 and 10 from our own models (issue 10): trains the Fashion-MNIST patch-2 proxy
+# Figures 3, 4, 9 and 10 from our own models: trains the Fashion-MNIST patch-2 proxy
 # (configs/proxy/fmnist_p2_mita.yaml: 197 tokens, 14x14 grid, m = k = 25) with MiTA, dense and Agent attention,
 # then draws the routing of one test image (vitrain viz experts), sweeps (m, k) at evaluation on the frozen MiTA
 # weights (vitrain eval-sweep) and swaps the attention kinds at evaluation (vitrain eval-swap).

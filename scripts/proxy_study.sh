@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The proxy study of issue 10 (REPRODUCTION.md): every attention variant on the Fashion-MNIST patch-2 proxy
+# The proxy study (REPRODUCTION.md): every attention variant on the Fashion-MNIST patch-2 proxy
 # (configs/proxy/fmnist_p2_mita.yaml: 197 tokens, 14x14 grid), SEEDS seeds each, then a table of the best test
 # top-1 (mean ± std over the seeds) beside the paper's ImageNet delta to its baseline (Table 2 Tiny, Appendix A).
 # A run is done when OUT_DIR/<variant>/seed<s>/model.safetensors exists or when its metrics are in the record

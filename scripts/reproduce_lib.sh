@@ -72,7 +72,7 @@ metric_stats() {
 }
 
 # "params MACs" of a config from `vitrain flops`'s total line ("params 22.05M  MACs 4.43G (all matmuls) / 4.30G
-# (fvcore-style)": the all-matmul count, spec §6), or "- -". Uses $VITRAIN.
+# (fvcore-style)": the all-matmul count), or "- -". Uses $VITRAIN.
 flops_of() {
   local text
   text=$("$VITRAIN" flops --config "$1" 2>/dev/null) || { echo "- -"; return; }

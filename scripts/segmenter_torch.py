@@ -1,4 +1,4 @@
-"""A PyTorch Segmenter with the CBT decoder of spec §5 (MiTA Table 4), written from the spec for our parity
+"""A PyTorch Segmenter with the CBT decoder (MiTA Table 4), written from the paper's description for our parity
 fixture (scripts/gen_segmenter_reference.py) and the throughput peer (scripts/bench_segmenter_torch.py).
 
 The encoder is timm's VisionTransformer (its final-norm tokens, CLS dropped); the decoder's parameter names are
@@ -112,7 +112,7 @@ class Segmenter(nn.Module):
 
 
 def encoder_norm_layer():
-    """The encoder's LayerNorm: eps 1e-5 (spec §5), not timm's 1e-6."""
+    """The encoder's LayerNorm: eps 1e-5, not timm's 1e-6."""
     return partial(nn.LayerNorm, eps=1e-5)
 
 
