@@ -54,7 +54,7 @@ std::string describe_attention(const AttentionConfig& a, int64_t heads, int64_t 
   if (a.type == "agent" || a.type == "agent_bias") return a.type + " n=" + std::to_string(a.agent_num);
   if (a.type == "bra")
     return a.type + " n_win=" + std::to_string(a.n_win) + " topk=" + std::to_string(a.topk) +
-           (a.bra_scale == "qk_dim" ? " scale=qk_dim" : "");
+           (a.bra_scale == "head_dim" ? " scale=head_dim" : "");
   return a.type;
 }
 

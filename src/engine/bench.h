@@ -61,8 +61,8 @@ struct BenchResult {
   int world = 1;                                      ///< ranks of a launched job (img/s counts all of them)
   bool lead = true;                                   ///< rank 0: the one that reports
   double allreduce_ms = 0, allreduce_busbw_gbps = 0;  ///< world > 1: one gradient-sized f32 all-reduce, alone
-  size_t graph_nodes = 0;        ///< --cuda-graph: nodes of the captured training step
-  size_t infer_graph_nodes = 0;  ///< --cuda-graph: nodes of the captured inference batch
+  size_t graph_nodes = 0;                             ///< --cuda-graph: nodes of the captured training step
+  size_t infer_graph_nodes = 0;                       ///< --cuda-graph: nodes of the captured inference batch
 };
 
 /// Builds the model on the device and runs the benchmark; throws on bad options (unknown model, device, ...).
