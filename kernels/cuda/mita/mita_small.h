@@ -6,10 +6,11 @@
 // softmax of scale·S, V̂ = softmax·V; each query's expert = arg-max of q·Rᵀ (first landmark on ties), a stable
 // counting sort by expert; then per expert and 16 queries, one warp: [shared_scale·q·Rᵀ | scale·q·K_Iᵀ] → one
 // softmax → P·[V̂ ; V_I]. Backward (mita_small_bwd.cu): per expert and 16 queries, one warp recomputes P from the saved log-sum-exp and
-// writes dq once; the routed slots' dK, dV are summed with f32 atomics into a global scratch that stays in L2 (the
-// last bits vary run to run: the deterministic mode uses the per-expert kernels), while each query's dS and P over
-// the shared slots are kept there, so that dR and dV̂ are summed over all queries afterwards with one reduction per
-// warp; then V̂'s backward over all keys and the pooling's: each query's share of dR added to its dq.
+// writes dq once, keeping the item's routed dS and P (as MMA fragments) and each query's dS and P over the shared
+// slots in a global scratch that stays in L2; dR and dV̂ are then summed over all queries with one f32 reduction per
+// warp (the last bits vary run to run: the deterministic mode uses the per-expert kernels); then V̂'s backward over all
+// keys; then dK and dV in f32 in shared memory, each warp owning a column slice and walking every item's routed
+// slots, plus V̂'s share; then the pooling's backward: each query's share of dR added to its dq.
 // Same routing rule and results as mita_route + mita_attention with the shared branch's flash attention.
 #pragma once
 #include <cstdint>

@@ -50,48 +50,22 @@ __device__ __forceinline__ void atomic_add_row(float* row, float lo0, float lo1,
   else atomic_add4(row + 8 + 2 * (t - 1), make_float4(r0, r1, hi0, hi1));
 }
 
-/// dst[rows(slot)] += Tᵀ·X for the 32 slots of one item: T the warp's C fragments of [16 queries][32 slots] (rounded
-/// to bf16 and transposed in registers into the A operand), X [16][D + kPad] bf16 (query rows), global float atomics
-/// into rows `stride` floats apart; slots at or past `valid` are skipped; `rows` null: row = slot. X's fragments are
-/// loaded once for both slot tiles, and each tile's products all run before its reductions, so that the MMAs do not
-/// wait on one another.
-template <int D>
-__device__ __forceinline__ void add_slot_products(float* dst, int64_t stride, const int* rows, int valid,
-                                                  const float (&T)[4][4], const bf16* X, int lane) {
-  constexpr int ld = D + flash::kPad;
-  const int g = lane >> 2;
-  uint32_t xb[D / 16][4];
+/// Tᵀ for the 32 slots of one item, as the A fragments of two 16-slot × 16-query tiles (rounded to bf16 and
+/// transposed in registers): dst[mt · 32 + lane] holds this lane's four registers of tile mt, so that the keys' pass
+/// reads each fragment back with one 16-byte load per lane.
+__device__ __forceinline__ void store_slot_tiles(uint4* dst, const float (&T)[4][4], int lane) {
 #pragma unroll
-  for (int c = 0; c < D / 16; ++c) flash::ldmatrix_x4_trans(xb[c], flash::b_rows_kn(X, ld, 0, c * 16, lane));
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
-    if (mt * 16 >= valid) break;
-    // Tᵀ's A fragment (slots mt·16.. × the 16 queries): each 8 × 8 block is the transpose of one block of T.
-    const uint32_t a[4] = {movmatrix_trans(flash::pack_bf16(T[2 * mt][0], T[2 * mt][1])),
-                           movmatrix_trans(flash::pack_bf16(T[2 * mt + 1][0], T[2 * mt + 1][1])),
-                           movmatrix_trans(flash::pack_bf16(T[2 * mt][2], T[2 * mt][3])),
-                           movmatrix_trans(flash::pack_bf16(T[2 * mt + 1][2], T[2 * mt + 1][3]))};
-    int dst_row[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int slot = mt * 16 + g + 8 * half;
-      dst_row[half] = slot < valid ? (rows ? rows[slot] : slot) : -1;
-    }
-    float lo[D / 16][4] = {}, hi[D / 16][4] = {};
-#pragma unroll
-    for (int c = 0; c < D / 16; ++c) {
-      flash::mma_bf16(lo[c], a, xb[c][0], xb[c][1]);
-      flash::mma_bf16(hi[c], a, xb[c][2], xb[c][3]);
-    }
-#pragma unroll
-    for (int c = 0; c < D / 16; ++c)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const bool active = dst_row[half] >= 0;
-        atomic_add_row(active ? dst + dst_row[half] * stride + c * 16 : dst, lo[c][2 * half], lo[c][2 * half + 1],
-                       hi[c][2 * half], hi[c][2 * half + 1], active, lane);
-      }
-  }
+  for (int mt = 0; mt < 2; ++mt)
+    dst[mt * 32 + lane] = make_uint4(movmatrix_trans(flash::pack_bf16(T[2 * mt][0], T[2 * mt][1])),
+                                     movmatrix_trans(flash::pack_bf16(T[2 * mt + 1][0], T[2 * mt + 1][1])),
+                                     movmatrix_trans(flash::pack_bf16(T[2 * mt][2], T[2 * mt][3])),
+                                     movmatrix_trans(flash::pack_bf16(T[2 * mt + 1][2], T[2 * mt + 1][3])));
+}
+
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(flash::smem_addr(p)));
 }
 
 template <int D>
@@ -102,12 +76,15 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
   const BwdLayout L(N, D, m);
   bf16 *Ks = reinterpret_cast<bf16*>(smem + L.k), *Vs = reinterpret_cast<bf16*>(smem + L.v),
        *Rs = reinterpret_cast<bf16*>(smem + L.r), *VHs = reinterpret_cast<bf16*>(smem + L.v_hat);
-  float* dK = p.scratch + static_cast<int64_t>(blockIdx.x) * scratch_floats(N, D, m);  // global, L2-resident
-  float *dV = dK + N * D, *dVH = dV + N * D;
+  float* dVH = p.scratch + static_cast<int64_t>(blockIdx.x) * scratch_floats(N, D, m);  // global, L2-resident
   // Each query's dS and P over the shared slots ([N][kSlots] bf16, rows by token): their sums over all queries go to
   // dR and dV̂ after the experts' pass, instead of one reduction per item.
   bf16* dS_shared = reinterpret_cast<bf16*>(dVH + m * D);
   bf16* P_shared = dS_shared + N * kSlots;
+  // Each item's routed dS and P, transposed, as MMA fragments ([item][dS, P][2 tiles][32 lanes]): the keys' pass
+  // sums them into dK and dV in shared memory, each warp owning a column slice, so that no float reductions are
+  // needed for the routed slots.
+  uint4* routed_tiles = reinterpret_cast<uint4*>(P_shared + N * kSlots);
   const int64_t C = static_cast<int64_t>(p.H) * D;
   float* dR = p.dr + static_cast<int64_t>(blockIdx.x / p.H) * m * C + (blockIdx.x % p.H) * D;  // rows C apart
   int *ek = reinterpret_cast<int*>(smem + L.keys), *order = reinterpret_cast<int*>(smem + L.order),
@@ -124,8 +101,7 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
   load_rows<D, kThreads>(Rs, p.r, b, h, m, kSlots, tid);
   load_rows<D, kThreads>(VHs, p.v_hat, b, h, m, kSlots, tid);
   flash::cp_async_commit();
-  for (int i = tid; i < (2 * N + m) * D / 4; i += kThreads)
-    reinterpret_cast<float4*>(dK)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int i = tid; i < m * D / 4; i += kThreads) reinterpret_cast<float4*>(dVH)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
   for (int i = tid; i < m * D; i += kThreads) dR[(i / D) * C + i % D] = 0.f;
   for (int i = tid; i < m * kSlots; i += kThreads) {
     const int j = i / kSlots, s = i % kSlots;
@@ -212,8 +188,10 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
           dss[nt][x] = c * (dss[nt][x] - dl[half]) * p.shared_scale;
           pr[nt][x] = a, ps[nt][x] = c;
         }
-      // The routed slots' sums, P's first (then P is dead): dV_I += P_routedᵀ·dO; the shared slots' rows kept.
-      add_slot_products<D>(dV, D, keys, topk, pr, dOw, lane);
+      // The routed slots' dS and P for the keys' pass (dK_I += dS_routedᵀ·Q, dV_I += P_routedᵀ·dO); the shared
+      // slots' rows kept for their sums over all queries.
+      store_slot_tiles(routed_tiles + i * 128, dsr, lane);
+      store_slot_tiles(routed_tiles + i * 128 + 64, pr, lane);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         if (!rv[half]) continue;
@@ -234,8 +212,6 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
 #pragma unroll
         for (int nt = 0; nt < D / 8; ++nt) store_pair(dst + nt * 8 + 2 * t, dq[nt][2 * half], dq[nt][2 * half + 1]);
       }
-      // dK_I += dS_routedᵀ·Q.
-      add_slot_products<D>(dK, D, keys, topk, dsr, Qw, lane);
       __syncwarp();
     }
   }
@@ -368,63 +344,107 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
                        dr_hi[c][2 * half + 1], j < m, lane);
       }
   __syncthreads();
-  // Each warp owns 16 keys: their routed sums (read past L1: other threads' atomics wrote them) plus V̂'s share,
-  // stored as the bf16 dk and dv.
-  for (int kt = warp; kt < np / 16; kt += kBwdWarps) {
-    const int n0 = kt * 16;
-    uint32_t ads[2][4], ap[2][4];
+  // dK and dV, half of the columns at a time, in f32 in shared memory where K and V were (dead since V̂'s
+  // backward): first the routed slots' sums, each warp owning one 8-column slice of dK or dV and walking every
+  // item in order (an expert's keys are distinct, so no two lanes touch one element and no atomics are needed),
+  // then per 16 keys V̂'s share added and the bf16 dk, dv stored.
+  constexpr int kHalfD = D / 2, acc_ld = kHalfD + 4, kJobs = D / 8;
+  float* acc = reinterpret_cast<float*>(smem + L.k);     // [dK, dV][np][acc_ld]
+  bf16* stage = dVHb + kSlots * ld + warp * 2 * 16 * 8;  // this warp's two [16 queries][8 columns] buffers
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = tid; i < 2 * np * acc_ld / 4; i += kThreads)
+      reinterpret_cast<float4*>(acc)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    __syncthreads();
+    if (warp < kJobs) {
+      const int which = warp / (kJobs / 2), slice = warp % (kJobs / 2);  // which: 0 dK (dS, Q), 1 dV (P, dO)
+      const int col = pass * kHalfD + slice * 8;
+      const Rows& X = which == 0 ? p.q : p.dout;
+      float* dst = acc + which * np * acc_ld + slice * 8 + 2 * t;
+      const int count = *n_items;
+      auto fetch = [&](int i, uint4(&a)[2]) {  // item i's X rows (async, into buffer i & 1) and T fragments
+        if (lane < 16) {
+          const Item it(items, off, i);
+          const bool ok = lane < it.count;
+          flash::cp_async16(stage + (i & 1) * 128 + lane * 8, X.row(b, h, ok ? order[it.first + lane] : 0) + col, ok);
+        }
+        flash::cp_async_commit();
+        a[0] = __ldcg(routed_tiles + i * 128 + which * 64 + lane);
+        a[1] = topk > 16 ? __ldcg(routed_tiles + i * 128 + which * 64 + 32 + lane) : make_uint4(0, 0, 0, 0);
+      };
+      uint4 next[2];
+      if (count > 0) fetch(0, next);
+      for (int i = 0; i < count; ++i) {
+        const uint4 cur[2] = {next[0], next[1]};
+        if (i + 1 < count) fetch(i + 1, next);
+        else flash::cp_async_commit();
+        flash::cp_async_wait<1>();
+        __syncwarp();
+        uint32_t xb[2];
+        ldmatrix_x2_trans(xb, stage + (i & 1) * 128 + (lane & 15) * 8);
+        __syncwarp();
+        const int* keys = ek + (items[i] >> 16) * kSlots;
 #pragma unroll
-    for (int kc = 0; kc < 2; ++kc) {
-      flash::ldmatrix_x4_trans(ads[kc], flash::a_rows_transposed(dSrk, lp, n0, kc * 16, lane));
-      flash::ldmatrix_x4_trans(ap[kc], flash::a_rows_transposed(Prk, lp, n0, kc * 16, lane));
-    }
-    // All of this lane's routed sums first, so that their loads go out together: [column block][half]: dK at columns
-    // c, c + 8, then dV at c, c + 8 (rows past N read row N − 1 and are not stored).
-    float2 routed[D / 16][2][4];
+        for (int mt = 0; mt < 2; ++mt) {
+          if (mt * 16 >= topk) break;
+          const uint32_t a[4] = {cur[mt].x, cur[mt].y, cur[mt].z, cur[mt].w};
+          float c[4] = {};
+          flash::mma_bf16(c, a, xb[0], xb[1]);
 #pragma unroll
-    for (int ci = 0; ci < D / 16; ++ci)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int key = min(n0 + g + 8 * half, N - 1), c = ci * 16 + 2 * t;
-        const float *k_row = dK + key * D + c, *v_row = dV + key * D + c;
-        routed[ci][half][0] = __ldcg(reinterpret_cast<const float2*>(k_row));
-        routed[ci][half][1] = __ldcg(reinterpret_cast<const float2*>(k_row + 8));
-        routed[ci][half][2] = __ldcg(reinterpret_cast<const float2*>(v_row));
-        routed[ci][half][3] = __ldcg(reinterpret_cast<const float2*>(v_row + 8));
+          for (int half = 0; half < 2; ++half) {
+            const int slot = mt * 16 + g + 8 * half;
+            if (slot >= topk) continue;
+            float2* e = reinterpret_cast<float2*>(dst + keys[slot] * acc_ld);
+            float2 v = *e;
+            v.x += c[2 * half], v.y += c[2 * half + 1];
+            *e = v;
+          }
+        }
       }
-#pragma unroll
-    for (int c0 = 0; c0 < D; c0 += 16) {
-      float klo[4] = {}, khi[4] = {}, vlo[4] = {}, vhi[4] = {};
+      flash::cp_async_wait<0>();
+    }
+    __syncthreads();
+    for (int kt = warp; kt < np / 16; kt += kBwdWarps) {
+      const int n0 = kt * 16;
+      uint32_t ads[2][4], ap[2][4];
 #pragma unroll
       for (int kc = 0; kc < 2; ++kc) {
-        uint32_t bf[4];
-        flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(Rs, ld, kc * 16, c0, lane));
-        flash::mma_bf16(klo, ads[kc], bf[0], bf[1]);
-        flash::mma_bf16(khi, ads[kc], bf[2], bf[3]);
-        flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(dVHb, ld, kc * 16, c0, lane));
-        flash::mma_bf16(vlo, ap[kc], bf[0], bf[1]);
-        flash::mma_bf16(vhi, ap[kc], bf[2], bf[3]);
+        flash::ldmatrix_x4_trans(ads[kc], flash::a_rows_transposed(dSrk, lp, n0, kc * 16, lane));
+        flash::ldmatrix_x4_trans(ap[kc], flash::a_rows_transposed(Prk, lp, n0, kc * 16, lane));
       }
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int key = n0 + g + 8 * half;
-        if (key >= N) continue;
-        const int c = c0 + 2 * t;
-        const float2 k0 = routed[c0 / 16][half][0], k8 = routed[c0 / 16][half][1], v0 = routed[c0 / 16][half][2],
-                     v8 = routed[c0 / 16][half][3];
-        bf16 *k = p.dk.out_row(b, h, key) + c, *v = p.dv.out_row(b, h, key) + c;
-        store_pair(k, k0.x + klo[2 * half], k0.y + klo[2 * half + 1]);
-        store_pair(k + 8, k8.x + khi[2 * half], k8.y + khi[2 * half + 1]);
-        store_pair(v, v0.x + vlo[2 * half], v0.y + vlo[2 * half + 1]);
-        store_pair(v + 8, v8.x + vhi[2 * half], v8.y + vhi[2 * half + 1]);
+      for (int c0 = 0; c0 < kHalfD; c0 += 16) {
+        const int gc = pass * kHalfD + c0;  // the column in dk, dv
+        float klo[4] = {}, khi[4] = {}, vlo[4] = {}, vhi[4] = {};
+#pragma unroll
+        for (int kc = 0; kc < 2; ++kc) {
+          uint32_t bf[4];
+          flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(Rs, ld, kc * 16, gc, lane));
+          flash::mma_bf16(klo, ads[kc], bf[0], bf[1]);
+          flash::mma_bf16(khi, ads[kc], bf[2], bf[3]);
+          flash::ldmatrix_x4_trans(bf, flash::b_rows_kn(dVHb, ld, kc * 16, gc, lane));
+          flash::mma_bf16(vlo, ap[kc], bf[0], bf[1]);
+          flash::mma_bf16(vhi, ap[kc], bf[2], bf[3]);
+        }
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int key = n0 + g + 8 * half;
+          if (key >= N) continue;
+          const float* rk = acc + key * acc_ld + c0 + 2 * t;
+          const float* rv = rk + np * acc_ld;
+          bf16 *k = p.dk.out_row(b, h, key) + gc + 2 * t, *v = p.dv.out_row(b, h, key) + gc + 2 * t;
+          store_pair(k, rk[0] + klo[2 * half], rk[1] + klo[2 * half + 1]);
+          store_pair(k + 8, rk[8] + khi[2 * half], rk[9] + khi[2 * half + 1]);
+          store_pair(v, rv[0] + vlo[2 * half], rv[1] + vlo[2 * half + 1]);
+          store_pair(v + 8, rv[8] + vhi[2 * half], rv[9] + vhi[2 * half + 1]);
+        }
       }
     }
+    __syncthreads();
   }
   // The pooling's backward: each pooled token's dq += Σ over the bins that hold it of bf16(dR_j) / |bin j|, rounded
   // to bf16 and added, as landmark_pool_backward and the separate add would. The bins' sizes, each grid row's and
   // column's span of bins and then the terms go to shared memory first (the scratch region is free once the loop
   // above is done), so that the token loop runs no integer division.
-  __syncthreads();
   const PoolBins& pb = p.pool;
   const bool grid2d = pb.grid > 0;
   const int cols = grid2d ? pb.pool : m, in_x = grid2d ? pb.grid : pb.L, in_y = grid2d ? pb.grid : 1;
@@ -532,7 +552,9 @@ void mita_small_backward(const AttentionView& dq, const AttentionView& dk, const
               s.shared_scale * kLog2e};
   dispatch_small_dim(s.d, [&](auto dim) {
     constexpr int D = decltype(dim)::value;
-    const int bytes = BwdLayout(p.N, D, p.m).total;
+    const BwdLayout layout(p.N, D, p.m);
+    const int bytes = layout.total;
+    VT_CHECK(key_sums_bytes(p.N, D) <= layout.r - layout.k, "[mita] the keys' f32 sums outgrow K and V's room");
     VT_CUDA_CHECK(cudaFuncSetAttribute(small_backward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     small_backward_kernel<D><<<static_cast<unsigned>(s.B * s.H), kBwdWarps * 32, bytes, stream>>>(p);
     VT_CUDA_CHECK(cudaGetLastError());

@@ -87,9 +87,10 @@ struct BwdLayout {
     items = take(at, (np / 16 + kSlots) * 4);
     misc = take(at, 2 * kSlots * 4 + 16);  // V̂'s lse and row terms, the item count
     // One region three ways: per warp its Q and dO rows (the experts' pass), then P and dS of V̂'s softmax and dV̂
-    // in bf16 (V̂'s pass), then the pooling's terms.
+    // in bf16 (V̂'s pass and the keys' pass, with each warp's two [16][8] buffers of query rows), then the pooling's
+    // terms. The keys' pass keeps its f32 dK, dV sums (half the columns at a time) where K and V were.
     const int per_warp = 2 * 16 * ld * 2;
-    const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2;
+    const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2 + kBwdWarps * 2 * 16 * 8 * 2;
     const int pool_pass = kSlots * (D + 1) * 4 + 2 * kMaxN * 4;  // the pooling's terms, bin sizes and spans
     const int passes = kBwdWarps * per_warp > shared_pass ? kBwdWarps * per_warp : shared_pass;
     scratch = take(at, passes > pool_pass ? passes : pool_pass);
@@ -97,12 +98,18 @@ struct BwdLayout {
   }
 };
 
-/// The backward's global scratch per (b, h), in floats: the routed dK and dV sums [N][D] f32 each, dV̂ [m][D] f32, then
-/// each query's dS and P over the shared slots, [N][kSlots] bf16 each (N·kSlots floats of room for the two). Float
-/// atomics in shared memory are compare-and-swap loops (9 ms a layer at DeiT-S); global ones are single L2
-/// reductions, and a (b, h)'s ~130 KB stay in L2 while its CTA runs.
+/// Bytes of the f32 dK, dV sums of half the columns, [2][np][D / 2 + 4]: they fit where K and V were.
+__host__ __device__ constexpr int key_sums_bytes(int N, int D) { return 2 * padded_rows(N) * (D / 2 + 4) * 4; }
+
+/// The most work items (expert, 16 queries) of a (b, h): Σ ⌈count / 16⌉ ≤ N / 16 + m.
+__host__ __device__ constexpr int max_items(int N) { return padded_rows(N) / 16 + kSlots; }
+
+/// The backward's global scratch per (b, h), in floats: dV̂ [m][D] f32, each query's dS and P over the shared slots
+/// ([N][kSlots] bf16 each: N·kSlots floats of room for the two), then each item's routed dS and P as MMA fragments
+/// (2 KB an item). Float atomics in shared memory are compare-and-swap loops (9 ms a layer at DeiT-S); global ones
+/// are single L2 reductions, and a (b, h)'s scratch stays in L2 while its CTA runs.
 __host__ __device__ inline int64_t scratch_floats(int N, int D, int m) {
-  return (2 * static_cast<int64_t>(N) + m) * D + static_cast<int64_t>(N) * kSlots;
+  return static_cast<int64_t>(m) * D + static_cast<int64_t>(N) * kSlots + static_cast<int64_t>(max_items(N)) * 512;
 }
 
 using device::warp_max;
