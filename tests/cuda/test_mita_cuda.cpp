@@ -173,6 +173,42 @@ TEST(MitaCuda, OneCtaCoreRoutesAsMitaRoute) {
   }
 }
 
+// The one-CTA core's top-k (value-space probes, then a bit search where they do not settle it) and arg-max give the
+// CPU's routing bit for bit when every score is exact in f32: q, k, v small integers (many exact ties, zeros
+// among them) or ternary (ties everywhere), at N = 197 and 50 (8 scores a lane) and N = 300 (16 a lane).
+TEST(MitaCuda, OneCtaCoreRoutingOnExactScoresEqualsTheCpu) {
+  VT_REQUIRE_DEVICE();
+  uint32_t seed = 1900;
+  for (const Case& c : {kCases[0], Case{50, 9, 16, "shifted"}, Case{300, 16, 32, "sequence"}})
+    for (const double step : {1.5, 0.0}) {  // round(1.5·x) clamped to [-4, 4], or the sign of x past ±0.6
+      const std::string what = name_of(c, DType::bf16) + (step > 0 ? " integers" : " ternary");
+      ASSERT_TRUE(
+          kernels::cuda::mita_small_supported(kernels::MitaShape{kB, kH, c.N, c.m, c.k, kD, 0.125f, 1.0f / kD, true}))
+          << what;
+      const Shape shape{kB, c.N, 3 * kC};
+      std::vector<double> v = randn_cpu(shape, seed += 10, DType::f64).to_vector();
+      for (double& e : v)
+        e = step > 0 ? std::clamp(std::round(step * e), -4.0, 4.0) : (e > 0.6 ? 1.0 : (e < -0.6 ? -1.0 : 0.0));
+      Tensor qkv = Tensor::from_vector(v, shape, DType::f32).to(DType::bf16).to(kGpu).detach();
+      qkv.set_requires_grad(true);
+      models::MitaOptions o;
+      o.heads = kH, o.m = c.m, o.k = c.k, o.landmark_pool = c.pool;
+      models::MitaRoutingTap tap(models::MitaRoutingTap::Mode::record);
+      ASSERT_TRUE(models::mita_core_packed(qkv, o).defined()) << what;
+      ASSERT_EQ(tap.routings.size(), 1u) << what;
+      const Tensor q = qkv.detach().slice(2, 0, kC);
+      const Tensor q_cpu = heads_of(q.to(cpu()).to(DType::f32));
+      const Tensor k_cpu = heads_of(qkv.detach().slice(2, kC, 2 * kC).to(cpu()).to(DType::f32));
+      const Tensor r_cpu = heads_of(models::mita_landmarks(q, o).to(cpu()).to(DType::f32));
+      const ops::MitaRouting want = ops::mita_route(q_cpu, k_cpu, r_cpu, c.k);
+      const ops::MitaRouting& got = tap.routings[0];
+      EXPECT_EQ(ints(got.expert_keys), ints(want.expert_keys)) << what;
+      EXPECT_EQ(ints(got.experts), ints(want.experts)) << what;
+      EXPECT_EQ(ints(got.order), ints(want.order)) << what;
+      EXPECT_EQ(ints(got.offsets), ints(want.offsets)) << what;
+    }
+}
+
 TEST(MitaCuda, RoutingWithExactTiesEqualsTheCpuBitForBit) {
   VT_REQUIRE_DEVICE();
   // Entries in {-1, 0, 1}: the scores are small integers, exact in f32, with many ties (lower index first).

@@ -24,6 +24,7 @@ constexpr int kSlots = 32;  // m and k at most; slot tiles are 2 × 16
 constexpr int kMaxN = 512;  // the top-k keeps 16 scores per lane
 // At DeiT-S both kernels fit two CTAs an SM: the backward at 128 registers a thread and ~110 KB of shared memory.
 constexpr int kFwdWarps = 8, kBwdWarps = 8;
+constexpr int kKeyStages = 3;  // the backward's keys' pass: items staged at once per warp (it sums one, two in flight)
 static_assert(kBwdWarps % 2 == 0, "V̂'s backward gives each warp one of the two landmark tiles");
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
@@ -87,10 +88,10 @@ struct BwdLayout {
     items = take(at, (np / 16 + kSlots) * 4);
     misc = take(at, 2 * kSlots * 4 + 16);  // V̂'s lse and row terms, the item count
     // One region three ways: per warp its Q and dO rows (the experts' pass), then P and dS of V̂'s softmax and dV̂
-    // in bf16 (V̂'s pass and the keys' pass, with each warp's two [16][8] buffers of query rows), then the pooling's
+    // in bf16 (V̂'s pass and the keys' pass, with each warp's kKeyStages [16][8] buffers of query rows), then the pooling's
     // terms. The keys' pass keeps its f32 dK, dV sums (half the columns at a time) where K and V were.
     const int per_warp = 2 * 16 * ld * 2;
-    const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2 + kBwdWarps * 2 * 16 * 8 * 2;
+    const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2 + kBwdWarps * kKeyStages * 16 * 8 * 2;
     const int pool_pass = kSlots * (D + 1) * 4 + 2 * kMaxN * 4;  // the pooling's terms, bin sizes and spans
     const int passes = kBwdWarps * per_warp > shared_pass ? kBwdWarps * per_warp : shared_pass;
     scratch = take(at, passes > pool_pass ? passes : pool_pass);
@@ -164,39 +165,49 @@ inline PoolBins pool_bins(const MitaSmallPool& p, const MitaShape& s) {
 
 /// The landmarks of (b, h) pooled from q into Rs [kSlots][D + kPad] (rows m.. zero) and into `r` (global). Each
 /// sum runs in landmark_pool.cu's order (8 slices of the bin's tokens, each summed, then added in slice order), so
-/// the landmarks have the bits the separate pooling kernel gives them.
+/// the landmarks have the bits the separate pooling kernel gives them. A thread owns 4 columns of one landmark and
+/// reads its bin's tokens 8 at a time, one per slice, so 8 loads are in flight instead of one.
 template <int D, int kThreads>
 __device__ __forceinline__ void pool_landmarks(bf16* Rs, const Rows& r, const Rows& q, const PoolBins& pb, int b, int h,
                                                int tid) {
-  constexpr int kChunks = D / 8, ld = D + flash::kPad;
+  constexpr int kChunks = D / 4, ld = D + flash::kPad;
   for (int c = tid; c < kSlots * kChunks; c += kThreads) {
-    const int j = c / kChunks, col = (c % kChunks) * 8;
-    alignas(16) bf16 o[8];
+    const int j = c / kChunks, col = (c % kChunks) * 4;
+    alignas(8) bf16 o[4];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) o[e] = __float2bfloat16(0.f);
+    for (int e = 0; e < 4; ++e) o[e] = __float2bfloat16(0.f);
     if (j < pb.m) {
       int y0, y1, x0, x1, width;
       pb.bin(j, y0, y1, x0, x1, width);
       const int w = x1 - x0, count = (y1 - y0) * w;
-      float total[8] = {};
-      for (int slice = 0; slice < 8; ++slice) {
-        float acc[8] = {};
-        for (int i = slice; i < count; i += 8) {
-          const int token = pb.first + (y0 + i / w) * width + x0 + i % w;
-          const uint4 v = *reinterpret_cast<const uint4*>(q.row(b, h, token) + col);
-          const bf16* e8 = reinterpret_cast<const bf16*>(&v);
+      float acc[8][4] = {};
+      for (int i0 = 0; i0 < count; i0 += 8) {
+        uint2 v[8];
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[e] += __bfloat162float(e8[e]);
+        for (int s = 0; s < 8; ++s) {
+          const int i = i0 + s;
+          const int token = pb.first + (y0 + i / w) * width + x0 + i % w;
+          v[s] = i < count ? *reinterpret_cast<const uint2*>(q.row(b, h, token) + col) : make_uint2(0u, 0u);
         }
 #pragma unroll
-        for (int e = 0; e < 8; ++e) total[e] = slice == 0 ? acc[e] : total[e] + acc[e];
+        for (int s = 0; s < 8; ++s) {
+          if (i0 + s >= count) continue;
+          const bf16* e4 = reinterpret_cast<const bf16*>(&v[s]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[s][e] += __bfloat162float(e4[e]);
+        }
       }
       const float inv = 1.0f / static_cast<float>(count);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = __float2bfloat16(total[e] * inv);
-      *reinterpret_cast<uint4*>(r.out_row(b, h, j) + col) = *reinterpret_cast<const uint4*>(o);
+      for (int e = 0; e < 4; ++e) {
+        float total = acc[0][e];
+#pragma unroll
+        for (int s = 1; s < 8; ++s) total += acc[s][e];
+        o[e] = __float2bfloat16(total * inv);
+      }
+      *reinterpret_cast<uint2*>(r.out_row(b, h, j) + col) = *reinterpret_cast<const uint2*>(o);
     }
-    *reinterpret_cast<uint4*>(Rs + j * ld + col) = *reinterpret_cast<const uint4*>(o);
+    *reinterpret_cast<uint2*>(Rs + j * ld + col) = *reinterpret_cast<const uint2*>(o);
   }
 }
 

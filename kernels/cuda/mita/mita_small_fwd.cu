@@ -11,17 +11,72 @@ namespace {
 
 using namespace mita_small_core;
 
-/// Marks in `chosen` (bit i: key lane + 32i) the k largest of a warp's row, ties to the lower key: the k-th largest
-/// value by a bit-by-bit search over ordered bits (up to 32 counting passes; it stops once exactly k keys reach the
-/// candidate), then the keys above it and, of those equal
-/// to it, the lowest in index order.
+/// How many of a warp's row are ≥ t (entries past N hold −inf; t is finite).
 template <int kPer>
-__device__ __forceinline__ uint32_t top_k_bits(const float (&val)[kPer], int N, int k, int lane) {
-  uint32_t u[kPer];
+__device__ __forceinline__ int count_at_least(const float (&val)[kPer], float t) {
+  unsigned c = 0;
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) u[i] = lane + 32 * i < N ? device::ordered_bits(val[i]) : 0u;
+  for (int i = 0; i < kPer; ++i) c += val[i] >= t;
+  return static_cast<int>(__reduce_add_sync(0xffffffffu, c));
+}
+
+/// Marks in `chosen` (bit i: key lane + 32i) the k largest of a warp's row (entries past N hold −inf; mx: its
+/// maximum), ties to the lower key; keys are ordered float bits (−0 below +0). The threshold T is the k-th largest
+/// key. A few probes in value space, each a warp count of the scores ≥ t placed by Illinois interpolation between a
+/// bracket lo < hi with count(lo) > k > count(hi), usually land on a t ≠ 0 with exactly k scores at or above it
+/// (t's key is then T). Otherwise (ties at the boundary, scores that are not finite, or no luck) a bit-by-bit search
+/// over the keys finishes it, below the bracket's common key prefix.
+template <int kPer>
+__device__ __forceinline__ uint32_t top_k_bits(const float (&val)[kPer], float mx, int N, int k, int lane) {
+  uint32_t u[kPer];
+  bool finite = true;
+  float mn = INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const bool valid = lane + 32 * i < N;
+    u[i] = valid ? device::ordered_bits(val[i]) : 0u;
+    finite = finite && (!valid || isfinite(val[i]));
+    if (valid) mn = fminf(mn, val[i]);
+  }
   uint32_t T = 0;
-  for (int bit = 31; bit >= 0; --bit) {
+  int bit = 31;
+  bool found = false;
+  if (__all_sync(0xffffffffu, finite)) {
+    mn = -warp_max(-mn);
+    float lo = mn, hi = mx, f_lo = static_cast<float>(N), f_hi = static_cast<float>(count_at_least(val, mx));
+    const float want = static_cast<float>(k);
+    const bool bracket = f_hi < want;  // else the k-th largest is the maximum (a zero: left to the bit search)
+    if (!bracket && mx != 0.f) {
+      T = device::ordered_bits(mx);
+      found = true;
+    }
+    int side = 0;
+    for (int probe = 0; probe < 8 && bracket && !found; ++probe) {
+      float t = lo + (hi - lo) * ((f_lo - want) / (f_lo - f_hi));
+      if (!(t > lo && t < hi) || t == 0.f) t = lo + 0.5f * (hi - lo);
+      if (!(t > lo && t < hi) || t == 0.f) break;  // no float between them (or only a zero, whose key is ambiguous)
+      const int f = count_at_least(val, t);
+      if (f == k) {
+        T = device::ordered_bits(t);
+        found = true;
+      } else if (f > k) {
+        lo = t, f_lo = static_cast<float>(f);
+        if (side > 0) f_hi = want + 0.5f * (f_hi - want);
+        side = 1;
+      } else {
+        hi = t, f_hi = static_cast<float>(f);
+        if (side < 0) f_lo = want + 0.5f * (f_lo - want);
+        side = -1;
+      }
+    }
+    if (!found && bracket) {  // T lies in [key(lo), key(hi)) ([0, ..) while lo is the minimum): it shares their
+                              // bits above the first one that differs
+      const uint32_t a = lo != mn ? device::ordered_bits(lo) : 0u, d = a ^ device::ordered_bits(hi);
+      bit = 31 - __clz(d);
+      T = bit == 31 ? 0u : a & ~((2u << bit) - 1u);
+    }
+  }
+  for (; !found && bit >= 0; --bit) {
     const uint32_t cand = T | (1u << bit);
     unsigned c = 0;
 #pragma unroll
@@ -159,7 +214,7 @@ __global__ void __launch_bounds__(kFwdWarps * 32) small_forward_kernel(FwdParams
       row_sum[j] = sum;
       p.lse_shared[bh * m + j] = (mx * p.scale_log2 + log2f(sum)) * kLn2;
     }
-    const uint32_t chosen = top_k_bits<kPer>(val, N, topk, lane);
+    const uint32_t chosen = top_k_bits<kPer>(val, mx, N, topk, lane);
     int base = 0;
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {  // the chosen keys in ascending order
