@@ -144,24 +144,20 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
   {
     bf16* Qw = reinterpret_cast<bf16*>(scratch) + warp * 2 * 16 * ld;
     bf16* dOw = Qw + 16 * ld;
-    // The item's Q and dO rows: lane l copies half (l >> 4) of row l & 15. The next item's rows are copied in while
-    // this one computes (the staging rows are free once its fragments are loaded).
-    auto start_item = [&](int i) {
-      const Item it(items, off, i);
-      const bool ok = my_row < it.count;
-      const int n = ok ? order[it.first + my_row] : 0;
-#pragma unroll
-      for (int c = 0; c < kHalf; ++c) {
-        flash::cp_async16(Qw + my_row * ld + c0 + 8 * c, p.q.row(b, h, n) + c0 + 8 * c, ok);
-        flash::cp_async16(dOw + my_row * ld + c0 + 8 * c, p.dout.row(b, h, n) + c0 + 8 * c, ok);
-      }
-      flash::cp_async_commit();
-    };
-    if (warp < *n_items) start_item(warp);
     for (int i = warp; i < *n_items; i += kBwdWarps) {
       const Item it(items, off, i);
       const int* keys = ek + it.expert * kSlots;
-      flash::cp_async_wait<0>();
+      {  // the item's Q and dO rows: lane l copies half (l >> 4) of row l & 15
+        const bool ok = my_row < it.count;
+        const int n = ok ? order[it.first + my_row] : 0;
+#pragma unroll
+        for (int c = 0; c < kHalf; ++c) {
+          flash::cp_async16(Qw + my_row * ld + c0 + 8 * c, p.q.row(b, h, n) + c0 + 8 * c, ok);
+          flash::cp_async16(dOw + my_row * ld + c0 + 8 * c, p.dout.row(b, h, n) + c0 + 8 * c, ok);
+        }
+        flash::cp_async_commit();
+        flash::cp_async_wait<0>();
+      }
       __syncwarp();
       const bool rv[2] = {g < it.count, g + 8 < it.count};
       float dl[2], l2[2];
@@ -178,8 +174,6 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
         flash::ldmatrix_x4(qa[kc], flash::a_rows(Qw, ld, 0, kc * 16, lane));
         flash::ldmatrix_x4(da[kc], flash::a_rows(dOw, ld, 0, kc * 16, lane));
       }
-      __syncwarp();
-      if (i + kBwdWarps < *n_items) start_item(i + kBwdWarps);
       float pr[4][4] = {}, ps[4][4] = {}, dsr[4][4] = {}, dss[4][4] = {};
       slot_scores<D>(pr, ps, qa, Ks, Rs, keys, lane);     // logits, made probabilities below
       slot_scores<D>(dsr, dss, da, Vs, VHs, keys, lane);  // dP, made dS below
@@ -354,9 +348,9 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
   // backward): first the routed slots' sums, each warp owning one 8-column slice of dK or dV and walking every
   // item in order (an expert's keys are distinct, so no two lanes touch one element and no atomics are needed),
   // then per 16 keys V̂'s share added and the bf16 dk, dv stored.
-  constexpr int kHalfD = D / 2, acc_ld = kHalfD + 4, kJobs = D / 8, kAhead = kKeyStages - 1;
-  float* acc = reinterpret_cast<float*>(smem + L.k);              // [dK, dV][np][acc_ld]
-  bf16* stage = dVHb + kSlots * ld + warp * kKeyStages * 16 * 8;  // this warp's [16 queries][8 columns] buffers
+  constexpr int kHalfD = D / 2, acc_ld = kHalfD + 4, kJobs = D / 8;
+  float* acc = reinterpret_cast<float*>(smem + L.k);     // [dK, dV][np][acc_ld]
+  bf16* stage = dVHb + kSlots * ld + warp * 2 * 16 * 8;  // this warp's two [16 queries][8 columns] buffers
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = tid; i < 2 * np * acc_ld / 4; i += kThreads)
       reinterpret_cast<float4*>(acc)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -367,27 +361,26 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
       const Rows& X = which == 0 ? p.q : p.dout;
       float* dst = acc + which * np * acc_ld + slice * 8 + 2 * t;
       const int count = *n_items;
-      // Item i's X rows go (async) into staging buffer i % kKeyStages and its T fragments into registers, kAhead
-      // items before they are summed: the loop would otherwise wait on L2 once an item.
-      auto fetch = [&](int i, uint4(&a)[2]) {
-        if (i < count) {
-          if (lane < 16) {
-            const Item it(items, off, i);
-            const bool ok = lane < it.count;
-            flash::cp_async16(stage + (i % kKeyStages) * 128 + lane * 8,
-                              X.row(b, h, ok ? order[it.first + lane] : 0) + col, ok);
-          }
-          a[0] = __ldcg(routed_tiles + i * 128 + which * 64 + lane);
-          a[1] = topk > 16 ? __ldcg(routed_tiles + i * 128 + which * 64 + 32 + lane) : make_uint4(0, 0, 0, 0);
+      auto fetch = [&](int i, uint4(&a)[2]) {  // item i's X rows (async, into buffer i & 1) and T fragments
+        if (lane < 16) {
+          const Item it(items, off, i);
+          const bool ok = lane < it.count;
+          flash::cp_async16(stage + (i & 1) * 128 + lane * 8, X.row(b, h, ok ? order[it.first + lane] : 0) + col, ok);
         }
-        flash::cp_async_commit();  // one group an item, empty past the end, so that the wait below counts items
+        flash::cp_async_commit();
+        a[0] = __ldcg(routed_tiles + i * 128 + which * 64 + lane);
+        a[1] = topk > 16 ? __ldcg(routed_tiles + i * 128 + which * 64 + 32 + lane) : make_uint4(0, 0, 0, 0);
       };
-      auto sum_item = [&](int i, const uint4(&cur)[2], uint4(&ahead)[2]) {
-        fetch(i + kAhead, ahead);
-        flash::cp_async_wait<kAhead>();
+      uint4 next[2];
+      if (count > 0) fetch(0, next);
+      for (int i = 0; i < count; ++i) {
+        const uint4 cur[2] = {next[0], next[1]};
+        if (i + 1 < count) fetch(i + 1, next);
+        else flash::cp_async_commit();
+        flash::cp_async_wait<1>();
         __syncwarp();
         uint32_t xb[2];
-        ldmatrix_x2_trans(xb, stage + (i % kKeyStages) * 128 + (lane & 15) * 8);
+        ldmatrix_x2_trans(xb, stage + (i & 1) * 128 + (lane & 15) * 8);
         __syncwarp();
         const int* keys = ek + (items[i] >> 16) * kSlots;
 #pragma unroll
@@ -406,16 +399,6 @@ __global__ void __launch_bounds__(kBwdWarps * 32, 2) small_backward_kernel(BwdPa
             *e = v;
           }
         }
-      };
-      // Three register sets in rotation (static names: a runtime index would put them in local memory).
-      static_assert(kAhead == 2 && kKeyStages == kAhead + 1, "the rotation below holds kAhead + 1 items");
-      uint4 t0[2] = {}, t1[2] = {}, t2[2] = {};
-      fetch(0, t0);
-      fetch(1, t1);
-      for (int i = 0; i < count; i += 3) {
-        sum_item(i, t0, t2);
-        if (i + 1 < count) sum_item(i + 1, t1, t0);
-        if (i + 2 < count) sum_item(i + 2, t2, t1);
       }
       flash::cp_async_wait<0>();
     }

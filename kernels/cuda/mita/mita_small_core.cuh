@@ -24,7 +24,6 @@ constexpr int kSlots = 32;  // m and k at most; slot tiles are 2 × 16
 constexpr int kMaxN = 512;  // the top-k keeps 16 scores per lane
 // At DeiT-S both kernels fit two CTAs an SM: the backward at 128 registers a thread and ~110 KB of shared memory.
 constexpr int kFwdWarps = 8, kBwdWarps = 8;
-constexpr int kKeyStages = 3;  // the backward's keys' pass: items staged at once per warp (it sums one, two in flight)
 static_assert(kBwdWarps % 2 == 0, "V̂'s backward gives each warp one of the two landmark tiles");
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
@@ -88,10 +87,10 @@ struct BwdLayout {
     items = take(at, (np / 16 + kSlots) * 4);
     misc = take(at, 2 * kSlots * 4 + 16);  // V̂'s lse and row terms, the item count
     // One region three ways: per warp its Q and dO rows (the experts' pass), then P and dS of V̂'s softmax and dV̂
-    // in bf16 (V̂'s pass and the keys' pass, with each warp's kKeyStages [16][8] buffers of query rows), then the pooling's
+    // in bf16 (V̂'s pass and the keys' pass, with each warp's two [16][8] buffers of query rows), then the pooling's
     // terms. The keys' pass keeps its f32 dK, dV sums (half the columns at a time) where K and V were.
     const int per_warp = 2 * 16 * ld * 2;
-    const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2 + kBwdWarps * kKeyStages * 16 * 8 * 2;
+    const int shared_pass = 2 * kSlots * lp * 2 + kSlots * ld * 2 + kBwdWarps * 2 * 16 * 8 * 2;
     const int pool_pass = kSlots * (D + 1) * 4 + 2 * kMaxN * 4;  // the pooling's terms, bin sizes and spans
     const int passes = kBwdWarps * per_warp > shared_pass ? kBwdWarps * per_warp : shared_pass;
     scratch = take(at, passes > pool_pass ? passes : pool_pass);
