@@ -54,6 +54,14 @@ std::vector<int32_t> ints(const Tensor& t) {
   return std::vector<int32_t>(c.data<int32_t>(), c.data<int32_t>() + c.numel());
 }
 
+/// The four routing arrays of `got` equal those of `want`, element for element.
+void expect_same_routing(const ops::MitaRouting& got, const ops::MitaRouting& want, const std::string& what) {
+  EXPECT_EQ(ints(got.expert_keys), ints(want.expert_keys)) << what;
+  EXPECT_EQ(ints(got.experts), ints(want.experts)) << what;
+  EXPECT_EQ(ints(got.order), ints(want.order)) << what;
+  EXPECT_EQ(ints(got.offsets), ints(want.offsets)) << what;
+}
+
 ops::MitaRouting on_cpu(const ops::MitaRouting& r) {
   return {r.expert_keys.to(cpu()), r.experts.to(cpu()), r.order.to(cpu()), r.offsets.to(cpu())};
 }
@@ -200,12 +208,7 @@ TEST(MitaCuda, OneCtaCoreRoutingOnExactScoresEqualsTheCpu) {
       const Tensor q_cpu = heads_of(q.to(cpu()).to(DType::f32));
       const Tensor k_cpu = heads_of(qkv.detach().slice(2, kC, 2 * kC).to(cpu()).to(DType::f32));
       const Tensor r_cpu = heads_of(models::mita_landmarks(q, o).to(cpu()).to(DType::f32));
-      const ops::MitaRouting want = ops::mita_route(q_cpu, k_cpu, r_cpu, c.k);
-      const ops::MitaRouting& got = tap.routings[0];
-      EXPECT_EQ(ints(got.expert_keys), ints(want.expert_keys)) << what;
-      EXPECT_EQ(ints(got.experts), ints(want.experts)) << what;
-      EXPECT_EQ(ints(got.order), ints(want.order)) << what;
-      EXPECT_EQ(ints(got.offsets), ints(want.offsets)) << what;
+      expect_same_routing(tap.routings[0], ops::mita_route(q_cpu, k_cpu, r_cpu, c.k), what);
     }
 }
 
@@ -222,10 +225,7 @@ TEST(MitaCuda, RoutingWithExactTiesEqualsTheCpuBitForBit) {
     Tensor q = ternary({kB, kH, c.N, kD}, 1), k = ternary({kB, kH, c.N, kD}, 2), r = ternary({kB, kH, c.m, kD}, 3);
     const ops::MitaRouting cpu_r = ops::mita_route(q, k, r, c.k);
     const ops::MitaRouting gpu_r = ops::mita_route(q.to(kGpu), k.to(kGpu), r.to(kGpu), c.k);
-    EXPECT_EQ(ints(gpu_r.expert_keys), ints(cpu_r.expert_keys)) << name_of(c, DType::f32);
-    EXPECT_EQ(ints(gpu_r.experts), ints(cpu_r.experts)) << name_of(c, DType::f32);
-    EXPECT_EQ(ints(gpu_r.order), ints(cpu_r.order)) << name_of(c, DType::f32);
-    EXPECT_EQ(ints(gpu_r.offsets), ints(cpu_r.offsets)) << name_of(c, DType::f32);
+    expect_same_routing(gpu_r, cpu_r, name_of(c, DType::f32));
   }
 }
 
